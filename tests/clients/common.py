@@ -1,0 +1,42 @@
+"""Shared helpers for the client black-box suites (Python stdlib only)."""
+import re
+import sys
+
+
+class Reporter:
+    """Prints one line per check: 'PASS [suite] name' or 'FAIL [suite] name: detail'."""
+
+    def __init__(self, suite):
+        self.suite = suite
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print("PASS [%s] %s" % (self.suite, name), flush=True)
+        else:
+            self.failed += 1
+            d = detail if isinstance(detail, str) else repr(detail)
+            d = d.replace("\n", "\\n")
+            if len(d) > 600:
+                d = d[:600] + "..."
+            print("FAIL [%s] %s: %s" % (self.suite, name, d), flush=True)
+        return ok
+
+    def eq(self, name, got, want):
+        return self.check(name, got == want, "got %r, want %r" % (got, want))
+
+    def match(self, name, pattern, got):
+        ok = isinstance(got, str) and re.fullmatch(pattern, got) is not None
+        return self.check(name, ok, "got %r, want /%s/" % (got, pattern))
+
+    def finish(self):
+        return 0 if self.failed == 0 else 1
+
+
+def split_hostport(hp):
+    host, _, port = hp.rpartition(":")
+    if not host or not port.isdigit():
+        sys.exit("bad HOST:PORT: %r" % hp)
+    return host, int(port)
