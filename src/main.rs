@@ -1,1 +1,87 @@
-fn main() {}
+//! `palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR]`
+//!
+//! With no arguments it serves 127.0.0.1:2181 with data in ./data.
+
+use palisade::config::Config;
+use std::process::ExitCode;
+
+fn usage() -> &'static str {
+    "usage: palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR]"
+}
+
+fn parse_args() -> Result<Config, String> {
+    let mut cfg = Config::default();
+    let mut args = std::env::args().skip(1);
+    let mut overrides = Vec::new();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--port" | "--bind" | "--data-dir" => {
+                let v = args
+                    .next()
+                    .ok_or_else(|| format!("{a} needs a value\n{}", usage()))?;
+                overrides.push((a, v));
+            }
+            "-h" | "--help" => return Err(usage().to_string()),
+            f if !f.starts_with('-') => {
+                let text = std::fs::read_to_string(f).map_err(|e| format!("reading {f}: {e}"))?;
+                for k in cfg.apply_zoo_cfg(&text)? {
+                    tracing::warn!(key = %k, file = f, "unknown configuration key (ignored)");
+                }
+            }
+            other => return Err(format!("unknown option {other}\n{}", usage())),
+        }
+    }
+    for (k, v) in overrides {
+        match k.as_str() {
+            "--port" => {
+                cfg.client_port = v
+                    .parse()
+                    .map_err(|_| format!("invalid value for --port: {v:?}"))?
+            }
+            "--bind" => cfg.client_port_address = v,
+            _ => cfg.data_dir = v.into(),
+        }
+    }
+    Ok(cfg)
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let cfg = match parse_args() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async {
+        let addr = format!("{}:{}", cfg.client_port_address, cfg.client_port);
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        palisade::server::run(cfg, listener)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("palisade: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -21,3 +21,52 @@ python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 
 step "cargo test (unit, property, golden-vector and black-box tests)"
 cargo test --workspace --locked --release
+
+step "build the server"
+cargo build --release --locked --bin palisade
+
+work=$(mktemp -d /tmp/palisade-test.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Palisade on loopback with the same settings the reference ZooKeeper gets.
+pal_port=22281
+mkdir -p "$work/pal"
+cat > "$work/pal/zoo.cfg" <<CFG
+tickTime=2000
+dataDir=$work/pal/data
+clientPort=$pal_port
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+4lw.commands.whitelist=*
+extendedTypesEnabled=true
+CFG
+./target/release/palisade "$work/pal/zoo.cfg" > "$work/pal/server.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$pal_port" && printf ruok >&3 && timeout 2 cat <&3) 2>/dev/null | grep -q imok && break
+  sleep 0.1
+done
+
+failed=0
+run_suite() {
+  local name=$1; shift
+  step "$name"
+  if ! "$@"; then
+    echo "SUITE FAILED: $name"
+    failed=1
+  fi
+}
+
+run_suite "kazoo suite against Palisade" env ZK_HOSTS=127.0.0.1:$pal_port python3 -m pytest -q -p no:cacheprovider tests/kazoo
+run_suite "zkCli.sh, C client and Curator against Palisade" tests/clients/run.sh 127.0.0.1:$pal_port
+
+if ! kill -0 "${pids[0]}" 2>/dev/null; then
+  echo "Palisade exited during the tests; its log:"; cat "$work/pal/server.log"; failed=1
+fi
+exit $failed

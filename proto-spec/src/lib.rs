@@ -19,6 +19,7 @@ pub mod frame;
 pub mod jute;
 pub mod request;
 pub mod response;
+pub mod txn;
 
 /// Records and enums generated from `spec/zookeeper.jute`.
 #[allow(clippy::all, unused_parens)]
@@ -35,6 +36,7 @@ pub use jute::{JStr, Reader, Record, DEFAULT_MAX_BUFFER};
 pub use records::*;
 pub use request::{MultiOp, MultiRequest, Request};
 pub use response::{MultiResponse, OpResult, Response};
+pub use txn::{Txn, TxnBody};
 
 #[cfg(test)]
 mod strategies {

@@ -30,6 +30,7 @@ DATE_RE = r"[A-Z][a-z]{2} [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2} [A-Za-z0-9+:_/-]
 HEX_RE = r"0x[0-9a-f]+"
 
 R = Reporter("zkcli")
+NO_OUTPUT = "<no output: zkCli session ended or timed out before this command completed>"
 
 
 def digest(user, password):
@@ -40,7 +41,7 @@ def digest(user, password):
 class Session:
     """One zkCli.sh process; add() commands, run(), then out(i) per command."""
 
-    def __init__(self, hp, printwatches=False, timeout=45):
+    def __init__(self, hp, printwatches=False, timeout=25):
         self.hp = hp
         self.printwatches = printwatches
         self.timeout = timeout
@@ -88,12 +89,12 @@ class Session:
         """Lines printed by command i, or None if the session died before it finished."""
         if i < len(self.segments):
             return self.segments[i]
-        return None
+        return [NO_OUTPUT]
 
 
 def parse_stat(lines):
     """Return (dict, ordered keys) of the trailing 11 'key = value' stat lines."""
-    if lines is None:
+    if lines is None or lines == [NO_OUTPUT]:
         return None, None
     kv = []
     for l in lines:
@@ -119,7 +120,7 @@ def check_stat_shape(name, lines):
         and all(re.fullmatch(r"-?\d+", st.get(k, "")) for k in
                 ("cversion", "dataVersion", "aclVersion", "dataLength", "numChildren"))
     R.check(name + " stat value formats (0x hex zxids, Date.toString times)", ok, st)
-    return st
+    return st if ok and keys == STAT_FIELDS else None
 
 
 def main():
@@ -390,8 +391,11 @@ def main():
          ["absolute path is /zookeeper/quota%s/q/zookeeper_limits" % B, "quota for %s/q does not exist." % B])
     R.eq("deleteall prints nothing", o(c["deleteall"]), [])
     R.eq("ls after deleteall -> Node does not exist", o(c["ls_da"]), ["Node does not exist: %s/da" % B])
-    if a.out(len(a.cmds) - 1) is None:
+    if a.out(len(a.cmds) - 1) == [NO_OUTPUT]:
         R.check("session A completed", False, a.raw[-2000:])
+    if a.out(c["mkbase"]) != ["Created %s" % B]:
+        R.check("session B (skipped: session A could not even create the base node)", False, "")
+        return R.finish()
 
     # ---------------------------------------------------------------- session B
     # New session: A's ephemerals must be gone; watches fire (printwatches on).
@@ -446,13 +450,13 @@ def main():
          ["KeeperErrorCode = No such watcher for %s/w" % B])
     R.eq("deleteall subtree prints nothing", o(d["cleanup"]), [])
     R.eq("stat after deleteall -> Node does not exist", o(d["gone"]), ["Node does not exist: %s" % B])
-    if b.out(len(b.cmds) - 1) is None:
+    if b.out(len(b.cmds) - 1) == [NO_OUTPUT]:
         R.check("session B completed", False, b.raw[-2000:])
 
     # ---------------------------------------------------------------- one-shot mode
     try:
-        p = subprocess.run(["timeout", "30", ZKCLI, "-server", hp, "ls", "/zookeeper"], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, errors="replace", timeout=40)
+        p = subprocess.run(["timeout", "20", ZKCLI, "-server", hp, "ls", "/zookeeper"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, errors="replace", timeout=30)
         lines = [l for l in p.stdout.split("\n") if l and not l.startswith("SLF4J:")]
         R.check("one-shot 'zkCli.sh -server H:P ls /zookeeper' prints [config, quota]",
                 "[config, quota]" in lines and p.returncode == 0, p.stdout[-1000:])
@@ -463,4 +467,10 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        rc = main()
+    except Exception:  # report driver crashes as a failed check instead of a bare traceback
+        import traceback
+        R.check("driver completed without exception", False, traceback.format_exc())
+        rc = R.finish()
+    sys.exit(rc)

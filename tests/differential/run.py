@@ -24,11 +24,12 @@ from zkwire import OP, Closed, Timeout, DecodeError  # noqa: E402
 REQUEST_TIMEOUT = 3.0     # seconds to wait for any single reply
 CLOSE_WAIT = 1.5          # seconds to wait when checking whether the server closes
 SESSION_TIMEOUT_MS = 10000
+SCENARIO_BUDGET = 20.0    # seconds per scenario and side; exceeding it fails the scenario
 
 ZXID_KEYS = {'zxid', 'czxid', 'mzxid', 'pzxid', 'relativeZxid', 'lastZxid'}
 TIME_KEYS = {'ctime', 'mtime'}
 SESSION_KEYS = {'ephemeralOwner', 'sessionId'}
-SORTED_LIST_KEYS = {'children', 'ephemerals'}
+SORTED_LIST_KEYS = {'children', 'ephemerals', 'clientInfo'}
 
 
 # ====================================================================== encoding
@@ -93,8 +94,13 @@ class Result:
         return self.body.get(k)
 
 
+class ScenarioDeadline(Exception):
+    pass
+
+
 class Harness:
     def __init__(self, host, port, root, side):
+        self.deadline = time.monotonic() + SCENARIO_BUDGET
         self.host, self.port, self.root, self.side = host, port, root, side
         self.entries = []
         self.conns = {}
@@ -104,12 +110,15 @@ class Harness:
         self.closed_sessions = set()
         self.record_zxid = True
         self.health_count = 0
+        self.raw_ops = {}
 
     # ---- helpers
     def p(self, sub=''):
         return self.root + sub
 
     def record(self, entry):
+        if time.monotonic() > self.deadline:
+            raise ScenarioDeadline('scenario exceeded %.0fs' % SCENARIO_BUDGET)
         self.entries.append(entry)
         return entry
 
@@ -174,8 +183,14 @@ class Harness:
         return resp
 
     # ---- requests
-    def op(self, cname, opname, xid=None, opcode=None, body=None, note=None, **fields):
-        """Send one request on connection cname and record the outcome."""
+    def op(self, cname, opname, xid=None, opcode=None, body=None, note=None, timeout=None,
+           keep_open=False, redact=False, **fields):
+        """Send one request on connection cname and record the outcome.
+
+        timeout: seconds to wait for the reply (default REQUEST_TIMEOUT); on timeout the
+        connection is closed locally unless keep_open (for requests ZooKeeper never answers).
+        redact: record only the shape of a successful body (e.g. for '' which reads '/').
+        """
         c = self.conns[cname]
         if opcode is None:
             opcode = OP[opname]
@@ -191,13 +206,14 @@ class Harness:
             entry['result'] = 'not-sent (connection already closed)'
             return Result(closed=True)
         try:
-            rep, events = c.request(opcode, body, xid)
+            rep, events = c.request(opcode, body, xid, timeout=timeout)
         except Closed:
             entry['result'] = 'closed'
             return Result(closed=True)
         except Timeout:
-            entry['result'] = 'timeout'
-            c.close()
+            entry['result'] = 'no reply within %.1fs' % (timeout or REQUEST_TIMEOUT)
+            if not keep_open:
+                c.close()
             return Result(timeout=True)
         except DecodeError as e:
             entry['result'] = 'undecodable: %s' % e
@@ -214,6 +230,8 @@ class Harness:
                 except DecodeError as e:
                     decoded = {'undecodable': rep.body.hex(), 'why': str(e)}
             entry['body'] = decoded
+            if redact:
+                entry['body'] = {'keys': sorted(decoded)}
         elif rep.body:
             entry['errBody'] = rep.body.hex()
         if events:
@@ -228,10 +246,14 @@ class Harness:
     def _ev(e):
         return {'type': zw.EVENT.get(e['type'], e['type']), 'state': e['state'], 'path': e['path']}
 
-    def events(self, cname):
-        """Barrier: ping cname and record every notification that arrives before the pong."""
+    def events(self, cname, unordered=False):
+        """Barrier: ping cname and record every notification that arrives before the pong.
+        unordered: compare them as a sorted multiset (e.g. session-close deletes, whose
+        order in ZooKeeper follows a Java HashSet)."""
         c = self.conns[cname]
         entry = self.record({'c': cname, 'op': 'events'})
+        if unordered:
+            entry['unordered'] = True
         if c.closed:
             entry['result'] = 'connection closed'
             return []
@@ -245,12 +267,31 @@ class Harness:
             c.close()
             return []
         entry['events'] = [self._ev(e) for e in evs]
+        if unordered:
+            entry['events'].sort(key=lambda e: (e['path'], e['type']))
         if rep.xid != zw.XID_PING or rep.err != 0:
             entry['pong'] = {'xid': rep.xid, 'err': zw.err_name(rep.err)}
         return evs
 
-    def expect_closed(self, cname, wait=CLOSE_WAIT):
-        """Record whether the server closes the connection within `wait` seconds."""
+    def collect(self, cname, count, wait=REQUEST_TIMEOUT):
+        """Read exactly `count` frames (replies to raw-sent requests, notifications) and record them."""
+        c = self.conns[cname]
+        entry = self.record({'c': cname, 'op': 'collect', 'want': count})
+        frames = []
+        try:
+            while len(frames) < count:
+                frames.append(c.recv_reply(wait))
+        except Closed:
+            entry['result'] = 'closed'
+        except (Timeout, DecodeError) as e:
+            entry['result'] = type(e).__name__
+        ops = self.raw_ops.get(cname, {})
+        entry['frames'] = [self._frame(r, ops) for r in frames]
+        return frames
+
+    def expect_closed(self, cname, wait=CLOSE_WAIT, sort_frames=False, only_xids=None):
+        """Record whether the server closes the connection within `wait` seconds, and
+        every frame received meanwhile (sort_frames: compare them ordered by xid)."""
         c = self.conns[cname]
         entry = self.record({'c': cname, 'op': 'await-close'})
         if c.closed:
@@ -262,28 +303,39 @@ class Harness:
             state, frames = 'undecodable: %s' % e, []
         entry['result'] = state
         if frames:
-            entry['frames'] = [self._frame(r) for r in frames]
+            ops = self.raw_ops.get(cname, {})
+            entry['frames'] = [self._frame(r, ops) for r in frames]
+            if only_xids is not None:
+                entry['frames'] = [f for f in entry['frames'] if f['xid'] in only_xids]
+                entry['onlyXids'] = sorted(only_xids)
+            if sort_frames:
+                entry['frames'].sort(key=lambda d: d['xid'])
+                entry['framesSorted'] = True
         if state == 'closed':
             c.close()
         return state == 'closed'
 
-    def _frame(self, r):
+    def _frame(self, r, ops):
         d = {'xid': r.xid, 'err': zw.err_name(r.err)}
         if self.record_zxid:
             d['zxid'] = r.zxid
-        if r.xid == zw.XID_NOTIFICATION:
-            try:
+        try:
+            if r.xid == zw.XID_NOTIFICATION:
                 d['event'] = self._ev(zw.dec_watcher_event(r.body))
-            except DecodeError:
+            elif r.body and r.xid in ops and r.err == 0:
+                d['body'] = zw.dec_response(ops[r.xid], r.body)
+            elif r.body:
                 d['body'] = r.body.hex()
-        elif r.body:
+        except DecodeError:
             d['body'] = r.body.hex()
         return d
 
-    def raw(self, cname, data, desc):
-        """Send raw bytes (no framing added)."""
+    def raw(self, cname, data, desc, ops=None):
+        """Send raw bytes (no framing added). ops: {xid: opcode} for decoding the replies."""
         c = self.conns[cname]
         self.record({'c': cname, 'op': 'raw', 'desc': desc, 'len': len(data)})
+        if ops:
+            self.raw_ops.setdefault(cname, {}).update(ops)
         c.send_raw(data)
 
     def shutdown_write(self, cname):
@@ -302,7 +354,7 @@ class Harness:
     def health(self):
         """A fresh well-behaved client must still work. Records a zxid-free summary."""
         self.health_count += 1
-        path = self.p('/health%d' % self.health_count)
+        path = self.root + '_health%d' % self.health_count     # top level: no parent needed
         steps = []
         try:
             c = zw.Conn(self.host, self.port, REQUEST_TIMEOUT)
@@ -456,6 +508,93 @@ def fmt(obj):
     return repr(obj)
 
 
+# ====================================================================== self-test helpers
+
+def _map_values(obj, fn, key=None):
+    if isinstance(obj, dict):
+        return {k: _map_values(v, fn, k) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_map_values(v, fn, key) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_map_values(v, fn, key) for v in obj)
+    return fn(key, obj)
+
+
+class _Copy:
+    """A harness look-alike holding a transformed transcript (for normalise())."""
+
+    def __init__(self, h, entries, session_names):
+        self.entries, self.session_names = entries, session_names
+        self.root, self.record_zxid = h.root, h.record_zxid
+
+
+def invariant_copy(h):
+    """Same server behaviour seen through different absolute values: zxids mapped by a
+    strictly increasing function, times shifted, session ids and passwords replaced,
+    child lists reversed.  normalise() must not see any difference."""
+    sess = {sid: sid ^ 0x5A5A000000000000 for sid in h.session_names}
+
+    def fn(k, v):
+        if k in ZXID_KEYS and isinstance(v, int) and v > 0:
+            return 3 * v + 1000003
+        if k in TIME_KEYS and isinstance(v, int) and v > 0:
+            return v + 987654
+        if k in SESSION_KEYS and isinstance(v, int) and v in sess:
+            return sess[v]
+        if k == 'passwd' and isinstance(v, bytes) and v.strip(b'\0'):
+            return bytes((b ^ 0x33) or 1 for b in v)
+        return v
+    entries = _map_values(h.entries, fn)
+    for e in entries:
+        for part in ('body', 'frames'):
+            b = e.get(part)
+            if isinstance(b, dict) and isinstance(b.get('children'), list):
+                b['children'] = list(reversed(b['children']))
+    return _Copy(h, entries, {sess[s]: n for s, n in h.session_names.items()})
+
+
+def divergent_copy(h):
+    """One field that must be compared exactly is changed: the last error code, or
+    failing that the last Stat version / child list / connection outcome."""
+    import copy
+    entries = copy.deepcopy(h.entries)
+    for e in reversed(entries):
+        if e.get('err') not in (None,):
+            e['err'] = 'NONODE' if e['err'] != 'NONODE' else 'NODEEXISTS'
+            return _Copy(h, entries, h.session_names), 'err of %s' % e['op']
+        if e.get('result') in ('open', 'closed'):
+            e['result'] = 'open' if e['result'] == 'closed' else 'closed'
+            return _Copy(h, entries, h.session_names), 'close outcome'
+        if 'steps' in e:
+            e['steps'] = e['steps'][:-1]
+            return _Copy(h, entries, h.session_names), 'health steps'
+        if 'out' in e:
+            e['out'] = e['out'] + 'x'
+            return _Copy(h, entries, h.session_names), '4lw output'
+    return None, 'nothing to mutate'
+
+
+def transcript_selftest(table, ref, run_id):
+    """Run every scenario on the reference once and check that the comparison is
+    invariant under value changes that must not matter and sensitive to ones that must."""
+    bad = 0
+    for name, fn in table:
+        h, _ = run_side(fn, ref, '/dt%sr_%s' % (run_id, name), 'ref')
+        base = normalise(h)
+        if normalise(invariant_copy(h)) != base:
+            bad += 1
+            print('SELFTEST-BROKEN %s: invariant transform changed the normalised transcript' % name)
+            for line in difflib.unified_diff(base, normalise(invariant_copy(h)), 'orig', 'transformed',
+                                             n=0, lineterm=''):
+                print('    ' + line)
+        div, what = divergent_copy(h)
+        if div is None or normalise(div) == base:
+            bad += 1
+            print('SELFTEST-BROKEN %s: mutation (%s) not detected' % (name, what))
+    print('transcript selftest: %d scenarios, %d problems' % (len(table), bad))
+    return bad
+
+
 # ====================================================================== runner
 
 def parse_addr(s):
@@ -469,7 +608,7 @@ def run_side(fn, addr, root, side):
     try:
         fn(h)
     except Exception as e:  # a scenario bug or an unexpected server answer shape
-        h.record({'op': 'SCENARIO-EXCEPTION', 'error': '%s: %s' % (type(e).__name__, e)})
+        h.entries.append({'op': 'SCENARIO-EXCEPTION', 'error': '%s: %s' % (type(e).__name__, e)})
         if os.environ.get('DIFF_TRACE'):
             traceback.print_exc()
     finally:
@@ -487,9 +626,14 @@ def main(argv=None):
     ap.add_argument('--show', action='store_true', help='print the normalised reference transcript')
     ap.add_argument('--selftest', action='store_true',
                     help='run the deliberately divergent variants; every one must FAIL')
+    ap.add_argument('--budget', type=float, default=110.0,
+                    help='overall time budget in seconds; scenarios not started in time FAIL')
+    ap.add_argument('--crashers', action='store_true',
+                    help='run ONLY the scenarios known to kill ZooKeeper 3.8.0 (throw-away servers!)')
     args = ap.parse_args(argv)
 
-    table = scenarios.SELFTEST if args.selftest else scenarios.SCENARIOS
+    table = scenarios.SELFTEST if args.selftest else \
+        scenarios.CRASHERS if args.crashers else scenarios.SCENARIOS
     if args.list:
         for name, _ in table:
             print(name)
@@ -507,6 +651,11 @@ def main(argv=None):
     selftest_outcomes = []
     t_start = time.monotonic()
     for name, fn in table:
+        if time.monotonic() - t_start > args.budget:
+            failed += 1
+            selftest_outcomes.append((name, False))
+            print('FAIL %s  (not run: overall time budget of %.0fs exhausted)' % (name, args.budget))
+            continue
         # same-length roots so that both sides can even share one server
         ref_root = '/dt%sr_%s' % (run_id, name)
         sut_root = '/dt%ss_%s' % (run_id, name)
@@ -521,13 +670,20 @@ def main(argv=None):
             print('--- %s (reference transcript)' % name)
             for line in a:
                 print('    ' + line)
-        selftest_outcomes.append((name, a == b))
-        if a == b:
+        broken = [s for s, lines in (('ref', a), ('sut', b))
+                  if any('SCENARIO-EXCEPTION' in l for l in lines)]
+        same = a == b and not broken
+        selftest_outcomes.append((name, same))
+        if same:
             passed += 1
             print('PASS %s  (%.2fs/%.2fs)' % (name, tr, ts))
         else:
             failed += 1
             print('FAIL %s  (%.2fs/%.2fs)' % (name, tr, ts))
+            for side, lines in (('ref', a), ('sut', b)):
+                if side in broken:
+                    print('    scenario raised on %s side (server down or harness bug): %s' % (
+                        side, [l for l in lines if 'SCENARIO-EXCEPTION' in l][0]))
             for line in difflib.unified_diff(a, b, 'ref', 'sut', n=2, lineterm=''):
                 print('    ' + line)
         sys.stdout.flush()
@@ -535,9 +691,11 @@ def main(argv=None):
     if args.selftest:
         print('%d passed, %d failed' % (passed, failed))
         bad = [n for n, ok in selftest_outcomes if ok != n.endswith('_must_pass')]
-        print('selftest: %s' % ('OK (every divergent variant FAILED, every _must_pass variant PASSED)'
-                                if not bad else 'BROKEN: ' + ', '.join(bad)))
-        return 0 if not bad else 1
+        print('variant selftest: %s' % ('OK (every divergent variant FAILED, every _must_pass variant PASSED)'
+                                        if not bad else 'BROKEN: ' + ', '.join(bad)))
+        nbad = transcript_selftest(scenarios.SCENARIOS, ref, run_id + 't')
+        print('selftest %s' % ('OK' if not bad and not nbad else 'BROKEN'))
+        return 0 if not bad and not nbad else 1
     print('%d passed, %d failed' % (passed, failed))
     return 0 if failed == 0 else 1
 

@@ -244,15 +244,19 @@ def _strs(w, s):
     w.ustring(s)
 
 
+def _lst(v):
+    return None if v is None else list(v)
+
+
 def enc_set_watches(relative_zxid, data=(), exist=(), child=()):
-    return (_w().long(relative_zxid).vector(list(data), _strs).vector(list(exist), _strs)
-            .vector(list(child), _strs).bytes())
+    return (_w().long(relative_zxid).vector(_lst(data), _strs).vector(_lst(exist), _strs)
+            .vector(_lst(child), _strs).bytes())
 
 
 def enc_set_watches2(relative_zxid, data=(), exist=(), child=(), persistent=(), recursive=()):
-    return (_w().long(relative_zxid).vector(list(data), _strs).vector(list(exist), _strs)
-            .vector(list(child), _strs).vector(list(persistent), _strs)
-            .vector(list(recursive), _strs).bytes())
+    return (_w().long(relative_zxid).vector(_lst(data), _strs).vector(_lst(exist), _strs)
+            .vector(_lst(child), _strs).vector(_lst(persistent), _strs)
+            .vector(_lst(recursive), _strs).bytes())
 
 
 def enc_auth(scheme, auth, type_=0):

@@ -15,7 +15,7 @@ cmt_feed() {
 
 capture cmt-basic "$CC_DESC" "create (data 'new'), create +e, +s, +es, +c (container 19), +t=5000 (TTL 21), create2, get (with watch), set (fires watch), ls (with watch), ls2, exists present/missing (watch), wexists, sync, addauth digest, config (getData /zookeeper/config with watch), delete + NONODE, closeSession" -- \
   cmt_feed "create /cc" "create +e /cc/e" "create +s /cc/s" "create +es /cc/es" "create +c /cc/cont" \
-    "create +t=5000 /cc/ttl" "create2 /cc/c2" "create /cc" "get /cc" "set /cc hello" "ls /cc" "ls2 /cc" \
+    "create +t=5000 /cc/ttl" "create2 /cc/c2" "exists /cc/ttl" "create /cc" "get /cc" "set /cc hello" "ls /cc" "ls2 /cc" \
     "exists /cc" "exists /cc/none" "wexists /cc/none2" "sync /cc" "addauth digest u:p" "config" "myid" \
     "delete /cc/c2" "delete /cc/c2" "delete /cc/e" "get /cc/missing" "sleep:0.5" "quit"
 

@@ -1,0 +1,346 @@
+//! Access control: ACL validation (fixupACL), permission checks (checkACL), digest and ip
+//! providers, and the interned table of ACL lists (identical lists are stored once).
+
+use base64::Engine as _;
+use palisade_proto::{Id, JStr, ACL};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+pub const READ: i32 = 1;
+pub const WRITE: i32 = 2;
+pub const CREATE: i32 = 4;
+pub const DELETE: i32 = 8;
+pub const ADMIN: i32 = 16;
+pub const ALL: i32 = 31;
+
+/// One entry of an ACL list as the server keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Entry {
+    pub perms: i32,
+    pub scheme: Box<str>,
+    pub id: Box<str>,
+}
+
+/// An identity a connection has authenticated as (ZooKeeper's authInfo).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AuthId {
+    pub scheme: Box<str>,
+    pub id: Box<str>,
+}
+
+impl Entry {
+    pub fn to_wire(&self) -> ACL {
+        ACL {
+            perms: self.perms,
+            id: Id {
+                scheme: JStr::from(&*self.scheme),
+                id: JStr::from(&*self.id),
+            },
+        }
+    }
+}
+
+/// `user:` + base64(sha1(`user:password`)), as DigestAuthenticationProvider computes it.
+pub fn digest_id(user_password: &str) -> String {
+    let user = user_password.split(':').next().unwrap_or("");
+    let sha = sha1_smol::Sha1::from(user_password.as_bytes())
+        .digest()
+        .bytes();
+    format!(
+        "{user}:{}",
+        base64::engine::general_purpose::STANDARD.encode(sha)
+    )
+}
+
+/// Validates and expands an ACL list from a create or setACL request. `None` = INVALIDACL.
+pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Option<Vec<Entry>> {
+    let acl = acl.filter(|a| !a.is_empty())?;
+    let mut out: Vec<Entry> = Vec::with_capacity(acl.len());
+    let push = |e: Entry, out: &mut Vec<Entry>| {
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    };
+    for a in acl {
+        let (Some(scheme), Some(id)) = (a.id.scheme.as_str(), a.id.id.as_str()) else {
+            return None;
+        };
+        match scheme {
+            "world" if id == "anyone" => push(
+                Entry {
+                    perms: a.perms,
+                    scheme: scheme.into(),
+                    id: id.into(),
+                },
+                &mut out,
+            ),
+            "auth" => {
+                // Expands to every identity of an authenticating provider (digest, super).
+                let mut any = false;
+                for cid in auth
+                    .iter()
+                    .filter(|c| &*c.scheme == "digest" || &*c.scheme == "super")
+                {
+                    any = true;
+                    push(
+                        Entry {
+                            perms: a.perms,
+                            scheme: cid.scheme.clone(),
+                            id: cid.id.clone(),
+                        },
+                        &mut out,
+                    );
+                }
+                if !any {
+                    return None;
+                }
+            }
+            "digest" if id.split(':').count() == 2 => push(
+                Entry {
+                    perms: a.perms,
+                    scheme: scheme.into(),
+                    id: id.into(),
+                },
+                &mut out,
+            ),
+            "ip" if parse_cidr(id).is_some() => push(
+                Entry {
+                    perms: a.perms,
+                    scheme: scheme.into(),
+                    id: id.into(),
+                },
+                &mut out,
+            ),
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// ZooKeeper's checkACL: allowed when the list is empty, the caller is super, or some entry
+/// granting one of `perm`'s bits matches one of the caller's identities.
+pub fn check(acl: &[Entry], perm: i32, auth: &[AuthId]) -> bool {
+    if acl.is_empty() || auth.iter().any(|a| &*a.scheme == "super") {
+        return true;
+    }
+    acl.iter()
+        .filter(|e| e.perms & perm != 0)
+        .any(|e| match &*e.scheme {
+            "world" => &*e.id == "anyone",
+            "digest" => auth.iter().any(|a| &*a.scheme == "digest" && a.id == e.id),
+            "ip" => auth
+                .iter()
+                .any(|a| &*a.scheme == "ip" && ip_matches(&e.id, &a.id)),
+            _ => false,
+        })
+}
+
+fn parse_cidr(s: &str) -> Option<(IpAddr, u32)> {
+    let (addr, bits) = match s.split_once('/') {
+        Some((a, b)) => (a, Some(b.parse::<u32>().ok()?)),
+        None => (s, None),
+    };
+    let ip: IpAddr = addr.parse().ok()?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let bits = bits.unwrap_or(max);
+    (bits <= max).then_some((ip, bits))
+}
+
+fn ip_matches(acl_id: &str, client: &str) -> bool {
+    let (Some((net, bits)), Ok(ip)) = (parse_cidr(acl_id), client.parse::<IpAddr>()) else {
+        return false;
+    };
+    match (net, ip) {
+        (IpAddr::V4(n), IpAddr::V4(c)) => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
+            u32::from(n) & mask == u32::from(c) & mask
+        }
+        (IpAddr::V6(n), IpAddr::V6(c)) => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
+            u128::from(n) & mask == u128::from(c) & mask
+        }
+        _ => false,
+    }
+}
+
+/// getACL for a caller without ADMIN: digest ids are shown as `user:x`.
+pub fn masked(e: &Entry) -> ACL {
+    if &*e.scheme == "digest" {
+        let user = e.id.split(':').next().unwrap_or("");
+        return ACL {
+            perms: e.perms,
+            id: Id {
+                scheme: JStr::from("digest"),
+                id: JStr::from(format!("{user}:x")),
+            },
+        };
+    }
+    e.to_wire()
+}
+
+/// Interned ACL lists, reference-counted by the nodes that use them.
+#[derive(Default)]
+pub struct AclTable {
+    lists: Vec<Option<(Arc<[Entry]>, u64)>>,
+    index: HashMap<Arc<[Entry]>, u32>,
+    free: Vec<u32>,
+}
+
+impl AclTable {
+    /// The id of `acl`, adding it (or one more reference to it).
+    pub fn intern(&mut self, acl: Vec<Entry>) -> u32 {
+        if let Some(&id) = self.index.get(acl.as_slice()) {
+            if let Some(Some((_, refs))) = self.lists.get_mut(id as usize) {
+                *refs += 1;
+            }
+            return id;
+        }
+        let list: Arc<[Entry]> = acl.into();
+        let id = match self.free.pop() {
+            Some(id) => {
+                if let Some(slot) = self.lists.get_mut(id as usize) {
+                    *slot = Some((list.clone(), 1));
+                }
+                id
+            }
+            None => {
+                self.lists.push(Some((list.clone(), 1)));
+                (self.lists.len() - 1) as u32
+            }
+        };
+        self.index.insert(list, id);
+        id
+    }
+
+    pub fn release(&mut self, id: u32) {
+        let Some(slot) = self.lists.get_mut(id as usize) else {
+            return;
+        };
+        let drop_it = match slot {
+            Some((_, refs)) => {
+                *refs -= 1;
+                *refs == 0
+            }
+            None => false,
+        };
+        if drop_it {
+            if let Some((list, _)) = slot.take() {
+                self.index.remove(&list);
+            }
+            self.free.push(id);
+        }
+    }
+
+    pub fn get(&self, id: u32) -> &[Entry] {
+        match self.lists.get(id as usize) {
+            Some(Some((l, _))) => l,
+            _ => &[],
+        }
+    }
+
+    /// Number of distinct lists stored.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acl(perms: i32, scheme: &str, id: &str) -> ACL {
+        ACL {
+            perms,
+            id: Id {
+                scheme: scheme.into(),
+                id: id.into(),
+            },
+        }
+    }
+
+    #[test]
+    fn digest_matches_zookeeper() {
+        // Value computed by ZooKeeper's DigestAuthenticationProvider.generateDigest.
+        assert_eq!(
+            digest_id("super:test"),
+            "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+        );
+    }
+
+    #[test]
+    fn fixup_rules() {
+        assert!(fixup(None, &[]).is_none());
+        assert!(fixup(Some(&[]), &[]).is_none());
+        assert!(fixup(Some(&[acl(31, "auth", "")]), &[]).is_none());
+        assert!(fixup(Some(&[acl(31, "world", "someone")]), &[]).is_none());
+        assert!(fixup(Some(&[acl(31, "digest", "nocolon")]), &[]).is_none());
+        let me = [AuthId {
+            scheme: "digest".into(),
+            id: "u:h".into(),
+        }];
+        let got = fixup(Some(&[acl(31, "auth", ""), acl(31, "auth", "")]), &me).unwrap_or_default();
+        assert_eq!(
+            got,
+            vec![Entry {
+                perms: 31,
+                scheme: "digest".into(),
+                id: "u:h".into()
+            }]
+        );
+        assert!(fixup(Some(&[acl(1, "ip", "10.0.0.0/8")]), &[]).is_some());
+        assert!(fixup(Some(&[acl(1, "ip", "10.0.0.0/33")]), &[]).is_none());
+    }
+
+    #[test]
+    fn checks() {
+        let world_read = [Entry {
+            perms: READ,
+            scheme: "world".into(),
+            id: "anyone".into(),
+        }];
+        assert!(check(&world_read, READ, &[]));
+        assert!(!check(&world_read, WRITE, &[]));
+        assert!(check(
+            &world_read,
+            WRITE,
+            &[AuthId {
+                scheme: "super".into(),
+                id: "".into()
+            }]
+        ));
+        let ip = [Entry {
+            perms: ALL,
+            scheme: "ip".into(),
+            id: "127.0.0.0/8".into(),
+        }];
+        assert!(check(
+            &ip,
+            READ,
+            &[AuthId {
+                scheme: "ip".into(),
+                id: "127.0.0.1".into()
+            }]
+        ));
+        assert!(!check(
+            &ip,
+            READ,
+            &[AuthId {
+                scheme: "ip".into(),
+                id: "10.0.0.1".into()
+            }]
+        ));
+    }
+}

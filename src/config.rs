@@ -1,0 +1,192 @@
+//! Configuration: ZooKeeper's zoo.cfg format (so an existing file works) plus command-line
+//! overrides. Unknown keys are warned about; invalid values stop start-up naming key and value.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub tick_time: u64,
+    pub client_port: u16,
+    pub client_port_address: String,
+    pub data_dir: PathBuf,
+    pub data_log_dir: Option<PathBuf>,
+    pub max_client_cnxns: usize,
+    pub min_session_timeout: Option<i32>,
+    pub max_session_timeout: Option<i32>,
+    pub global_outstanding_limit: usize,
+    pub snap_count: u64,
+    pub pre_alloc_size_kb: u64,
+    pub force_sync: bool,
+    pub snap_retain_count: u32,
+    pub purge_interval_hours: u32,
+    pub four_letter_words: Vec<String>,
+    pub extended_types_enabled: bool,
+    pub jute_max_buffer: usize,
+    pub container_check_interval_ms: u64,
+    pub super_digest: Option<String>,
+    pub max_outstanding_per_connection: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            tick_time: 3000,
+            client_port: 2181,
+            client_port_address: "127.0.0.1".into(),
+            data_dir: PathBuf::from("data"),
+            data_log_dir: None,
+            max_client_cnxns: 60,
+            min_session_timeout: None,
+            max_session_timeout: None,
+            global_outstanding_limit: 1000,
+            snap_count: 100_000,
+            pre_alloc_size_kb: 65536,
+            force_sync: true,
+            snap_retain_count: 3,
+            purge_interval_hours: 0,
+            four_letter_words: vec!["srvr".into()],
+            extended_types_enabled: false,
+            jute_max_buffer: palisade_proto::DEFAULT_MAX_BUFFER,
+            container_check_interval_ms: 60_000,
+            super_digest: None,
+            max_outstanding_per_connection: 1000,
+        }
+    }
+}
+
+fn parse<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
+    v.trim()
+        .parse()
+        .map_err(|_| format!("invalid value for {key}: {v:?}"))
+}
+
+fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" => Ok(true),
+        "false" | "no" => Ok(false),
+        _ => Err(format!(
+            "invalid value for {key}: {v:?} (expected yes/no or true/false)"
+        )),
+    }
+}
+
+impl Config {
+    /// Applies zoo.cfg text. Returns the unknown keys (to warn about).
+    pub fn apply_zoo_cfg(&mut self, text: &str) -> Result<Vec<String>, String> {
+        let mut unknown = Vec::new();
+        let mut kv = BTreeMap::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let Some((k, v)) = line.split_once('=') else {
+                return Err(format!("invalid line in config: {line:?}"));
+            };
+            kv.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        for (k, v) in &kv {
+            let key = k.strip_prefix("zookeeper.").unwrap_or(k);
+            match key {
+                "tickTime" => {
+                    self.tick_time = parse::<u64>(k, v).and_then(|t| {
+                        if t > 0 {
+                            Ok(t)
+                        } else {
+                            Err(format!("invalid value for {k}: {v:?}"))
+                        }
+                    })?
+                }
+                "clientPort" => self.client_port = parse(k, v)?,
+                "clientPortAddress" => self.client_port_address = v.clone(),
+                "dataDir" => self.data_dir = PathBuf::from(v),
+                "dataLogDir" => self.data_log_dir = Some(PathBuf::from(v)),
+                "maxClientCnxns" => self.max_client_cnxns = parse(k, v)?,
+                "minSessionTimeout" => self.min_session_timeout = Some(parse(k, v)?),
+                "maxSessionTimeout" => self.max_session_timeout = Some(parse(k, v)?),
+                "globalOutstandingLimit" => self.global_outstanding_limit = parse(k, v)?,
+                "snapCount" => self.snap_count = parse(k, v)?,
+                "preAllocSize" => self.pre_alloc_size_kb = parse(k, v)?,
+                "forceSync" => self.force_sync = parse_bool(k, v)?,
+                "autopurge.snapRetainCount" => self.snap_retain_count = parse(k, v)?,
+                "autopurge.purgeInterval" => self.purge_interval_hours = parse(k, v)?,
+                "4lw.commands.whitelist" => {
+                    self.four_letter_words = v
+                        .split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                }
+                "extendedTypesEnabled" => self.extended_types_enabled = parse_bool(k, v)?,
+                "jute.maxbuffer" => self.jute_max_buffer = parse(k, v)?,
+                "znode.container.checkIntervalMs" | "container.checkIntervalMs" => {
+                    self.container_check_interval_ms = parse(k, v)?
+                }
+                "DigestAuthenticationProvider.superDigest" | "superDigest" => {
+                    self.super_digest = Some(v.clone())
+                }
+                "maxOutstandingPerConnection" => self.max_outstanding_per_connection = parse(k, v)?,
+                // Accepted for compatibility; they have no effect on a standalone server.
+                "initLimit"
+                | "syncLimit"
+                | "admin.enableServer"
+                | "admin.serverPort"
+                | "standaloneEnabled"
+                | "reconfigEnabled"
+                | "audit.enable"
+                | "metricsProvider.className" => {}
+                _ => unknown.push(k.clone()),
+            }
+        }
+        Ok(unknown)
+    }
+
+    pub fn min_timeout(&self) -> i32 {
+        self.min_session_timeout
+            .unwrap_or((self.tick_time * 2) as i32)
+    }
+
+    pub fn max_timeout(&self) -> i32 {
+        self.max_session_timeout
+            .unwrap_or((self.tick_time * 20) as i32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_zoo_cfg() {
+        let mut c = Config::default();
+        let unknown = c
+            .apply_zoo_cfg("# sample\ntickTime=2000\nclientPort=2222\ndataDir=/tmp/x\n4lw.commands.whitelist=ruok, srvr\nbogus=1\nforceSync=no\n")
+            .unwrap_or_default();
+        assert_eq!(unknown, vec!["bogus".to_string()]);
+        assert_eq!(
+            (c.tick_time, c.client_port, c.min_timeout(), c.max_timeout()),
+            (2000, 2222, 4000, 40000)
+        );
+        assert_eq!(
+            c.four_letter_words,
+            vec!["ruok".to_string(), "srvr".to_string()]
+        );
+        assert!(!c.force_sync);
+    }
+
+    #[test]
+    fn invalid_values_name_key_and_value() {
+        let mut c = Config::default();
+        let e = c
+            .apply_zoo_cfg("clientPort=abc\n")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("clientPort") && e.contains("abc"), "{e}");
+        let e = c
+            .apply_zoo_cfg("forceSync=maybe\n")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("forceSync"), "{e}");
+    }
+}

@@ -1,0 +1,216 @@
+//! One client connection: a reader task (frames → decoded requests → core) and a writer task
+//! (core's output → socket). The reader stops reading while the connection has
+//! `max_outstanding` requests unanswered: backpressure instead of unbounded queues.
+
+use crate::core::{CoreMsg, Out};
+use crate::watch::ConnId;
+use bytes::BytesMut;
+use futures_util::StreamExt;
+use palisade_proto::{
+    ConnectRequest, DecodeError, ErrorCode, Frame, FrameCodec, Reader, Record, Request,
+    RequestHeader,
+};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio_util::codec::FramedRead;
+use tokio_util::sync::CancellationToken;
+
+pub struct ConnParams {
+    pub max_buffer: usize,
+    pub max_outstanding: usize,
+    pub handshake_timeout: Duration,
+}
+
+struct Shared {
+    outstanding: AtomicUsize,
+    freed: Notify,
+    cancel: CancellationToken,
+}
+
+pub async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    conn: ConnId,
+    core: mpsc::Sender<CoreMsg>,
+    p: Arc<ConnParams>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (rd, wr) = stream.into_split();
+    let shared = Arc::new(Shared {
+        outstanding: AtomicUsize::new(0),
+        freed: Notify::new(),
+        cancel: CancellationToken::new(),
+    });
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(write_loop(wr, out_rx, shared.clone()));
+    let mut frames = FramedRead::new(rd, FrameCodec::server(p.max_buffer));
+
+    let first = tokio::select! {
+        f = tokio::time::timeout(p.handshake_timeout, frames.next()) => f,
+        _ = shared.cancel.cancelled() => Ok(None),
+    };
+    match first {
+        Ok(Some(Ok(Frame::FourLetter(word)))) => {
+            // The core answers and then closes; the writer ends after flushing.
+            let _ = core
+                .send(CoreMsg::FourLetter {
+                    word,
+                    out: out_tx,
+                    peer,
+                })
+                .await;
+        }
+        Ok(Some(Ok(Frame::Packet(body)))) => match ConnectRequest::decode(body, p.max_buffer) {
+            Ok(req) => {
+                let (ready_tx, ready_rx) = oneshot::channel();
+                let msg = CoreMsg::Connect {
+                    conn,
+                    req,
+                    out: out_tx,
+                    peer,
+                    ready: ready_tx,
+                };
+                if core.send(msg).await.is_ok() && ready_rx.await.unwrap_or(false) {
+                    read_loop(&mut frames, conn, &core, &p, &shared).await;
+                    let _ = core.send(CoreMsg::Closed { conn }).await;
+                    shared.cancel.cancel();
+                }
+                // A refused handshake: the core sends its answer (if any) and then Close.
+            }
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "malformed ConnectRequest; closing");
+                shared.cancel.cancel();
+            }
+        },
+        Ok(Some(Err(e))) => {
+            tracing::debug!(%peer, error = %e, "bad first frame; closing");
+            shared.cancel.cancel();
+        }
+        _ => shared.cancel.cancel(),
+    }
+    let _ = writer.await;
+}
+
+async fn read_loop(
+    frames: &mut FramedRead<tokio::net::tcp::OwnedReadHalf, FrameCodec>,
+    conn: ConnId,
+    core: &mpsc::Sender<CoreMsg>,
+    p: &ConnParams,
+    shared: &Shared,
+) {
+    loop {
+        while shared.outstanding.load(Ordering::Acquire) >= p.max_outstanding {
+            tokio::select! {
+                _ = shared.freed.notified() => {}
+                _ = shared.cancel.cancelled() => return,
+            }
+        }
+        let frame = tokio::select! {
+            f = frames.next() => f,
+            _ = shared.cancel.cancelled() => return,
+        };
+        let body = match frame {
+            Some(Ok(Frame::Packet(b))) => b,
+            Some(Ok(Frame::FourLetter(_))) => return,
+            Some(Err(e)) => {
+                tracing::debug!(conn, error = %e, "framing error; closing");
+                return;
+            }
+            None => return,
+        };
+        let mut r = Reader::new(body, p.max_buffer);
+        let Ok(h) = RequestHeader::read(&mut r) else {
+            tracing::debug!(conn, "frame too short for a request header; closing");
+            return;
+        };
+        let rest = r.rest().clone();
+        let msg = match Request::decode(h.type_, rest, p.max_buffer) {
+            Ok(req) => CoreMsg::Request {
+                conn,
+                xid: h.xid,
+                req,
+            },
+            Err(DecodeError::UnknownOpCode(op)) => {
+                tracing::debug!(
+                    conn,
+                    op,
+                    "unknown opcode; answering UNIMPLEMENTED and closing"
+                );
+                CoreMsg::Bad {
+                    conn,
+                    xid: h.xid,
+                    op,
+                    err: ErrorCode::Unimplemented,
+                    close: true,
+                }
+            }
+            Err(e) => {
+                tracing::debug!(conn, op = h.type_, error = %e, "malformed request");
+                CoreMsg::Bad {
+                    conn,
+                    xid: h.xid,
+                    op: h.type_,
+                    err: ErrorCode::MarshallingError,
+                    close: false,
+                }
+            }
+        };
+        shared.outstanding.fetch_add(1, Ordering::AcqRel);
+        if core.send(msg).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn write_loop(
+    mut wr: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    shared: Arc<Shared>,
+) {
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    'outer: loop {
+        let first = tokio::select! {
+            o = rx.recv() => match o {
+                Some(o) => o,
+                None => break,
+            },
+            _ = shared.cancel.cancelled() => break,
+        };
+        let (mut close, mut replies) = (false, 0usize);
+        let mut next = Some(first);
+        while let Some(o) = next.take() {
+            match o {
+                Out::Bytes(b) => buf.extend_from_slice(&b),
+                Out::Reply(b) => {
+                    replies += 1;
+                    buf.extend_from_slice(&b);
+                }
+                Out::Close => close = true,
+            }
+            if !close && buf.len() < 1 << 20 {
+                next = rx.try_recv().ok();
+            }
+        }
+        if !buf.is_empty() && wr.write_all(&buf).await.is_err() {
+            break 'outer;
+        }
+        buf.clear();
+        if replies > 0 {
+            shared.outstanding.fetch_sub(
+                replies.min(shared.outstanding.load(Ordering::Acquire)),
+                Ordering::AcqRel,
+            );
+            shared.freed.notify_one();
+        }
+        if close {
+            break;
+        }
+    }
+    let _ = wr.shutdown().await;
+    shared.cancel.cancel();
+}

@@ -1,0 +1,780 @@
+//! The core: one thread that owns the data tree, sessions and watches, and moves every
+//! request through prep → log → apply → reply in order. Connection tasks only do I/O.
+//!
+//! Ordering: each connection has a queue of slots. A read runs at once when its connection
+//! has nothing queued, so reads never wait behind other sessions' writes; otherwise it waits
+//! for the writes before it. Writes are prepped on arrival (against the tree plus the overlay
+//! of pending changes), handed to the log thread in batches, and applied in zxid order when
+//! the log reports them durable; each apply queues its watch events before its reply.
+
+use crate::acl::AuthId;
+use crate::apply::{Applier, Event, Outcome};
+use crate::log::Batch;
+use crate::prep::{Overlay, Prep, Prepared, ReplyKind};
+use crate::reply;
+use crate::session::Sessions;
+use crate::tree::DataTree;
+use crate::watch::{ConnId, Watches};
+use bytes::Bytes;
+use palisade_proto::*;
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, oneshot};
+
+/// What the core writes to a connection.
+#[derive(Debug)]
+pub enum Out {
+    /// Bytes to write as they are (notifications, handshake, 4lw text).
+    Bytes(Bytes),
+    /// The reply to one request: frees one slot of the connection's outstanding budget.
+    Reply(Bytes),
+    /// Flush what came before, then close.
+    Close,
+}
+
+pub type OutTx = mpsc::UnboundedSender<Out>;
+
+pub enum CoreMsg {
+    Connect {
+        conn: ConnId,
+        req: ConnectRequest,
+        out: OutTx,
+        peer: SocketAddr,
+        ready: oneshot::Sender<bool>,
+    },
+    Request {
+        conn: ConnId,
+        xid: i32,
+        req: Request,
+    },
+    /// A request that did not decode: answered with `err` in order, then closed if `close`.
+    Bad {
+        conn: ConnId,
+        xid: i32,
+        op: i32,
+        err: ErrorCode,
+        close: bool,
+    },
+    Closed {
+        conn: ConnId,
+    },
+    FourLetter {
+        word: FourLetterWord,
+        out: OutTx,
+        peer: SocketAddr,
+    },
+    Durable(i64),
+    LogFailed(String),
+    Tick,
+    Shutdown,
+}
+
+#[derive(Clone, Debug)]
+pub struct CoreConfig {
+    pub tick_ms: u64,
+    pub min_session_timeout: i32,
+    pub max_session_timeout: i32,
+    pub max_buffer: usize,
+    pub ttl_enabled: bool,
+    pub four_letter_words: Vec<String>,
+    pub super_digest: Option<String>,
+    pub secret: [u8; 16],
+    pub client_port: u16,
+    pub data_dir: String,
+    pub data_log_dir: String,
+    pub max_client_cnxns: usize,
+}
+
+pub(crate) enum Slot {
+    Write(i64),
+    Read {
+        xid: i32,
+        req: Request,
+        at: Instant,
+    },
+    Bad {
+        xid: i32,
+        err: ErrorCode,
+        close: bool,
+    },
+}
+
+pub(crate) struct Conn {
+    pub out: OutTx,
+    pub session: i64,
+    pub auth: Vec<AuthId>,
+    pub peer: SocketAddr,
+    pub queue: VecDeque<Slot>,
+    pub received: u64,
+    pub sent: u64,
+    pub last_zxid: i64,
+    pub timeout: i32,
+}
+
+enum PendingKind {
+    Request,
+    NewSession {
+        conn: ConnId,
+        ready: oneshot::Sender<bool>,
+        timeout: i32,
+        read_only: Option<bool>,
+    },
+    /// A closeSession: from its own connection (answered, then closed) or from expiry.
+    Close {
+        conn: Option<ConnId>,
+    },
+}
+
+struct Pending {
+    conn: Option<ConnId>,
+    header: TxnHeader,
+    body: TxnBody,
+    replies: Vec<ReplyKind>,
+    kind: PendingKind,
+    at: Instant,
+}
+
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub received: u64,
+    pub sent: u64,
+    pub latency_min: u64,
+    pub latency_max: u64,
+    pub latency_sum: u64,
+    pub latency_count: u64,
+}
+
+impl Stats {
+    pub fn record(&mut self, at: Instant) {
+        let ms = at.elapsed().as_millis() as u64;
+        if self.latency_count == 0 || ms < self.latency_min {
+            self.latency_min = ms;
+        }
+        self.latency_max = self.latency_max.max(ms);
+        self.latency_sum += ms;
+        self.latency_count += 1;
+    }
+}
+
+pub struct Core {
+    pub(crate) cfg: CoreConfig,
+    pub(crate) tree: DataTree,
+    pub(crate) watches: Watches,
+    pub(crate) sessions: Sessions,
+    overlay: Overlay,
+    pub(crate) conns: HashMap<ConnId, Conn>,
+    pending: VecDeque<Pending>,
+    unlogged: Vec<(i64, Bytes)>,
+    log: std_mpsc::Sender<Batch>,
+    last_zxid: i64,
+    pub(crate) applied_zxid: i64,
+    clock: Instant,
+    pub(crate) started: Instant,
+    pub(crate) stats: Stats,
+    events: Vec<Event>,
+}
+
+pub fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Core {
+    pub fn new(cfg: CoreConfig, log: std_mpsc::Sender<Batch>) -> Self {
+        let sessions = Sessions::new(cfg.secret, cfg.tick_ms, wall_ms());
+        Core {
+            cfg,
+            tree: DataTree::new(),
+            watches: Watches::default(),
+            sessions,
+            overlay: Overlay::default(),
+            conns: HashMap::new(),
+            pending: VecDeque::new(),
+            unlogged: Vec::new(),
+            log,
+            last_zxid: 0,
+            applied_zxid: 0,
+            clock: Instant::now(),
+            started: Instant::now(),
+            stats: Stats::default(),
+            events: Vec::new(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.clock.elapsed().as_millis() as u64
+    }
+
+    /// Runs until Shutdown (or every sender is gone): drains whatever is queued, then hands
+    /// the writes it prepped to the log as one batch.
+    pub fn run(mut self, mut inbox: mpsc::Receiver<CoreMsg>) {
+        while let Some(first) = inbox.blocking_recv() {
+            let mut stop = self.handle(first);
+            let mut n = 1;
+            while !stop && n < 4096 {
+                match inbox.try_recv() {
+                    Ok(m) => stop = self.handle(m),
+                    Err(_) => break,
+                }
+                n += 1;
+            }
+            self.flush_log();
+            if stop {
+                break;
+            }
+        }
+        tracing::info!(
+            zxid = format_args!("{:#x}", self.applied_zxid),
+            "core stopped"
+        );
+    }
+
+    fn flush_log(&mut self) {
+        if !self.unlogged.is_empty() {
+            let txns = std::mem::take(&mut self.unlogged);
+            if self.log.send(Batch { txns }).is_err() {
+                tracing::error!("log writer is gone; writes cannot be acknowledged");
+            }
+        }
+    }
+
+    /// Returns true when the core must stop.
+    fn handle(&mut self, msg: CoreMsg) -> bool {
+        match msg {
+            CoreMsg::Connect {
+                conn,
+                req,
+                out,
+                peer,
+                ready,
+            } => self.connect(conn, req, out, peer, ready),
+            CoreMsg::Request { conn, xid, req } => self.request(conn, xid, req),
+            CoreMsg::Bad {
+                conn,
+                xid,
+                op,
+                err,
+                close,
+            } => self.bad(conn, xid, op, err, close),
+            CoreMsg::Closed { conn } => self.closed(conn),
+            CoreMsg::FourLetter { word, out, peer } => {
+                let text = self.four_letter(word, peer);
+                let _ = out.send(Out::Bytes(Bytes::from(text)));
+                let _ = out.send(Out::Close);
+            }
+            CoreMsg::Durable(upto) => self.durable(upto),
+            CoreMsg::LogFailed(e) => {
+                tracing::error!(error = %e, "log write failed; stopping so no write is acknowledged without being durable");
+                return true;
+            }
+            CoreMsg::Tick => self.expire_sessions(),
+            CoreMsg::Shutdown => {
+                // In-flight writes: wait for the log to report them, then stop.
+                return self.pending.is_empty();
+            }
+        }
+        false
+    }
+
+    fn negotiate(&self, requested: i32) -> i32 {
+        requested.clamp(
+            self.cfg.min_session_timeout,
+            self.cfg
+                .max_session_timeout
+                .max(self.cfg.min_session_timeout),
+        )
+    }
+
+    fn connect(
+        &mut self,
+        conn: ConnId,
+        req: ConnectRequest,
+        out: OutTx,
+        peer: SocketAddr,
+        ready: oneshot::Sender<bool>,
+    ) {
+        if req.last_zxid_seen > self.applied_zxid {
+            tracing::info!(%peer, seen = format_args!("{:#x}", req.last_zxid_seen), ours = format_args!("{:#x}", self.applied_zxid), "client has seen a later zxid; closing");
+            let _ = out.send(Out::Close);
+            let _ = ready.send(false);
+            return;
+        }
+        let timeout = self.negotiate(req.time_out);
+        let read_only = req.read_only.map(|_| false);
+        let auth = vec![AuthId {
+            scheme: "ip".into(),
+            id: peer.ip().to_string().into(),
+        }];
+        let new_conn = |session| Conn {
+            out: out.clone(),
+            session,
+            auth,
+            peer,
+            queue: VecDeque::new(),
+            received: 1,
+            sent: 0,
+            last_zxid: 0,
+            timeout,
+        };
+        if req.session_id == 0 {
+            let id = self.sessions.allocate_id();
+            self.conns.insert(conn, new_conn(id));
+            let body = TxnBody::CreateSession(CreateSessionTxn { time_out: timeout });
+            self.queue_txn(
+                id,
+                Some(conn),
+                0,
+                OpCode::CreateSession,
+                Prepared {
+                    body,
+                    replies: vec![],
+                },
+                PendingKind::NewSession {
+                    conn,
+                    ready,
+                    timeout,
+                    read_only,
+                },
+            );
+            return;
+        }
+        let id = req.session_id;
+        // Like ZooKeeper, the session's current connection is closed before the password
+        // is even checked.
+        if let Some(old) = self.sessions.get(id).and_then(|s| s.conn) {
+            self.drop_conn(old, true);
+        }
+        let valid = self.sessions.get(id).is_some_and(|s| !s.closing)
+            && req.passwd.as_deref() == Some(&self.sessions.password(id)[..]);
+        if !valid {
+            let resp = ConnectResponse {
+                protocol_version: 0,
+                time_out: 0,
+                session_id: 0,
+                passwd: Some(Bytes::from_static(&[0; 16])),
+                read_only,
+            };
+            let _ = out.send(Out::Bytes(reply::bare(&resp)));
+            let _ = out.send(Out::Close);
+            let _ = ready.send(false);
+            return;
+        }
+        self.conns.insert(conn, new_conn(id));
+        let now = self.now_ms();
+        if let Some(s) = self.sessions.get_mut(id) {
+            s.conn = Some(conn);
+            s.timeout_ms = timeout;
+        }
+        self.sessions.touch(id, now);
+        let passwd = Some(Bytes::copy_from_slice(&self.sessions.password(id)));
+        let resp = ConnectResponse {
+            protocol_version: 0,
+            time_out: timeout,
+            session_id: id,
+            passwd,
+            read_only,
+        };
+        let _ = out.send(Out::Bytes(reply::bare(&resp)));
+        let _ = ready.send(true);
+    }
+
+    fn drop_conn(&mut self, conn: ConnId, close: bool) {
+        if let Some(c) = self.conns.remove(&conn) {
+            if close {
+                let _ = c.out.send(Out::Close);
+            }
+            if let Some(s) = self.sessions.get_mut(c.session) {
+                if s.conn == Some(conn) {
+                    s.conn = None;
+                }
+            }
+        }
+        self.watches.remove_conn(conn);
+    }
+
+    fn closed(&mut self, conn: ConnId) {
+        self.drop_conn(conn, false);
+    }
+
+    fn request(&mut self, conn_id: ConnId, xid: i32, req: Request) {
+        let now = self.now_ms();
+        let Some(conn) = self.conns.get_mut(&conn_id) else {
+            return;
+        };
+        conn.received += 1;
+        self.stats.received += 1;
+        let session = conn.session;
+        self.sessions.touch(session, now);
+        if req.is_write() {
+            let op = req.op_code();
+            let closing = self.sessions.get(session).is_none_or(|s| s.closing);
+            let (prepared, kind) = if closing {
+                (
+                    Prepared {
+                        body: TxnBody::Error(ErrorTxn {
+                            err: ErrorCode::SessionExpired.code(),
+                        }),
+                        replies: vec![],
+                    },
+                    PendingKind::Request,
+                )
+            } else if let Request::CloseSession = req {
+                if let Some(s) = self.sessions.get_mut(session) {
+                    s.closing = true;
+                }
+                let body = self.prep(session, conn_id).close_session();
+                (
+                    Prepared {
+                        body,
+                        replies: vec![],
+                    },
+                    PendingKind::Close {
+                        conn: Some(conn_id),
+                    },
+                )
+            } else if let Request::Reconfig(_) = req {
+                (
+                    Prepared {
+                        body: TxnBody::Error(ErrorTxn {
+                            err: ErrorCode::ReconfigDisabled.code(),
+                        }),
+                        replies: vec![],
+                    },
+                    PendingKind::Request,
+                )
+            } else {
+                (
+                    self.prep(session, conn_id).write(&req),
+                    PendingKind::Request,
+                )
+            };
+            let zxid = self.queue_txn(session, Some(conn_id), xid, op, prepared, kind);
+            if let Some(conn) = self.conns.get_mut(&conn_id) {
+                conn.queue.push_back(Slot::Write(zxid));
+            }
+        } else if conn.queue.is_empty() {
+            self.read(conn_id, xid, req, Instant::now());
+        } else {
+            conn.queue.push_back(Slot::Read {
+                xid,
+                req,
+                at: Instant::now(),
+            });
+        }
+    }
+
+    fn bad(&mut self, conn_id: ConnId, xid: i32, op: i32, err: ErrorCode, close: bool) {
+        let Some(conn) = self.conns.get_mut(&conn_id) else {
+            return;
+        };
+        conn.received += 1;
+        let write_op = matches!(
+            OpCode::from_i32(op),
+            Some(
+                OpCode::Create
+                    | OpCode::Create2
+                    | OpCode::CreateContainer
+                    | OpCode::CreateTTL
+                    | OpCode::Delete
+                    | OpCode::SetData
+                    | OpCode::SetACL
+                    | OpCode::Check
+                    | OpCode::Multi
+            )
+        );
+        if write_op && !close {
+            // ZooKeeper's prep fails to parse it and logs an error txn, consuming a zxid.
+            let session = conn.session;
+            let prepared = Prepared {
+                body: TxnBody::Error(ErrorTxn { err: err.code() }),
+                replies: vec![],
+            };
+            let zxid = self.queue_txn(
+                session,
+                Some(conn_id),
+                xid,
+                OpCode::Error,
+                prepared,
+                PendingKind::Request,
+            );
+            if let Some(conn) = self.conns.get_mut(&conn_id) {
+                conn.queue.push_back(Slot::Write(zxid));
+            }
+        } else if conn.queue.is_empty() {
+            self.answer_bad(conn_id, xid, err, close);
+        } else {
+            conn.queue.push_back(Slot::Bad { xid, err, close });
+        }
+    }
+
+    fn answer_bad(&mut self, conn_id: ConnId, xid: i32, err: ErrorCode, close: bool) {
+        let zxid = if close { -1 } else { self.applied_zxid };
+        self.send_reply(conn_id, reply::header(xid, zxid, err.code()));
+        if close {
+            self.drop_conn(conn_id, true);
+        }
+    }
+
+    fn prep(&mut self, session: i64, conn: ConnId) -> Prep<'_> {
+        let auth = self
+            .conns
+            .get(&conn)
+            .map(|c| c.auth.as_slice())
+            .unwrap_or(&[]);
+        Prep {
+            tree: &self.tree,
+            overlay: &mut self.overlay,
+            session,
+            auth,
+            zxid: self.last_zxid + 1,
+            ttl_enabled: self.cfg.ttl_enabled,
+        }
+    }
+
+    fn queue_txn(
+        &mut self,
+        session: i64,
+        conn: Option<ConnId>,
+        xid: i32,
+        op: OpCode,
+        prepared: Prepared,
+        kind: PendingKind,
+    ) -> i64 {
+        self.last_zxid += 1;
+        let zxid = self.last_zxid;
+        let type_ = match prepared.body {
+            TxnBody::Error(_) => OpCode::Error.code(),
+            _ => op.code(),
+        };
+        let header = TxnHeader {
+            client_id: session,
+            cxid: xid,
+            zxid,
+            time: wall_ms(),
+            type_,
+        };
+        let txn = palisade_proto::Txn {
+            header,
+            body: prepared.body,
+        };
+        self.unlogged.push((zxid, txn.encode()));
+        self.pending.push_back(Pending {
+            conn,
+            header: txn.header,
+            body: txn.body,
+            replies: prepared.replies,
+            kind,
+            at: Instant::now(),
+        });
+        zxid
+    }
+
+    fn durable(&mut self, upto: i64) {
+        while self.pending.front().is_some_and(|p| p.header.zxid <= upto) {
+            if let Some(p) = self.pending.pop_front() {
+                self.apply(p);
+            }
+        }
+    }
+
+    fn apply(&mut self, p: Pending) {
+        let zxid = p.header.zxid;
+        let outcomes = Applier {
+            tree: &mut self.tree,
+            watches: &mut self.watches,
+            events: &mut self.events,
+        }
+        .apply(&p.header, &p.body);
+        self.applied_zxid = zxid;
+        self.overlay.applied(zxid);
+        self.deliver_events();
+        match p.kind {
+            PendingKind::NewSession {
+                conn,
+                ready,
+                timeout,
+                read_only,
+            } => {
+                let now = self.now_ms();
+                let id = p.header.client_id;
+                self.sessions.add(id, timeout, now);
+                if self.conns.contains_key(&conn) {
+                    if let Some(s) = self.sessions.get_mut(id) {
+                        s.conn = Some(conn);
+                    }
+                    let passwd = Some(Bytes::copy_from_slice(&self.sessions.password(id)));
+                    let resp = ConnectResponse {
+                        protocol_version: 0,
+                        time_out: timeout,
+                        session_id: id,
+                        passwd,
+                        read_only,
+                    };
+                    if let Some(c) = self.conns.get(&conn) {
+                        let _ = c.out.send(Out::Bytes(reply::bare(&resp)));
+                    }
+                    let _ = ready.send(true);
+                }
+                return;
+            }
+            PendingKind::Close { conn } => {
+                let session = p.header.client_id;
+                let attached = self.sessions.remove(session).and_then(|s| s.conn);
+                if let Some(c) = conn {
+                    self.stats.record(p.at);
+                    self.send_reply(c, reply::header(p.header.cxid, zxid, 0));
+                    self.finish_slot(c, zxid);
+                }
+                if let Some(c) = conn.or(attached) {
+                    self.drop_conn(c, true);
+                }
+                return;
+            }
+            PendingKind::Request => {}
+        }
+        let Some(conn) = p.conn else { return };
+        self.stats.record(p.at);
+        let frame = self.build_reply(&p.header, &p.body, &p.replies, &outcomes);
+        self.send_reply(conn, frame);
+        self.finish_slot(conn, zxid);
+    }
+
+    fn build_reply(
+        &self,
+        h: &TxnHeader,
+        body: &TxnBody,
+        kinds: &[ReplyKind],
+        outcomes: &[Outcome],
+    ) -> Bytes {
+        let (xid, zxid) = (h.cxid, h.zxid);
+        if let TxnBody::Multi(_) = body {
+            let results = outcomes
+                .iter()
+                .enumerate()
+                .map(|(i, o)| match (kinds.get(i), o.err) {
+                    (Some(k), 0) => op_result(*k, o),
+                    (_, err) => OpResult::Error(ErrorResponse { err }),
+                })
+                .collect();
+            let m = MultiResponse::new(results);
+            return reply::frame(xid, zxid, 0, |w| m.write(w));
+        }
+        let Some(o) = outcomes.first() else {
+            return reply::header(xid, zxid, ErrorCode::SystemError.code());
+        };
+        if o.err != 0 {
+            return reply::header(xid, zxid, o.err);
+        }
+        let stat = o.stat.clone().unwrap_or_default();
+        match kinds.first() {
+            Some(ReplyKind::Create) => reply::record(
+                xid,
+                zxid,
+                &CreateResponse {
+                    path: JStr::from(o.path.as_str()),
+                },
+            ),
+            Some(ReplyKind::Create2) => reply::record(
+                xid,
+                zxid,
+                &Create2Response {
+                    path: JStr::from(o.path.as_str()),
+                    stat,
+                },
+            ),
+            Some(ReplyKind::SetData) | Some(ReplyKind::SetAcl) => reply::record(xid, zxid, &stat),
+            Some(ReplyKind::Delete) | Some(ReplyKind::Check) | None => reply::header(xid, zxid, 0),
+        }
+    }
+
+    fn deliver_events(&mut self) {
+        for ev in self.events.drain(..) {
+            let frame = reply::event(ev.kind, &ev.path);
+            for c in ev.conns {
+                if let Some(conn) = self.conns.get(&c) {
+                    let _ = conn.out.send(Out::Bytes(frame.clone()));
+                }
+            }
+        }
+    }
+
+    pub(crate) fn send_reply(&mut self, conn: ConnId, frame: Bytes) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.sent += 1;
+            self.stats.sent += 1;
+            let _ = c.out.send(Out::Reply(frame));
+        }
+    }
+
+    /// The write at the head of a connection's queue is answered: run the reads behind it.
+    fn finish_slot(&mut self, conn_id: ConnId, zxid: i64) {
+        let Some(conn) = self.conns.get_mut(&conn_id) else {
+            return;
+        };
+        conn.last_zxid = zxid;
+        if matches!(conn.queue.front(), Some(Slot::Write(z)) if *z == zxid) {
+            conn.queue.pop_front();
+        }
+        loop {
+            let Some(conn) = self.conns.get_mut(&conn_id) else {
+                return;
+            };
+            match conn.queue.front() {
+                Some(Slot::Read { .. }) | Some(Slot::Bad { .. }) => {}
+                _ => return,
+            }
+            match conn.queue.pop_front() {
+                Some(Slot::Read { xid, req, at }) => self.read(conn_id, xid, req, at),
+                Some(Slot::Bad { xid, err, close }) => self.answer_bad(conn_id, xid, err, close),
+                _ => return,
+            }
+        }
+    }
+
+    fn expire_sessions(&mut self) {
+        let now = self.now_ms();
+        for id in self.sessions.expired(now) {
+            tracing::info!(session = format_args!("{id:#x}"), "session expired");
+            if let Some(s) = self.sessions.get_mut(id) {
+                s.closing = true;
+            }
+            let conn = self
+                .sessions
+                .get(id)
+                .and_then(|s| s.conn)
+                .unwrap_or(u64::MAX);
+            let body = self.prep(id, conn).close_session();
+            self.queue_txn(
+                id,
+                None,
+                0,
+                OpCode::CloseSession,
+                Prepared {
+                    body,
+                    replies: vec![],
+                },
+                PendingKind::Close { conn: None },
+            );
+        }
+    }
+}
+
+fn op_result(kind: ReplyKind, o: &Outcome) -> OpResult {
+    let stat = o.stat.clone().unwrap_or_default();
+    match kind {
+        ReplyKind::Create => OpResult::Create(CreateResponse {
+            path: JStr::from(o.path.as_str()),
+        }),
+        ReplyKind::Create2 => OpResult::Create2(Create2Response {
+            path: JStr::from(o.path.as_str()),
+            stat,
+        }),
+        ReplyKind::Delete => OpResult::Delete,
+        ReplyKind::SetData | ReplyKind::SetAcl => OpResult::SetData(stat),
+        ReplyKind::Check => OpResult::Check,
+    }
+}

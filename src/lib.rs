@@ -1,0 +1,21 @@
+//! Palisade: a ZooKeeper-compatible coordination server.
+//!
+//! Data flows one way: [`connection`] (socket → frames → decoded requests) → [`core`]
+//! ([`prep`] → [`log`] → [`apply`] on the [`tree`] → reply and [`watch`] events) → back
+//! to the connection's writer. See ARCHITECTURE.md.
+
+pub mod acl;
+pub mod apply;
+pub mod config;
+pub mod connection;
+pub mod core;
+pub mod fourlw;
+pub mod log;
+pub mod path;
+pub mod prep;
+pub mod read;
+pub mod reply;
+pub mod server;
+pub mod session;
+pub mod tree;
+pub mod watch;

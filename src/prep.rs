@@ -1,0 +1,526 @@
+//! Prep: turns a write request into a transaction. Validates in ZooKeeper's check order
+//! against the tree plus the changes of txns prepped but not yet applied (the overlay),
+//! assigns the final path of sequential creates, and records its own effects in the overlay.
+//! A write that fails becomes an error txn (it still consumes its zxid, as in ZooKeeper).
+
+use crate::acl::{self, AuthId, Entry};
+use crate::path;
+use crate::tree::{self, DataTree, Kind};
+use palisade_proto::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A node as prep sees it: the applied tree overridden by pending changes.
+#[derive(Debug, Clone)]
+pub struct NodeView {
+    pub version: i32,
+    pub aversion: i32,
+    /// Stored child-create counter C.
+    pub cversion: i32,
+    pub num_children: i32,
+    pub owner: i64,
+    pub acl: Arc<[Entry]>,
+}
+
+struct Change {
+    zxid: i64,
+    node: Option<NodeView>,
+}
+
+/// Changes of prepped, not yet applied txns, by path.
+#[derive(Default)]
+pub struct Overlay {
+    map: HashMap<String, Change>,
+}
+
+impl Overlay {
+    /// Forgets the changes made by `zxid` once it is applied (later changes stay).
+    pub fn applied(&mut self, zxid: i64) {
+        if !self.map.is_empty() {
+            self.map.retain(|_, c| c.zxid > zxid);
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// How to build the reply once the txn is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyKind {
+    /// CreateResponse (create; create and create2 inside multi).
+    Create,
+    /// Create2Response (create2, createContainer, createTTL).
+    Create2,
+    Delete,
+    SetData,
+    SetAcl,
+    Check,
+}
+
+pub struct Prepared {
+    pub body: TxnBody,
+    /// One per op (a single op for non-multi); empty for an error txn.
+    pub replies: Vec<ReplyKind>,
+}
+
+pub struct Prep<'a> {
+    pub tree: &'a DataTree,
+    pub overlay: &'a mut Overlay,
+    pub session: i64,
+    pub auth: &'a [AuthId],
+    pub zxid: i64,
+    pub ttl_enabled: bool,
+}
+
+type PResult<T> = Result<T, ErrorCode>;
+
+impl Prep<'_> {
+    fn view(&self, p: &str) -> Option<NodeView> {
+        if let Some(c) = self.overlay.map.get(p) {
+            return c.node.clone();
+        }
+        let id = self.tree.lookup(p)?;
+        let n = self.tree.node(id)?;
+        Some(NodeView {
+            version: n.version,
+            aversion: n.aversion,
+            cversion: n.cversion,
+            num_children: n.num_children() as i32,
+            owner: n.owner,
+            acl: self.tree.acls.get(n.acl).into(),
+        })
+    }
+
+    fn record(
+        &mut self,
+        p: String,
+        node: Option<NodeView>,
+        undo: &mut Vec<(String, Option<Change>)>,
+    ) {
+        let old = self.overlay.map.insert(
+            p.clone(),
+            Change {
+                zxid: self.zxid,
+                node,
+            },
+        );
+        undo.push((p, old));
+    }
+
+    fn rollback(&mut self, undo: Vec<(String, Option<Change>)>) {
+        for (p, old) in undo.into_iter().rev() {
+            match old {
+                Some(c) => self.overlay.map.insert(p, c),
+                None => self.overlay.map.remove(&p),
+            };
+        }
+    }
+
+    /// Preps one write request (multi included). Never fails: errors become error txns.
+    pub fn write(&mut self, req: &Request) -> Prepared {
+        if let Request::Multi(m) = req {
+            return self.multi(m);
+        }
+        let mut undo = Vec::new();
+        match self.op(req, &mut undo) {
+            Ok((body, kind)) => Prepared {
+                body,
+                replies: vec![kind],
+            },
+            Err(code) => {
+                self.rollback(undo);
+                Prepared {
+                    body: TxnBody::Error(ErrorTxn { err: code.code() }),
+                    replies: Vec::new(),
+                }
+            }
+        }
+    }
+
+    fn multi(&mut self, m: &MultiRequest) -> Prepared {
+        let mut undo = Vec::new();
+        let mut bodies = Vec::with_capacity(m.ops.len());
+        let mut kinds = Vec::with_capacity(m.ops.len());
+        for (i, op) in m.ops.iter().enumerate() {
+            // create2 inside multi is treated as create (its result carries no stat).
+            let demoted;
+            let req = match &op.op {
+                Request::Create2(c) => {
+                    demoted = Request::Create(c.clone());
+                    &demoted
+                }
+                r => r,
+            };
+            match self.op(req, &mut undo) {
+                Ok((body, kind)) => {
+                    bodies.push(body);
+                    kinds.push(kind);
+                }
+                Err(code) => {
+                    self.rollback(undo);
+                    let errs = (0..m.ops.len())
+                        .map(|j| {
+                            let err = match j.cmp(&i) {
+                                std::cmp::Ordering::Less => 0,
+                                std::cmp::Ordering::Equal => code.code(),
+                                std::cmp::Ordering::Greater => {
+                                    ErrorCode::RuntimeInconsistency.code()
+                                }
+                            };
+                            TxnBody::Error(ErrorTxn { err })
+                        })
+                        .collect();
+                    return Prepared {
+                        body: TxnBody::Multi(errs),
+                        replies: Vec::new(),
+                    };
+                }
+            }
+        }
+        Prepared {
+            body: TxnBody::Multi(bodies),
+            replies: kinds,
+        }
+    }
+
+    fn op(
+        &mut self,
+        req: &Request,
+        undo: &mut Vec<(String, Option<Change>)>,
+    ) -> PResult<(TxnBody, ReplyKind)> {
+        match req {
+            Request::Create(c) => self.create(
+                OpCode::Create,
+                c.path.as_str(),
+                &c.data,
+                c.acl.as_deref(),
+                c.flags,
+                -1,
+                undo,
+            ),
+            Request::Create2(c) => self.create(
+                OpCode::Create2,
+                c.path.as_str(),
+                &c.data,
+                c.acl.as_deref(),
+                c.flags,
+                -1,
+                undo,
+            ),
+            Request::CreateContainer(c) => self.create(
+                OpCode::CreateContainer,
+                c.path.as_str(),
+                &c.data,
+                c.acl.as_deref(),
+                c.flags,
+                -1,
+                undo,
+            ),
+            Request::CreateTtl(c) => self.create(
+                OpCode::CreateTTL,
+                c.path.as_str(),
+                &c.data,
+                c.acl.as_deref(),
+                c.flags,
+                c.ttl,
+                undo,
+            ),
+            Request::Delete(d) => self.delete(d.path.as_str(), d.version, false, undo),
+            Request::DeleteContainer(p) => self.delete(p.as_str(), -1, true, undo),
+            Request::SetData(s) => self.set_data(s, undo),
+            Request::SetAcl(s) => self.set_acl(s, undo),
+            Request::Check(c) => self.check(c),
+            _ => Err(ErrorCode::Unimplemented),
+        }
+    }
+
+    fn check_perm(&self, acl: &[Entry], perm: i32) -> PResult<()> {
+        if acl::check(acl, perm, self.auth) {
+            Ok(())
+        } else {
+            Err(ErrorCode::NoAuth)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &mut self,
+        op: OpCode,
+        p: Option<&str>,
+        data: &Option<bytes::Bytes>,
+        acl_list: Option<&[ACL]>,
+        flags: i32,
+        ttl: i64,
+        undo: &mut Vec<(String, Option<Change>)>,
+    ) -> PResult<(TxnBody, ReplyKind)> {
+        let mode = CreateMode::from_i32(flags).ok_or(ErrorCode::BadArguments)?;
+        let is_ttl = matches!(
+            mode,
+            CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
+        );
+        if is_ttl && !self.ttl_enabled {
+            return Err(ErrorCode::Unimplemented);
+        }
+        let ttl_ok = if is_ttl {
+            (1..=tree::MAX_TTL).contains(&ttl)
+        } else {
+            ttl < 0
+        };
+        if !ttl_ok {
+            return Err(ErrorCode::BadArguments);
+        }
+        let p = p.ok_or(ErrorCode::BadArguments)?;
+        if p.contains('\0') {
+            return Err(ErrorCode::BadArguments);
+        }
+        let parent_path = path::parent(p).ok_or(ErrorCode::BadArguments)?;
+        let acl = acl::fixup(acl_list, self.auth).ok_or(ErrorCode::InvalidAcl)?;
+        let parent = self.view(parent_path).ok_or(ErrorCode::NoNode)?;
+        self.check_perm(&parent.acl, acl::CREATE)?;
+        let sequential = matches!(
+            mode,
+            CreateMode::PersistentSequential
+                | CreateMode::EphemeralSequential
+                | CreateMode::PersistentSequentialWithTtl
+        );
+        let full = if sequential {
+            // Palisade never reuses a suffix: at the end of the counter's range it refuses.
+            if parent.cversion == i32::MAX {
+                tracing::warn!(
+                    parent = parent_path,
+                    "sequential counter exhausted; refusing sequential create"
+                );
+                return Err(ErrorCode::QuotaExceeded);
+            }
+            format!("{p}{:010}", parent.cversion)
+        } else {
+            p.to_string()
+        };
+        if !path::is_valid(&full) {
+            return Err(ErrorCode::BadArguments);
+        }
+        if self.view(&full).is_some() {
+            return Err(ErrorCode::NodeExists);
+        }
+        if matches!(tree::kind_of(parent.owner), Kind::Ephemeral(_)) {
+            return Err(ErrorCode::NoChildrenForEphemerals);
+        }
+        let new_c = parent.cversion.saturating_add(1);
+        let ephemeral = matches!(
+            mode,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        );
+        let owner = match op {
+            OpCode::CreateContainer => tree::CONTAINER_OWNER,
+            OpCode::CreateTTL => tree::ttl_owner(ttl),
+            _ if ephemeral => self.session,
+            _ => 0,
+        };
+        let wire_acl: Vec<ACL> = acl.iter().map(Entry::to_wire).collect();
+        let parent_key = parent_path.to_string();
+        let mut parent_after = parent;
+        parent_after.cversion = new_c;
+        parent_after.num_children += 1;
+        self.record(parent_key, Some(parent_after), undo);
+        let child = NodeView {
+            version: 0,
+            aversion: 0,
+            cversion: 0,
+            num_children: 0,
+            owner,
+            acl: acl.into(),
+        };
+        self.record(full.clone(), Some(child), undo);
+        let jpath = JStr::from(full);
+        let data = data.clone();
+        let (body, kind) = match op {
+            OpCode::CreateContainer => (
+                TxnBody::CreateContainer(CreateContainerTxn {
+                    path: jpath,
+                    data,
+                    acl: Some(wire_acl),
+                    parent_c_version: new_c,
+                }),
+                ReplyKind::Create2,
+            ),
+            OpCode::CreateTTL => (
+                TxnBody::CreateTtl(CreateTTLTxn {
+                    path: jpath,
+                    data,
+                    acl: Some(wire_acl),
+                    parent_c_version: new_c,
+                    ttl,
+                }),
+                ReplyKind::Create2,
+            ),
+            OpCode::Create2 => (
+                TxnBody::Create2(CreateTxn {
+                    path: jpath,
+                    data,
+                    acl: Some(wire_acl),
+                    ephemeral,
+                    parent_c_version: new_c,
+                }),
+                ReplyKind::Create2,
+            ),
+            _ => (
+                TxnBody::Create(CreateTxn {
+                    path: jpath,
+                    data,
+                    acl: Some(wire_acl),
+                    ephemeral,
+                    parent_c_version: new_c,
+                }),
+                ReplyKind::Create,
+            ),
+        };
+        Ok((body, kind))
+    }
+
+    fn delete(
+        &mut self,
+        p: Option<&str>,
+        version: i32,
+        container: bool,
+        undo: &mut Vec<(String, Option<Change>)>,
+    ) -> PResult<(TxnBody, ReplyKind)> {
+        let p = p.ok_or(ErrorCode::BadArguments)?;
+        let parent_path = path::parent(p).ok_or(ErrorCode::BadArguments)?;
+        if p.contains('\0') || path::is_special(p) {
+            return Err(ErrorCode::BadArguments);
+        }
+        let parent = self.view(parent_path).ok_or(ErrorCode::NoNode)?;
+        self.check_perm(&parent.acl, acl::DELETE)?;
+        let node = self.view(p).ok_or(ErrorCode::NoNode)?;
+        if container {
+            // The reaper's delete: only a container or TTL node that is still empty.
+            if !matches!(tree::kind_of(node.owner), Kind::Container | Kind::Ttl(_)) {
+                return Err(ErrorCode::BadArguments);
+            }
+        }
+        if version != -1 && version != node.version {
+            return Err(ErrorCode::BadVersion);
+        }
+        if node.num_children > 0 {
+            return Err(ErrorCode::NotEmpty);
+        }
+        let mut parent_after = parent;
+        parent_after.num_children -= 1;
+        self.record(parent_path.to_string(), Some(parent_after), undo);
+        self.record(p.to_string(), None, undo);
+        let txn = DeleteTxn {
+            path: JStr::from(p),
+        };
+        Ok((
+            if container {
+                TxnBody::DeleteContainer(txn)
+            } else {
+                TxnBody::Delete(txn)
+            },
+            ReplyKind::Delete,
+        ))
+    }
+
+    fn valid_path<'p>(&self, p: Option<&'p str>) -> PResult<&'p str> {
+        p.filter(|p| path::is_valid(p))
+            .ok_or(ErrorCode::BadArguments)
+    }
+
+    fn set_data(
+        &mut self,
+        s: &SetDataRequest,
+        undo: &mut Vec<(String, Option<Change>)>,
+    ) -> PResult<(TxnBody, ReplyKind)> {
+        let p = self.valid_path(s.path.as_str())?;
+        let mut node = self.view(p).ok_or(ErrorCode::NoNode)?;
+        self.check_perm(&node.acl, acl::WRITE)?;
+        if s.version != -1 && s.version != node.version {
+            return Err(ErrorCode::BadVersion);
+        }
+        node.version = node.version.wrapping_add(1);
+        let version = node.version;
+        self.record(p.to_string(), Some(node), undo);
+        Ok((
+            TxnBody::SetData(SetDataTxn {
+                path: JStr::from(p),
+                data: s.data.clone(),
+                version,
+            }),
+            ReplyKind::SetData,
+        ))
+    }
+
+    fn set_acl(
+        &mut self,
+        s: &SetACLRequest,
+        undo: &mut Vec<(String, Option<Change>)>,
+    ) -> PResult<(TxnBody, ReplyKind)> {
+        let p = self.valid_path(s.path.as_str())?;
+        let acl = acl::fixup(s.acl.as_deref(), self.auth).ok_or(ErrorCode::InvalidAcl)?;
+        let mut node = self.view(p).ok_or(ErrorCode::NoNode)?;
+        self.check_perm(&node.acl, acl::ADMIN)?;
+        if s.version != -1 && s.version != node.aversion {
+            return Err(ErrorCode::BadVersion);
+        }
+        node.aversion = node.aversion.wrapping_add(1);
+        let version = node.aversion;
+        let wire: Vec<ACL> = acl.iter().map(Entry::to_wire).collect();
+        node.acl = acl.into();
+        self.record(p.to_string(), Some(node), undo);
+        Ok((
+            TxnBody::SetAcl(SetACLTxn {
+                path: JStr::from(p),
+                acl: Some(wire),
+                version,
+            }),
+            ReplyKind::SetAcl,
+        ))
+    }
+
+    fn check(&mut self, c: &CheckVersionRequest) -> PResult<(TxnBody, ReplyKind)> {
+        let p = self.valid_path(c.path.as_str())?;
+        let node = self.view(p).ok_or(ErrorCode::NoNode)?;
+        self.check_perm(&node.acl, acl::READ)?;
+        if c.version != -1 && c.version != node.version {
+            return Err(ErrorCode::BadVersion);
+        }
+        Ok((
+            TxnBody::Check(CheckVersionTxn {
+                path: JStr::from(p),
+                version: node.version.wrapping_add(1),
+            }),
+            ReplyKind::Check,
+        ))
+    }
+
+    /// The closeSession txn: every ephemeral of the session, applied or pending.
+    pub fn close_session(&mut self) -> TxnBody {
+        let mut paths: Vec<String> = self
+            .tree
+            .ephemerals_of(self.session)
+            .map(|id| self.tree.path_of(id))
+            .filter(|p| self.overlay.map.get(p).is_none_or(|c| c.node.is_some()))
+            .collect();
+        for (p, c) in &self.overlay.map {
+            if c.node.as_ref().is_some_and(|n| n.owner == self.session) && !paths.contains(p) {
+                paths.push(p.clone());
+            }
+        }
+        // Deepest first is not needed (ephemerals have no children); sorted for determinism.
+        paths.sort();
+        let mut undo = Vec::new();
+        for p in &paths {
+            if let Some(parent) = path::parent(p) {
+                if let Some(mut v) = self.view(parent) {
+                    v.num_children -= 1;
+                    self.record(parent.to_string(), Some(v), &mut undo);
+                }
+            }
+            self.record(p.clone(), None, &mut undo);
+        }
+        TxnBody::CloseSession(CloseSessionTxn {
+            paths2_delete: Some(paths.into_iter().map(JStr::from).collect()),
+        })
+    }
+}

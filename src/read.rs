@@ -1,0 +1,338 @@
+//! Reads and session-local requests, executed by the core against the applied tree.
+
+use crate::acl::{self, AuthId};
+use crate::core::{Core, Out};
+use crate::reply;
+use crate::tree::NodeId;
+use crate::watch::{ConnId, Kind};
+use palisade_proto::*;
+use std::time::Instant;
+
+type RResult<T> = Result<T, ErrorCode>;
+
+impl Core {
+    fn readable(&self, conn: ConnId, path: Option<&str>, perm: i32) -> RResult<NodeId> {
+        let id = path
+            .and_then(|p| self.tree.lookup(p))
+            .ok_or(ErrorCode::NoNode)?;
+        let auth = self
+            .conns
+            .get(&conn)
+            .map(|c| c.auth.as_slice())
+            .unwrap_or(&[]);
+        if !acl::check(self.tree.acl_of(id), perm, auth) {
+            return Err(ErrorCode::NoAuth);
+        }
+        Ok(id)
+    }
+
+    fn get_data(&mut self, conn: ConnId, r: &GetDataRequest) -> RResult<GetDataResponse> {
+        let id = self.readable(conn, r.path.as_str(), acl::READ)?;
+        if r.watch {
+            self.watches
+                .add(Kind::Data, r.path.as_str().unwrap_or(""), conn);
+        }
+        let data = self
+            .tree
+            .node(id)
+            .and_then(|n| n.data())
+            .map(bytes::Bytes::copy_from_slice);
+        Ok(GetDataResponse {
+            data,
+            stat: self.tree.stat(id),
+        })
+    }
+
+    fn get_children(
+        &mut self,
+        conn: ConnId,
+        path: &JStr,
+        watch: bool,
+    ) -> RResult<(Vec<JStr>, Stat)> {
+        let id = self.readable(conn, path.as_str(), acl::READ)?;
+        if watch {
+            self.watches
+                .add(Kind::Child, path.as_str().unwrap_or(""), conn);
+        }
+        let names = self
+            .tree
+            .children(id)
+            .filter_map(|c| self.tree.node(c))
+            .map(|n| JStr::from(n.name()))
+            .collect();
+        Ok((names, self.tree.stat(id)))
+    }
+
+    pub(crate) fn read(&mut self, conn: ConnId, xid: i32, req: Request, at: Instant) {
+        let zxid = self.applied_zxid;
+        let err = |e: ErrorCode| reply::header(xid, zxid, e.code());
+        let mut close = false;
+        let frame = match req {
+            Request::Ping => reply::header(xid, zxid, 0),
+            Request::Exists(r) => {
+                let p = r.path.as_str().unwrap_or("");
+                if p.contains('\0') || r.path.as_str().is_none() {
+                    err(ErrorCode::BadArguments)
+                } else {
+                    if r.watch {
+                        self.watches.add(Kind::Data, p, conn);
+                    }
+                    match self.tree.lookup(p) {
+                        Some(id) => reply::record(xid, zxid, &self.tree.stat(id)),
+                        None => err(ErrorCode::NoNode),
+                    }
+                }
+            }
+            Request::GetData(r) => match self.get_data(conn, &r) {
+                Ok(resp) => reply::record(xid, zxid, &resp),
+                Err(e) => err(e),
+            },
+            Request::GetAcl(r) => {
+                match self.readable(conn, r.path.as_str(), acl::READ | acl::ADMIN) {
+                    Ok(id) => {
+                        let auth = self
+                            .conns
+                            .get(&conn)
+                            .map(|c| c.auth.as_slice())
+                            .unwrap_or(&[]);
+                        let list = self.tree.acl_of(id);
+                        let admin = acl::check(list, acl::ADMIN, auth);
+                        let acl = list
+                            .iter()
+                            .map(|e| if admin { e.to_wire() } else { acl::masked(e) })
+                            .collect();
+                        reply::record(
+                            xid,
+                            zxid,
+                            &GetACLResponse {
+                                acl: Some(acl),
+                                stat: self.tree.stat(id),
+                            },
+                        )
+                    }
+                    Err(e) => err(e),
+                }
+            }
+            Request::GetChildren(r) => match self.get_children(conn, &r.path, r.watch) {
+                Ok((children, _)) => reply::record(
+                    xid,
+                    zxid,
+                    &GetChildrenResponse {
+                        children: Some(children),
+                    },
+                ),
+                Err(e) => err(e),
+            },
+            Request::GetChildren2(r) => match self.get_children(conn, &r.path, r.watch) {
+                Ok((children, stat)) => reply::record(
+                    xid,
+                    zxid,
+                    &GetChildren2Response {
+                        children: Some(children),
+                        stat,
+                    },
+                ),
+                Err(e) => err(e),
+            },
+            Request::Sync(r) => reply::record(xid, zxid, &SyncResponse { path: r.path }),
+            Request::MultiRead(m) => {
+                let mut results = Vec::with_capacity(m.ops.len());
+                for op in &m.ops {
+                    let res = match &op.op {
+                        Request::GetData(r) => self.get_data(conn, r).map(OpResult::GetData),
+                        Request::GetChildren(r) => {
+                            self.get_children(conn, &r.path, r.watch)
+                                .map(|(children, _)| {
+                                    OpResult::GetChildren(GetChildrenResponse {
+                                        children: Some(children),
+                                    })
+                                })
+                        }
+                        _ => Err(ErrorCode::MarshallingError),
+                    };
+                    results.push(
+                        res.unwrap_or_else(|e| OpResult::Error(ErrorResponse { err: e.code() })),
+                    );
+                }
+                let m = MultiResponse::new(results);
+                reply::frame(xid, zxid, 0, |w| m.write(w))
+            }
+            Request::Auth(a) => {
+                let data = a.auth.as_deref().unwrap_or(&[]);
+                match a.scheme.as_str() {
+                    Some("digest") if !data.is_empty() => {
+                        let id = acl::digest_id(&String::from_utf8_lossy(data));
+                        let is_super = self.cfg.super_digest.as_deref() == Some(id.as_str());
+                        if let Some(c) = self.conns.get_mut(&conn) {
+                            if is_super {
+                                c.auth.push(AuthId {
+                                    scheme: "super".into(),
+                                    id: "".into(),
+                                });
+                            }
+                            let aid = AuthId {
+                                scheme: "digest".into(),
+                                id: id.into(),
+                            };
+                            if !c.auth.contains(&aid) {
+                                // ZooKeeper lists authenticated ids before the connection's ip id.
+                                let at = c
+                                    .auth
+                                    .iter()
+                                    .position(|a| &*a.scheme == "ip")
+                                    .unwrap_or(c.auth.len());
+                                c.auth.insert(at, aid);
+                            }
+                        }
+                        reply::header(xid, 0, 0)
+                    }
+                    Some("ip") => reply::header(xid, 0, 0),
+                    _ => {
+                        close = true;
+                        reply::header(xid, 0, ErrorCode::AuthFailed.code())
+                    }
+                }
+            }
+            Request::Sasl(_) => {
+                close = true;
+                reply::header(xid, 0, ErrorCode::AuthFailed.code())
+            }
+            Request::SetWatches(s) => {
+                self.set_watches(
+                    conn,
+                    s.relative_zxid,
+                    &s.data_watches,
+                    &s.exist_watches,
+                    &s.child_watches,
+                );
+                reply::header(xid, zxid, 0)
+            }
+            Request::SetWatches2(s) => {
+                self.set_watches(
+                    conn,
+                    s.relative_zxid,
+                    &s.data_watches,
+                    &s.exist_watches,
+                    &s.child_watches,
+                );
+                reply::header(xid, zxid, 0)
+            }
+            Request::GetEphemerals(r) => {
+                let session = self.conns.get(&conn).map_or(0, |c| c.session);
+                let prefix = r.prefix_path.as_str().unwrap_or("");
+                let mut paths: Vec<String> = self
+                    .tree
+                    .ephemerals_of(session)
+                    .map(|id| self.tree.path_of(id))
+                    .collect();
+                if !(prefix.is_empty() || prefix == "/") {
+                    paths.retain(|p| p.starts_with(prefix));
+                }
+                paths.sort();
+                let ephemerals = Some(paths.into_iter().map(JStr::from).collect());
+                reply::record(xid, zxid, &GetEphemeralsResponse { ephemerals })
+            }
+            Request::GetAllChildrenNumber(r) => {
+                match self.readable(conn, r.path.as_str(), acl::READ) {
+                    Ok(id) => reply::record(
+                        xid,
+                        zxid,
+                        &GetAllChildrenNumberResponse {
+                            total_number: self.tree.descendants(id) as i32,
+                        },
+                    ),
+                    Err(e) => err(e),
+                }
+            }
+            Request::WhoAmI => {
+                let infos = self.conns.get(&conn).map(|c| {
+                    c.auth
+                        .iter()
+                        .map(|a| ClientInfo {
+                            auth_scheme: JStr::from(&*a.scheme),
+                            user: JStr::from(&*a.id),
+                        })
+                        .collect()
+                });
+                reply::record(xid, zxid, &WhoAmIResponse { client_info: infos })
+            }
+            Request::CheckWatches(r) => {
+                let p = r.path.as_str().unwrap_or("");
+                let found = watch_kinds(r.type_)
+                    .iter()
+                    .any(|k| self.watches.has(*k, p, conn));
+                if found {
+                    reply::header(xid, zxid, 0)
+                } else {
+                    err(ErrorCode::NoWatcher)
+                }
+            }
+            Request::RemoveWatches(r) => {
+                let p = r.path.as_str().unwrap_or("");
+                let mut removed = false;
+                for k in watch_kinds(r.type_) {
+                    removed |= self.watches.remove(*k, p, conn);
+                }
+                if removed {
+                    reply::header(xid, zxid, 0)
+                } else {
+                    err(ErrorCode::NoWatcher)
+                }
+            }
+            Request::AddWatch(_) => err(ErrorCode::Unimplemented),
+            _ => err(ErrorCode::MarshallingError),
+        };
+        self.stats.record(at);
+        self.send_reply(conn, frame);
+        if close {
+            if let Some(c) = self.conns.get(&conn) {
+                let _ = c.out.send(Out::Close);
+            }
+        }
+    }
+
+    fn set_watches(
+        &mut self,
+        conn: ConnId,
+        rel: i64,
+        data: &Option<Vec<JStr>>,
+        exist: &Option<Vec<JStr>>,
+        child: &Option<Vec<JStr>>,
+    ) {
+        let mut events = Vec::new();
+        for p in data.iter().flatten().filter_map(|p| p.as_str()) {
+            match self.tree.lookup(p).and_then(|id| self.tree.node(id)) {
+                None => events.push((EventType::NodeDeleted, p)),
+                Some(n) if n.mzxid > rel => events.push((EventType::NodeDataChanged, p)),
+                Some(_) => self.watches.add(Kind::Data, p, conn),
+            }
+        }
+        for p in exist.iter().flatten().filter_map(|p| p.as_str()) {
+            match self.tree.lookup(p) {
+                Some(_) => events.push((EventType::NodeCreated, p)),
+                None => self.watches.add(Kind::Data, p, conn),
+            }
+        }
+        for p in child.iter().flatten().filter_map(|p| p.as_str()) {
+            match self.tree.lookup(p).and_then(|id| self.tree.node(id)) {
+                None => events.push((EventType::NodeDeleted, p)),
+                Some(n) if n.pzxid > rel => events.push((EventType::NodeChildrenChanged, p)),
+                Some(_) => self.watches.add(Kind::Child, p, conn),
+            }
+        }
+        if let Some(c) = self.conns.get(&conn) {
+            for (kind, p) in events {
+                let _ = c.out.send(Out::Bytes(reply::event(kind, p)));
+            }
+        }
+    }
+}
+
+fn watch_kinds(t: i32) -> &'static [Kind] {
+    match t {
+        1 => &[Kind::Child],
+        2 => &[Kind::Data],
+        3 => &[Kind::Child, Kind::Data],
+        _ => &[],
+    }
+}

@@ -1,0 +1,582 @@
+//! The in-memory data tree: an arena of znodes addressed by u32 ids, children held in a
+//! per-node hash table of ids (the name lives once, in the child), and interned ACL lists.
+//!
+//! `apply_*` are the only mutations, called in zxid order; each is raise-only on the parent's
+//! counters so that replaying a txn the tree already reflects is harmless.
+
+use crate::acl::{AclTable, Entry};
+use hashbrown::HashTable;
+use palisade_proto::Stat;
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasher;
+
+pub type NodeId = u32;
+pub const ROOT: NodeId = 0;
+
+/// Stored ephemeralOwner of containers and TTL nodes (clients see 0).
+pub const CONTAINER_OWNER: i64 = i64::MIN;
+const TTL_MARK: i64 = 0xFF00_0000_0000_0000_u64 as i64;
+pub const MAX_TTL: i64 = (1 << 40) - 1;
+
+pub fn ttl_owner(ttl: i64) -> i64 {
+    TTL_MARK | (ttl & MAX_TTL)
+}
+
+/// What kind of node an ephemeralOwner value denotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Persistent,
+    Ephemeral(i64),
+    Container,
+    Ttl(i64),
+}
+
+pub fn kind_of(owner: i64) -> Kind {
+    if owner == 0 {
+        Kind::Persistent
+    } else if owner == CONTAINER_OWNER {
+        Kind::Container
+    } else if owner & TTL_MARK == TTL_MARK {
+        Kind::Ttl(owner & MAX_TTL)
+    } else {
+        Kind::Ephemeral(owner)
+    }
+}
+
+pub struct Node {
+    /// The name, then the data, in one allocation.
+    bytes: Box<[u8]>,
+    name_len: u32,
+    has_data: bool,
+    pub czxid: i64,
+    pub mzxid: i64,
+    pub pzxid: i64,
+    pub ctime: i64,
+    pub mtime: i64,
+    pub version: i32,
+    pub aversion: i32,
+    /// C: the number of child creations ever (sequential suffixes come from it).
+    pub cversion: i32,
+    pub owner: i64,
+    pub acl: u32,
+    pub parent: NodeId,
+    children: Option<Box<HashTable<NodeId>>>,
+}
+
+impl Node {
+    pub fn name(&self) -> &str {
+        let b = self.bytes.get(..self.name_len as usize).unwrap_or(&[]);
+        std::str::from_utf8(b).unwrap_or("")
+    }
+    pub fn data(&self) -> Option<&[u8]> {
+        self.has_data
+            .then(|| self.bytes.get(self.name_len as usize..).unwrap_or(&[]))
+    }
+    pub fn data_len(&self) -> usize {
+        self.bytes.len() - self.name_len as usize
+    }
+    pub fn num_children(&self) -> usize {
+        self.children.as_ref().map_or(0, |c| c.len())
+    }
+    pub fn kind(&self) -> Kind {
+        kind_of(self.owner)
+    }
+    fn set_bytes(&mut self, name: &str, data: Option<&[u8]>) {
+        let d = data.unwrap_or(&[]);
+        let mut v = Vec::with_capacity(name.len() + d.len());
+        v.extend_from_slice(name.as_bytes());
+        v.extend_from_slice(d);
+        self.bytes = v.into_boxed_slice();
+        self.name_len = name.len() as u32;
+        self.has_data = data.is_some();
+    }
+}
+
+/// Fields of a new node.
+pub struct NewNode<'a> {
+    pub data: Option<&'a [u8]>,
+    pub acl: Vec<Entry>,
+    pub owner: i64,
+    pub zxid: i64,
+    pub time: i64,
+}
+
+pub struct DataTree {
+    nodes: Vec<Option<Node>>,
+    free: Vec<NodeId>,
+    hasher: hashbrown::DefaultHashBuilder,
+    pub acls: AclTable,
+    ephemerals: HashMap<i64, HashSet<NodeId>>,
+    /// Containers and TTL nodes, for the reaper.
+    reapable: HashSet<NodeId>,
+    count: usize,
+    data_size: u64,
+}
+
+impl Default for DataTree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DataTree {
+    /// ZooKeeper's fresh tree: `/`, `/zookeeper`, `/zookeeper/quota`, `/zookeeper/config`.
+    pub fn new() -> Self {
+        let mut t = DataTree {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            hasher: Default::default(),
+            acls: AclTable::default(),
+            ephemerals: HashMap::new(),
+            reapable: HashSet::new(),
+            count: 0,
+            data_size: 0,
+        };
+        let open = vec![Entry {
+            perms: crate::acl::ALL,
+            scheme: "world".into(),
+            id: "anyone".into(),
+        }];
+        let acl = t.acls.intern(open.clone());
+        let mut root = Node {
+            bytes: Box::new([]),
+            name_len: 0,
+            has_data: true,
+            czxid: 0,
+            mzxid: 0,
+            pzxid: 0,
+            ctime: 0,
+            mtime: 0,
+            version: 0,
+            aversion: 0,
+            cversion: 0,
+            owner: 0,
+            acl,
+            parent: ROOT,
+            children: None,
+        };
+        root.set_bytes("", Some(&[]));
+        t.nodes.push(Some(root));
+        t.count = 1;
+        let new = |acl: Vec<Entry>| NewNode {
+            data: Some(&[]),
+            acl,
+            owner: 0,
+            zxid: 0,
+            time: 0,
+        };
+        // insert() leaves parents' counters alone: ZooKeeper's fresh tree has C = 0 everywhere.
+        let zk = t.insert(ROOT, "zookeeper", new(open.clone()));
+        t.insert(zk, "quota", new(open));
+        let read_only = vec![Entry {
+            perms: crate::acl::READ,
+            scheme: "world".into(),
+            id: "anyone".into(),
+        }];
+        let config = t.insert(zk, "config", new(read_only));
+        // ZooKeeper's constructor sets this ACL with version -1, leaving aversion -1.
+        if let Some(n) = t.node_mut(config) {
+            n.aversion = -1;
+        }
+        t
+    }
+
+    pub fn node(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(id as usize).and_then(|n| n.as_ref())
+    }
+
+    fn node_mut(&mut self, id: NodeId) -> Option<&mut Node> {
+        self.nodes.get_mut(id as usize).and_then(|n| n.as_mut())
+    }
+
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    pub fn child(&self, parent: NodeId, name: &str) -> Option<NodeId> {
+        let p = self.node(parent)?;
+        let table = p.children.as_ref()?;
+        table
+            .find(self.hash(name), |&c| {
+                self.node(c).is_some_and(|n| n.name() == name)
+            })
+            .copied()
+    }
+
+    /// The node at an exact path; `None` for missing nodes and for malformed paths.
+    pub fn lookup(&self, path: &str) -> Option<NodeId> {
+        let rest = path.strip_prefix('/')?;
+        if rest.is_empty() {
+            return Some(ROOT);
+        }
+        let mut id = ROOT;
+        for comp in rest.split('/') {
+            if comp.is_empty() {
+                return None;
+            }
+            id = self.child(id, comp)?;
+        }
+        Some(id)
+    }
+
+    pub fn path_of(&self, mut id: NodeId) -> String {
+        let mut parts = Vec::new();
+        while id != ROOT {
+            let Some(n) = self.node(id) else { break };
+            parts.push(n.name());
+            id = n.parent;
+        }
+        if parts.is_empty() {
+            return "/".into();
+        }
+        let mut s = String::new();
+        for p in parts.iter().rev() {
+            s.push('/');
+            s.push_str(p);
+        }
+        s
+    }
+
+    pub fn children(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        self.node(id)
+            .and_then(|n| n.children.as_deref())
+            .into_iter()
+            .flat_map(|t| t.iter().copied())
+    }
+
+    pub fn stat(&self, id: NodeId) -> Stat {
+        let Some(n) = self.node(id) else {
+            return Stat::default();
+        };
+        let num_children = n.num_children() as i32;
+        Stat {
+            czxid: n.czxid,
+            mzxid: n.mzxid,
+            ctime: n.ctime,
+            mtime: n.mtime,
+            version: n.version,
+            cversion: n.cversion.wrapping_mul(2).wrapping_sub(num_children),
+            aversion: n.aversion,
+            ephemeral_owner: match n.kind() {
+                Kind::Ephemeral(s) => s,
+                _ => 0,
+            },
+            data_length: n.data_len() as i32,
+            num_children,
+            pzxid: n.pzxid,
+        }
+    }
+
+    /// Number of znodes as ZooKeeper counts them (its map holds the root twice).
+    pub fn znode_count(&self) -> usize {
+        self.count + 1
+    }
+
+    /// mntr's approximate_data_size: path lengths plus data lengths.
+    pub fn approximate_data_size(&self) -> u64 {
+        self.data_size
+    }
+
+    pub fn ephemerals_of(&self, session: i64) -> impl Iterator<Item = NodeId> + '_ {
+        self.ephemerals
+            .get(&session)
+            .into_iter()
+            .flat_map(|s| s.iter().copied())
+    }
+
+    pub fn ephemeral_count(&self) -> usize {
+        self.ephemerals.values().map(|s| s.len()).sum()
+    }
+
+    pub fn reapable(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.reapable.iter().copied()
+    }
+
+    pub fn descendants(&self, id: NodeId) -> usize {
+        let mut n = 0;
+        let mut stack = vec![id];
+        while let Some(x) = stack.pop() {
+            for c in self.children(x) {
+                n += 1;
+                stack.push(c);
+            }
+        }
+        n
+    }
+
+    fn insert(&mut self, parent: NodeId, name: &str, new: NewNode<'_>) -> NodeId {
+        let acl = self.acls.intern(new.acl);
+        let mut node = Node {
+            bytes: Box::new([]),
+            name_len: 0,
+            has_data: false,
+            czxid: new.zxid,
+            mzxid: new.zxid,
+            pzxid: new.zxid,
+            ctime: new.time,
+            mtime: new.time,
+            version: 0,
+            aversion: 0,
+            cversion: 0,
+            owner: new.owner,
+            acl,
+            parent,
+            children: None,
+        };
+        node.set_bytes(name, new.data);
+        let size = node.data_len() as u64;
+        let id = match self.free.pop() {
+            Some(id) => {
+                if let Some(slot) = self.nodes.get_mut(id as usize) {
+                    *slot = Some(node);
+                }
+                id
+            }
+            None => {
+                self.nodes.push(Some(node));
+                (self.nodes.len() - 1) as NodeId
+            }
+        };
+        let hash = self.hash(name);
+        // The table is taken out of its parent while it may rehash, which reads other nodes'
+        // names from the arena.
+        let mut table = self
+            .node_mut(parent)
+            .and_then(|p| p.children.take())
+            .unwrap_or_default();
+        let (nodes, hasher) = (&self.nodes, &self.hasher);
+        table.insert_unique(hash, id, |&c| {
+            hasher.hash_one(
+                nodes
+                    .get(c as usize)
+                    .and_then(|n| n.as_ref())
+                    .map_or("", |n| n.name()),
+            )
+        });
+        if let Some(p) = self.node_mut(parent) {
+            p.children = Some(table);
+        }
+        match kind_of(new.owner) {
+            Kind::Ephemeral(s) => {
+                self.ephemerals.entry(s).or_default().insert(id);
+            }
+            Kind::Container | Kind::Ttl(_) => {
+                self.reapable.insert(id);
+            }
+            Kind::Persistent => {}
+        }
+        self.count += 1;
+        self.data_size += size + self.path_len(id) as u64;
+        id
+    }
+
+    fn path_len(&self, mut id: NodeId) -> usize {
+        let mut len = 0;
+        while id != ROOT {
+            let Some(n) = self.node(id) else { break };
+            len += 1 + n.name_len as usize;
+            id = n.parent;
+        }
+        len
+    }
+
+    /// Applies a create at `parent`: the child gets `new`; the parent's counter becomes
+    /// max(C, parent_cversion) and its pzxid is raised. If the child already exists (a replay
+    /// over a fuzzy snapshot), only the raise-only parent update happens. Returns the child.
+    pub fn apply_create(
+        &mut self,
+        parent: NodeId,
+        name: &str,
+        parent_cversion: i32,
+        new: NewNode<'_>,
+    ) -> Option<NodeId> {
+        let zxid = new.zxid;
+        let existing = self.child(parent, name);
+        let child = match existing {
+            Some(c) => c,
+            None => self.insert(parent, name, new),
+        };
+        let p = self.node_mut(parent)?;
+        p.cversion = p.cversion.max(parent_cversion);
+        p.pzxid = p.pzxid.max(zxid);
+        Some(child)
+    }
+
+    /// Removes a childless node; the parent's pzxid is raised, its counter untouched.
+    pub fn apply_delete(&mut self, id: NodeId, zxid: i64) {
+        let Some(node) = self.node(id) else { return };
+        if id == ROOT || node.num_children() > 0 {
+            return;
+        }
+        let (parent, owner, acl) = (node.parent, node.owner, node.acl);
+        let hash = self.hash(node.name());
+        let size = node.data_len() as u64 + self.path_len(id) as u64;
+        if let Some(Some(p)) = self.nodes.get_mut(parent as usize) {
+            if let Some(t) = p.children.as_mut() {
+                if let Ok(e) = t.find_entry(hash, |&c| c == id) {
+                    e.remove();
+                }
+                if t.is_empty() {
+                    p.children = None;
+                }
+            }
+            p.pzxid = p.pzxid.max(zxid);
+        }
+        match kind_of(owner) {
+            Kind::Ephemeral(s) => {
+                if let Some(set) = self.ephemerals.get_mut(&s) {
+                    set.remove(&id);
+                    if set.is_empty() {
+                        self.ephemerals.remove(&s);
+                    }
+                }
+            }
+            Kind::Container | Kind::Ttl(_) => {
+                self.reapable.remove(&id);
+            }
+            Kind::Persistent => {}
+        }
+        self.acls.release(acl);
+        if let Some(slot) = self.nodes.get_mut(id as usize) {
+            *slot = None;
+        }
+        self.free.push(id);
+        self.count -= 1;
+        self.data_size = self.data_size.saturating_sub(size);
+    }
+
+    pub fn raise_pzxid(&mut self, id: NodeId, zxid: i64) {
+        if let Some(n) = self.node_mut(id) {
+            n.pzxid = n.pzxid.max(zxid);
+        }
+    }
+
+    pub fn apply_set_data(
+        &mut self,
+        id: NodeId,
+        data: Option<&[u8]>,
+        version: i32,
+        zxid: i64,
+        time: i64,
+    ) {
+        let Some(n) = self.node_mut(id) else { return };
+        let old = n.data_len() as u64;
+        let name = n.name().to_string();
+        n.set_bytes(&name, data);
+        n.version = version;
+        n.mzxid = zxid;
+        n.mtime = time;
+        let new = n.data_len() as u64;
+        self.data_size = self.data_size.saturating_sub(old) + new;
+    }
+
+    pub fn apply_set_acl(&mut self, id: NodeId, acl: Vec<Entry>, aversion: i32) {
+        let new = self.acls.intern(acl);
+        let Some(n) = self.node_mut(id) else {
+            self.acls.release(new);
+            return;
+        };
+        let old = std::mem::replace(&mut n.acl, new);
+        n.aversion = aversion;
+        self.acls.release(old);
+    }
+
+    pub fn acl_of(&self, id: NodeId) -> &[Entry] {
+        self.node(id).map_or(&[], |n| self.acls.get(n.acl))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open() -> Vec<Entry> {
+        vec![Entry {
+            perms: 31,
+            scheme: "world".into(),
+            id: "anyone".into(),
+        }]
+    }
+
+    fn create(t: &mut DataTree, parent: &str, name: &str, zxid: i64) -> NodeId {
+        let p = t.lookup(parent).unwrap_or(ROOT);
+        let pcv = t.node(p).map_or(0, |n| n.cversion) + 1;
+        t.apply_create(
+            p,
+            name,
+            pcv,
+            NewNode {
+                data: Some(b"x"),
+                acl: open(),
+                owner: 0,
+                zxid,
+                time: 1,
+            },
+        )
+        .unwrap_or(ROOT)
+    }
+
+    #[test]
+    fn fresh_tree_matches_zookeeper() {
+        let t = DataTree::new();
+        assert_eq!(t.stat(ROOT).cversion, -1);
+        let zk = t.lookup("/zookeeper").unwrap_or(ROOT);
+        assert_eq!(t.stat(zk).cversion, -2);
+        let cfg = t.lookup("/zookeeper/config").unwrap_or(ROOT);
+        assert_eq!(t.stat(cfg).aversion, -1);
+        assert_eq!(t.znode_count(), 5);
+        assert_eq!(t.descendants(ROOT), 3);
+    }
+
+    #[test]
+    fn cversion_counts_creates_and_deletes() {
+        let mut t = DataTree::new();
+        let p = create(&mut t, "/", "p", 1);
+        let a = create(&mut t, "/p", "a", 2);
+        let b = create(&mut t, "/p", "b", 3);
+        t.apply_delete(a, 4);
+        t.apply_delete(b, 5);
+        let s = t.stat(p);
+        assert_eq!((s.cversion, s.num_children, s.pzxid), (4, 0, 5));
+        assert_eq!(t.node(p).map(|n| n.cversion), Some(2));
+    }
+
+    #[test]
+    fn replayed_create_only_raises() {
+        let mut t = DataTree::new();
+        let p = create(&mut t, "/", "p", 1);
+        let new = || NewNode {
+            data: None,
+            acl: open(),
+            owner: 0,
+            zxid: 9,
+            time: 1,
+        };
+        t.apply_create(p, "c", 7, new());
+        assert_eq!(t.node(p).map(|n| n.cversion), Some(7));
+        // Replaying an older create of the same child must not lower anything.
+        t.apply_create(p, "c", 3, NewNode { zxid: 2, ..new() });
+        let n = t.node(p).map(|n| (n.cversion, n.pzxid));
+        assert_eq!(n, Some((7, 9)));
+    }
+
+    #[test]
+    fn lookup_rejects_malformed_paths() {
+        let mut t = DataTree::new();
+        create(&mut t, "/", "a", 1);
+        assert!(t.lookup("/a").is_some());
+        for p in ["/a/", "//a", "a", ""] {
+            assert!(t.lookup(p).is_none(), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn identical_acls_are_stored_once() {
+        let mut t = DataTree::new();
+        let before = t.acls.len();
+        for i in 0..100 {
+            create(&mut t, "/", &format!("n{i}"), i + 1);
+        }
+        assert_eq!(t.acls.len(), before);
+    }
+}
