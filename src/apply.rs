@@ -5,7 +5,7 @@
 use crate::acl::Entry;
 use crate::path;
 use crate::tree::{self, DataTree, NewNode, NodeId};
-use crate::watch::{ConnId, Kind, Watches};
+use crate::watch::{ConnId, Kind, Watches, ON_CHILDREN, ON_DATA, ON_DELETE};
 use palisade_proto::{ErrorCode, EventType, Stat, TxnBody, TxnHeader, ACL};
 
 /// The result of one op: its error code, and the node it produced or changed.
@@ -58,15 +58,10 @@ impl Applier<'_> {
         }
     }
 
+    /// Queues `event` at `path` for every connection holding a watch of one of `kinds` there
+    /// (or a recursive watch on an ancestor), once per connection.
     fn fire(&mut self, kinds: &[Kind], event: EventType, path: &str) {
-        let mut conns: Vec<ConnId> = Vec::new();
-        for &k in kinds {
-            for c in self.watches.take(k, path) {
-                if !conns.contains(&c) {
-                    conns.push(c);
-                }
-            }
-        }
+        let conns = self.watches.trigger(kinds, path);
         if !conns.is_empty() {
             self.events.push(Event {
                 kind: event,
@@ -123,7 +118,7 @@ impl Applier<'_> {
                 };
                 self.tree
                     .apply_set_data(id, s.data.as_deref(), s.version, h.zxid, h.time);
-                self.fire(&[Kind::Data], EventType::NodeDataChanged, p);
+                self.fire(ON_DATA, EventType::NodeDataChanged, p);
                 self.ok(p, Some(id))
             }
             TxnBody::SetAcl(s) => {
@@ -179,8 +174,8 @@ impl Applier<'_> {
         if existed {
             return fail(ErrorCode::NodeExists, p);
         }
-        self.fire(&[Kind::Data], EventType::NodeCreated, p);
-        self.fire(&[Kind::Child], EventType::NodeChildrenChanged, parent_path);
+        self.fire(ON_DATA, EventType::NodeCreated, p);
+        self.fire(ON_CHILDREN, EventType::NodeChildrenChanged, parent_path);
         self.ok(p, id)
     }
 
@@ -199,8 +194,8 @@ impl Applier<'_> {
             return fail(ErrorCode::NotEmpty, p);
         }
         self.tree.apply_delete(id, zxid);
-        self.fire(&[Kind::Data, Kind::Child], EventType::NodeDeleted, p);
-        self.fire(&[Kind::Child], EventType::NodeChildrenChanged, parent_path);
+        self.fire(ON_DELETE, EventType::NodeDeleted, p);
+        self.fire(ON_CHILDREN, EventType::NodeChildrenChanged, parent_path);
         self.ok(p, None)
     }
 }

@@ -85,6 +85,8 @@ pub struct CoreConfig {
     pub data_dir: String,
     pub data_log_dir: String,
     pub max_client_cnxns: usize,
+    /// How often containers and TTL nodes are checked for reaping (znode.container.checkIntervalMs).
+    pub container_check_ms: u64,
 }
 
 pub(crate) enum Slot {
@@ -174,6 +176,7 @@ pub struct Core {
     pub(crate) started: Instant,
     pub(crate) stats: Stats,
     events: Vec<Event>,
+    last_reap_ms: u64,
 }
 
 pub fn wall_ms() -> i64 {
@@ -202,6 +205,7 @@ impl Core {
             started: Instant::now(),
             stats: Stats::default(),
             events: Vec::new(),
+            last_reap_ms: 0,
         }
     }
 
@@ -271,7 +275,10 @@ impl Core {
                 tracing::error!(error = %e, "log write failed; stopping so no write is acknowledged without being durable");
                 return true;
             }
-            CoreMsg::Tick => self.expire_sessions(),
+            CoreMsg::Tick => {
+                self.expire_sessions();
+                self.reap();
+            }
             CoreMsg::Shutdown => {
                 // In-flight writes: wait for the log to report them, then stop.
                 return self.pending.is_empty();
@@ -758,6 +765,63 @@ impl Core {
                     replies: vec![],
                 },
                 PendingKind::Close { conn: None },
+            );
+        }
+    }
+}
+
+impl Core {
+    /// The container/TTL reaper: empty containers that once had a child, and childless TTL
+    /// nodes not modified for their TTL, are deleted through a deleteContainer txn (their
+    /// delete watches fire as for any delete).
+    fn reap(&mut self) {
+        let now = self.now_ms();
+        if now < self.last_reap_ms + self.cfg.container_check_ms {
+            return;
+        }
+        self.last_reap_ms = now;
+        let wall = wall_ms();
+        let mut doomed: Vec<String> = self
+            .tree
+            .reapable()
+            .filter_map(|id| self.tree.node(id).map(|n| (id, n)))
+            .filter(|(_, n)| {
+                n.num_children() == 0
+                    && match n.kind() {
+                        crate::tree::Kind::Container => n.cversion > 0,
+                        crate::tree::Kind::Ttl(ttl) => wall - n.mtime > ttl,
+                        _ => false,
+                    }
+            })
+            .map(|(id, _)| self.tree.path_of(id))
+            .collect();
+        doomed.sort();
+        let reaper = [AuthId {
+            scheme: "super".into(),
+            id: "".into(),
+        }];
+        for path in doomed {
+            let req = Request::DeleteContainer(JStr::from(path.as_str()));
+            let prepared = Prep {
+                tree: &self.tree,
+                overlay: &mut self.overlay,
+                session: 0,
+                auth: &reaper,
+                zxid: self.last_zxid + 1,
+                ttl_enabled: self.cfg.ttl_enabled,
+            }
+            .write(&req);
+            if matches!(prepared.body, TxnBody::Error(_)) {
+                continue; // changed since the scan (e.g. a child is being created)
+            }
+            tracing::debug!(path, "reaping");
+            self.queue_txn(
+                0,
+                None,
+                0,
+                OpCode::DeleteContainer,
+                prepared,
+                PendingKind::Request,
             );
         }
     }

@@ -4,7 +4,7 @@ use crate::acl::{self, AuthId};
 use crate::core::{Core, Out};
 use crate::reply;
 use crate::tree::NodeId;
-use crate::watch::{ConnId, Kind};
+use crate::watch::{self, ConnId, Kind};
 use palisade_proto::*;
 use std::time::Instant;
 
@@ -68,7 +68,8 @@ impl Core {
         let err = |e: ErrorCode| reply::header(xid, zxid, e.code());
         let mut close = false;
         let frame = match req {
-            Request::Ping => reply::header(xid, zxid, 0),
+            // ZooKeeper answers a ping with xid -2 whatever xid it came with.
+            Request::Ping => reply::header(reply::XID_PING, zxid, 0),
             Request::Exists(r) => {
                 let p = r.path.as_str().unwrap_or("");
                 if p.contains('\0') || r.path.as_str().is_none() {
@@ -193,9 +194,16 @@ impl Core {
                     }
                 }
             }
+            // No SASL is configured: ZooKeeper answers OK with a null token.
             Request::Sasl(_) => {
-                close = true;
-                reply::header(xid, 0, ErrorCode::AuthFailed.code())
+                reply::frame(xid, 0, 0, |w| SetSASLResponse { token: None }.write(w))
+            }
+            Request::SetWatches(s)
+                if s.data_watches.is_none()
+                    || s.exist_watches.is_none()
+                    || s.child_watches.is_none() =>
+            {
+                err(ErrorCode::MarshallingError)
             }
             Request::SetWatches(s) => {
                 self.set_watches(
@@ -208,6 +216,18 @@ impl Core {
                 reply::header(xid, zxid, 0)
             }
             Request::SetWatches2(s) => {
+                // Persistent and recursive watches are re-registered as they are: no catch-up events.
+                let persistent = [
+                    (0, &s.persistent_watches),
+                    (1, &s.persistent_recursive_watches),
+                ];
+                for (mode, paths) in persistent {
+                    for p in paths.iter().flatten().filter_map(|p| p.as_str()) {
+                        for k in watch::add_watch_kinds(mode).unwrap_or(&[]) {
+                            self.watches.add(*k, p, conn);
+                        }
+                    }
+                }
                 self.set_watches(
                     conn,
                     s.relative_zxid,
@@ -248,13 +268,26 @@ impl Core {
                 let infos = self.conns.get(&conn).map(|c| {
                     c.auth
                         .iter()
-                        .map(|a| ClientInfo {
-                            auth_scheme: JStr::from(&*a.scheme),
-                            user: JStr::from(&*a.id),
+                        .map(|a| {
+                            // ZooKeeper reports a digest identity by its user name only.
+                            let user = match &*a.scheme {
+                                "digest" => a.id.split(':').next().unwrap_or(""),
+                                _ => &*a.id,
+                            };
+                            ClientInfo {
+                                auth_scheme: JStr::from(&*a.scheme),
+                                user: JStr::from(user),
+                            }
                         })
                         .collect()
                 });
                 reply::record(xid, zxid, &WhoAmIResponse { client_info: infos })
+            }
+            Request::CheckWatches(r) if !(1..=3).contains(&r.type_) => {
+                err(ErrorCode::MarshallingError)
+            }
+            Request::RemoveWatches(r) if !(1..=3).contains(&r.type_) => {
+                err(ErrorCode::MarshallingError)
             }
             Request::CheckWatches(r) => {
                 let p = r.path.as_str().unwrap_or("");
@@ -279,7 +312,17 @@ impl Core {
                     err(ErrorCode::NoWatcher)
                 }
             }
-            Request::AddWatch(_) => err(ErrorCode::Unimplemented),
+            Request::AddWatch(r) => match (r.path.as_str(), watch::add_watch_kinds(r.mode)) {
+                // The node need not exist.
+                (Some(p), Some(kinds)) => {
+                    for k in kinds {
+                        self.watches.add(*k, p, conn);
+                    }
+                    reply::record(xid, zxid, &ErrorResponse { err: 0 })
+                }
+                // ZooKeeper fails to parse an unknown mode.
+                _ => err(ErrorCode::MarshallingError),
+            },
             _ => err(ErrorCode::MarshallingError),
         };
         self.stats.record(at);
@@ -328,11 +371,19 @@ impl Core {
     }
 }
 
+/// The watch kinds a checkWatches/removeWatches type matches (as ZooKeeper 3.8's WatchManager:
+/// a PERSISTENT watch sits in both the child and data tables, a recursive one in the data table).
 fn watch_kinds(t: i32) -> &'static [Kind] {
     match t {
-        1 => &[Kind::Child],
-        2 => &[Kind::Data],
-        3 => &[Kind::Child, Kind::Data],
+        1 => &[Kind::Child, Kind::PersistentChild],
+        2 => &[Kind::Data, Kind::PersistentData, Kind::Recursive],
+        3 => &[
+            Kind::Child,
+            Kind::Data,
+            Kind::PersistentChild,
+            Kind::PersistentData,
+            Kind::Recursive,
+        ],
         _ => &[],
     }
 }

@@ -53,6 +53,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
             .display()
             .to_string(),
         max_client_cnxns: cfg.max_client_cnxns,
+        container_check_ms: cfg.container_check_interval_ms,
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
     let durable_tx = core_tx.clone();

@@ -205,6 +205,10 @@ impl DataTree {
 
     /// The node at an exact path; `None` for missing nodes and for malformed paths.
     pub fn lookup(&self, path: &str) -> Option<NodeId> {
+        // ZooKeeper's node map holds the root under "" as well as "/".
+        if path.is_empty() {
+            return Some(ROOT);
+        }
         let rest = path.strip_prefix('/')?;
         if rest.is_empty() {
             return Some(ROOT);
@@ -565,7 +569,8 @@ mod tests {
         let mut t = DataTree::new();
         create(&mut t, "/", "a", 1);
         assert!(t.lookup("/a").is_some());
-        for p in ["/a/", "//a", "a", ""] {
+        assert_eq!(t.lookup(""), Some(ROOT));
+        for p in ["/a/", "//a", "a"] {
             assert!(t.lookup(p).is_none(), "{p:?}");
         }
     }

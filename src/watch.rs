@@ -1,5 +1,6 @@
 //! Watches: which connections wait on which paths. One entry per watched path however many
-//! connections watch it; triggering costs the watchers of that path only.
+//! connections watch it; triggering costs the watchers of that path plus the recursive watchers
+//! of its ancestors (the ancestor walk is skipped while no recursive watch exists).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -12,21 +13,86 @@ pub enum Kind {
     Data,
     /// getChildren: fires on child create/delete, and on deletion of the path.
     Child,
+    /// addWatch PERSISTENT, data half: like `Data` but not removed when it fires.
+    PersistentData,
+    /// addWatch PERSISTENT, child half: like `Child` but not removed when it fires.
+    PersistentChild,
+    /// addWatch PERSISTENT_RECURSIVE: create/delete/setData of the path or any descendant;
+    /// never NodeChildrenChanged; not removed when it fires.
+    Recursive,
 }
+
+impl Kind {
+    pub fn is_persistent(self) -> bool {
+        !matches!(self, Kind::Data | Kind::Child)
+    }
+}
+
+/// Watches to trigger for a create or setData of a path.
+pub const ON_DATA: &[Kind] = &[Kind::Data, Kind::PersistentData, Kind::Recursive];
+/// Watches to trigger on a node whose children changed.
+pub const ON_CHILDREN: &[Kind] = &[Kind::Child, Kind::PersistentChild];
+/// Watches to trigger for the deletion of a path.
+pub const ON_DELETE: &[Kind] = &[
+    Kind::Data,
+    Kind::Child,
+    Kind::PersistentData,
+    Kind::PersistentChild,
+    Kind::Recursive,
+];
+
+/// The kinds addWatch registers for `mode` (0 = PERSISTENT, 1 = PERSISTENT_RECURSIVE).
+pub fn add_watch_kinds(mode: i32) -> Option<&'static [Kind]> {
+    match mode {
+        0 => Some(&[Kind::PersistentData, Kind::PersistentChild]),
+        1 => Some(&[Kind::Recursive]),
+        _ => None,
+    }
+}
+
+type Table = HashMap<Arc<str>, HashSet<ConnId>>;
 
 #[derive(Default)]
 pub struct Watches {
-    data: HashMap<Arc<str>, HashSet<ConnId>>,
-    child: HashMap<Arc<str>, HashSet<ConnId>>,
+    data: Table,
+    child: Table,
+    pdata: Table,
+    pchild: Table,
+    recursive: Table,
     by_conn: HashMap<ConnId, HashSet<(Kind, Arc<str>)>>,
 }
 
 impl Watches {
-    fn table(&mut self, kind: Kind) -> &mut HashMap<Arc<str>, HashSet<ConnId>> {
+    fn table(&mut self, kind: Kind) -> &mut Table {
         match kind {
             Kind::Data => &mut self.data,
             Kind::Child => &mut self.child,
+            Kind::PersistentData => &mut self.pdata,
+            Kind::PersistentChild => &mut self.pchild,
+            Kind::Recursive => &mut self.recursive,
         }
+    }
+
+    fn table_ref(&self, kind: Kind) -> &Table {
+        match kind {
+            Kind::Data => &self.data,
+            Kind::Child => &self.child,
+            Kind::PersistentData => &self.pdata,
+            Kind::PersistentChild => &self.pchild,
+            Kind::Recursive => &self.recursive,
+        }
+    }
+
+    fn tables(&self) -> impl Iterator<Item = (Kind, &Table)> {
+        [
+            Kind::Data,
+            Kind::Child,
+            Kind::PersistentData,
+            Kind::PersistentChild,
+            Kind::Recursive,
+        ]
+        .into_iter()
+        .map(|k| (k, self.table_ref(k)))
     }
 
     pub fn add(&mut self, kind: Kind, path: &str, conn: ConnId) {
@@ -40,11 +106,9 @@ impl Watches {
     }
 
     pub fn has(&self, kind: Kind, path: &str, conn: ConnId) -> bool {
-        let t = match kind {
-            Kind::Data => &self.data,
-            Kind::Child => &self.child,
-        };
-        t.get(path).is_some_and(|s| s.contains(&conn))
+        self.table_ref(kind)
+            .get(path)
+            .is_some_and(|s| s.contains(&conn))
     }
 
     pub fn remove(&mut self, kind: Kind, path: &str, conn: ConnId) -> bool {
@@ -62,17 +126,56 @@ impl Watches {
         removed
     }
 
-    /// Removes and returns the one-shot watchers of `kind` at `path`.
-    pub fn take(&mut self, kind: Kind, path: &str) -> Vec<ConnId> {
-        let Some((key, set)) = self.table(kind).remove_entry(path) else {
-            return Vec::new();
+    /// The connections to notify of one change at `path`, each once however many of its
+    /// watches match. One-shot kinds are removed; persistent ones stay. `Kind::Recursive`
+    /// matches recursive watches on `path` and on each of its ancestors.
+    pub fn trigger(&mut self, kinds: &[Kind], path: &str) -> Vec<ConnId> {
+        let mut out: Vec<ConnId> = Vec::new();
+        let mut seen: HashSet<ConnId> = HashSet::new();
+        let mut add = |out: &mut Vec<ConnId>, set: &HashSet<ConnId>| {
+            for &c in set {
+                if seen.insert(c) {
+                    out.push(c);
+                }
+            }
         };
-        for c in &set {
-            if let Some(w) = self.by_conn.get_mut(c) {
-                w.remove(&(kind, key.clone()));
+        for &kind in kinds {
+            match kind {
+                Kind::Data | Kind::Child => {
+                    let Some((key, set)) = self.table(kind).remove_entry(path) else {
+                        continue;
+                    };
+                    for c in &set {
+                        if let Some(w) = self.by_conn.get_mut(c) {
+                            w.remove(&(kind, key.clone()));
+                        }
+                    }
+                    add(&mut out, &set);
+                }
+                Kind::PersistentData | Kind::PersistentChild => {
+                    if let Some(set) = self.table_ref(kind).get(path) {
+                        add(&mut out, set);
+                    }
+                }
+                Kind::Recursive => {
+                    if self.recursive.is_empty() {
+                        continue;
+                    }
+                    let mut p = path;
+                    loop {
+                        if let Some(set) = self.recursive.get(p) {
+                            add(&mut out, set);
+                        }
+                        match p.rfind('/') {
+                            Some(0) if p.len() > 1 => p = "/",
+                            Some(i) if i > 0 => p = &p[..i],
+                            _ => break,
+                        }
+                    }
+                }
             }
         }
-        set.into_iter().collect()
+        out
     }
 
     pub fn remove_conn(&mut self, conn: ConnId) {
@@ -90,17 +193,17 @@ impl Watches {
         }
     }
 
-    /// Number of (connection, path, kind) watches.
+    /// Number of (connection, path, kind) watches. A PERSISTENT watch counts twice (its data
+    /// and child halves), as ZooKeeper counts it in both its data and child tables.
     pub fn count(&self) -> usize {
-        self.data
-            .values()
-            .chain(self.child.values())
+        self.tables()
+            .flat_map(|(_, t)| t.values())
             .map(|s| s.len())
             .sum()
     }
 
     pub fn paths(&self) -> usize {
-        self.data.len() + self.child.len()
+        self.tables().map(|(_, t)| t.len()).sum()
     }
 
     pub fn conns(&self) -> usize {
@@ -115,16 +218,19 @@ impl Watches {
     }
 
     pub fn watchers(&self) -> impl Iterator<Item = (Kind, &Arc<str>, &HashSet<ConnId>)> {
-        self.data
-            .iter()
-            .map(|(p, s)| (Kind::Data, p, s))
-            .chain(self.child.iter().map(|(p, s)| (Kind::Child, p, s)))
+        self.tables()
+            .flat_map(|(k, t)| t.iter().map(move |(p, s)| (k, p, s)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sorted(mut v: Vec<ConnId>) -> Vec<ConnId> {
+        v.sort_unstable();
+        v
+    }
 
     #[test]
     fn one_entry_per_path_and_one_shot() {
@@ -134,9 +240,9 @@ mod tests {
         }
         assert_eq!(w.paths(), 1);
         assert_eq!(w.count(), 1000);
-        assert_eq!(w.take(Kind::Data, "/x").len(), 1000);
+        assert_eq!(w.trigger(ON_DATA, "/x").len(), 1000);
         assert_eq!(w.count(), 0);
-        assert!(w.take(Kind::Data, "/x").is_empty());
+        assert!(w.trigger(ON_DATA, "/x").is_empty());
     }
 
     #[test]
@@ -144,9 +250,93 @@ mod tests {
         let mut w = Watches::default();
         w.add(Kind::Data, "/a", 1);
         w.add(Kind::Child, "/a", 1);
+        w.add(Kind::PersistentData, "/a", 1);
+        w.add(Kind::PersistentChild, "/a", 1);
+        w.add(Kind::Recursive, "/", 1);
         w.add(Kind::Data, "/a", 2);
         w.remove_conn(1);
         assert_eq!(w.count(), 1);
+        assert_eq!(w.paths(), 1);
+        assert_eq!(w.conns(), 1);
         assert!(w.has(Kind::Data, "/a", 2));
+        assert_eq!(w.trigger(ON_DELETE, "/a/b"), Vec::<ConnId>::new());
+    }
+
+    #[test]
+    fn persistent_and_recursive_registration() {
+        let mut w = Watches::default();
+        for k in add_watch_kinds(0).unwrap() {
+            w.add(*k, "/p", 1);
+        }
+        for k in add_watch_kinds(1).unwrap() {
+            w.add(*k, "/r", 1);
+        }
+        assert!(add_watch_kinds(2).is_none());
+        assert!(w.has(Kind::PersistentData, "/p", 1));
+        assert!(w.has(Kind::PersistentChild, "/p", 1));
+        assert!(w.has(Kind::Recursive, "/r", 1));
+        assert!(!w.has(Kind::Data, "/p", 1));
+        assert_eq!(w.count(), 3);
+        assert_eq!(w.paths(), 3);
+        assert_eq!(w.conns(), 1);
+        assert_eq!(w.watchers().count(), 3);
+        assert!(w.remove(Kind::PersistentChild, "/p", 1));
+        assert!(!w.has(Kind::PersistentChild, "/p", 1));
+        assert!(w.has(Kind::PersistentData, "/p", 1));
+    }
+
+    #[test]
+    fn persistent_watches_fire_without_removal() {
+        let mut w = Watches::default();
+        w.add(Kind::PersistentData, "/p", 1);
+        w.add(Kind::PersistentChild, "/p", 1);
+        w.add(Kind::Recursive, "/r", 2);
+        for _ in 0..3 {
+            assert_eq!(w.trigger(ON_DATA, "/p"), vec![1]);
+            assert_eq!(w.trigger(ON_CHILDREN, "/p"), vec![1]);
+            assert_eq!(w.trigger(ON_DELETE, "/p"), vec![1]);
+            assert_eq!(w.trigger(ON_DATA, "/r"), vec![2]);
+            assert_eq!(w.trigger(ON_DELETE, "/r/x"), vec![2]);
+        }
+        // recursive watches never see NodeChildrenChanged; persistent ones only at their path
+        assert!(w.trigger(ON_CHILDREN, "/r").is_empty());
+        assert!(w.trigger(ON_DATA, "/p/c").is_empty());
+        assert_eq!(w.count(), 3);
+    }
+
+    #[test]
+    fn one_notification_per_connection() {
+        let mut w = Watches::default();
+        w.add(Kind::Data, "/a/b", 1);
+        w.add(Kind::Child, "/a/b", 1);
+        w.add(Kind::PersistentData, "/a/b", 1);
+        w.add(Kind::PersistentChild, "/a/b", 1);
+        w.add(Kind::Recursive, "/a/b", 1);
+        w.add(Kind::Recursive, "/a", 1);
+        w.add(Kind::Recursive, "/", 1);
+        w.add(Kind::Data, "/a/b", 2);
+        w.add(Kind::Recursive, "/a", 2);
+        assert_eq!(sorted(w.trigger(ON_DELETE, "/a/b")), vec![1, 2]);
+        // the one-shot watches went, the persistent ones stayed
+        assert!(!w.has(Kind::Data, "/a/b", 1));
+        assert!(!w.has(Kind::Child, "/a/b", 1));
+        assert!(!w.has(Kind::Data, "/a/b", 2));
+        assert_eq!(w.count(), 6);
+        assert_eq!(sorted(w.trigger(ON_DATA, "/a/b")), vec![1, 2]);
+    }
+
+    #[test]
+    fn recursive_walks_ancestors_only() {
+        let mut w = Watches::default();
+        w.add(Kind::Recursive, "/", 1);
+        w.add(Kind::Recursive, "/a", 2);
+        w.add(Kind::Recursive, "/a/b/c", 3);
+        w.add(Kind::Recursive, "/ab", 4);
+        assert_eq!(sorted(w.trigger(ON_DATA, "/a/b/c/d")), vec![1, 2, 3]);
+        assert_eq!(sorted(w.trigger(ON_DATA, "/a/b")), vec![1, 2]);
+        assert_eq!(sorted(w.trigger(ON_DATA, "/abc")), vec![1]);
+        assert_eq!(sorted(w.trigger(ON_DATA, "/ab/x")), vec![1, 4]);
+        assert_eq!(w.trigger(ON_DATA, "/"), vec![1]);
+        assert_eq!(w.count(), 4);
     }
 }

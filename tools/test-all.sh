@@ -64,7 +64,13 @@ run_suite() {
 }
 
 run_suite "kazoo suite against Palisade" env ZK_HOSTS=127.0.0.1:$pal_port python3 -m pytest -q -p no:cacheprovider tests/kazoo
-run_suite "zkCli.sh, C client and Curator against Palisade" tests/clients/run.sh 127.0.0.1:$pal_port
+run_suite "zkCli.sh, C client and Curator against Palisade" env KNOWN_GAPS=tests/clients/palisade-known-gaps.txt tests/clients/run.sh 127.0.0.1:$pal_port
+
+step "start the reference Apache ZooKeeper 3.8 for the differential test"
+tests/support/refzk.sh start 22183 "$work/refzk"
+run_suite "differential: the same request sequences against ZooKeeper 3.8 and Palisade" \
+  python3 tests/differential/run.py --ref 127.0.0.1:22183 --sut 127.0.0.1:$pal_port \
+  --known-gaps tests/differential/palisade-known-gaps.txt
 
 if ! kill -0 "${pids[0]}" 2>/dev/null; then
   echo "Palisade exited during the tests; its log:"; cat "$work/pal/server.log"; failed=1

@@ -1,6 +1,15 @@
 """Shared helpers for the client black-box suites (Python stdlib only)."""
+import os
 import re
 import sys
+
+# Checks the server under test is known not to pass yet (one name per line, '#' comments),
+# given by the file in $KNOWN_GAPS. A listed check that fails is reported as XFAIL and counted
+# as skipped; a listed check that passes is reported as XPASS so the list can shrink.
+KNOWN_GAPS = set()
+if os.environ.get("KNOWN_GAPS"):
+    with open(os.environ["KNOWN_GAPS"]) as f:
+        KNOWN_GAPS = {l.strip() for l in f if l.strip() and not l.startswith("#")}
 
 
 class Reporter:
@@ -10,8 +19,17 @@ class Reporter:
         self.suite = suite
         self.passed = 0
         self.failed = 0
+        self.skipped = 0
 
     def check(self, name, ok, detail=""):
+        if name in KNOWN_GAPS:
+            if ok:
+                print("XPASS [%s] %s (listed as a known gap: remove it from the list)" % (self.suite, name), flush=True)
+                self.passed += 1
+            else:
+                print("XFAIL [%s] %s (known gap)" % (self.suite, name), flush=True)
+                self.skipped += 1
+            return ok
         if ok:
             self.passed += 1
             print("PASS [%s] %s" % (self.suite, name), flush=True)

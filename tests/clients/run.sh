@@ -50,11 +50,16 @@ if [ -f "$cache/CuratorCheck.class" ]; then
   run_suite curator 60 java -Xshare:auto -cp "$cache:$CP" CuratorCheck "$hp" "$prefix-cur"
 fi
 
-passed=$(cat "$work"/*.out 2>/dev/null | grep -c '^PASS ')
+passed=$(cat "$work"/*.out 2>/dev/null | grep -cE '^X?PASS ')
 failed=$(cat "$work"/*.out 2>/dev/null | grep -c '^FAIL ')
+skipped=$(cat "$work"/*.out 2>/dev/null | grep -c '^XFAIL ')
 for s in zkcli cli_mt curator; do
   [ -f "$work/$s.out" ] && echo "# $s: $(grep -c '^PASS ' "$work/$s.out") passed, $(grep -c '^FAIL ' "$work/$s.out") failed"
 done
 echo "# elapsed $(( $(date +%s) - start ))s"
-echo "$passed passed, $failed failed"
+if [ "$skipped" -gt 0 ]; then
+  echo "$passed passed, $failed failed, $skipped skipped"
+else
+  echo "$passed passed, $failed failed"
+fi
 [ "$failed" -eq 0 ]

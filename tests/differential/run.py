@@ -628,6 +628,7 @@ def main(argv=None):
                     help='run the deliberately divergent variants; every one must FAIL')
     ap.add_argument('--budget', type=float, default=110.0,
                     help='overall time budget in seconds; scenarios not started in time FAIL')
+    ap.add_argument('--known-gaps', help='file of scenario names the SUT is known to fail (XFAIL, counted as skipped)')
     ap.add_argument('--crashers', action='store_true',
                     help='run ONLY the scenarios known to kill ZooKeeper 3.8.0 (throw-away servers!)')
     args = ap.parse_args(argv)
@@ -647,7 +648,11 @@ def main(argv=None):
 
     ref, sut = parse_addr(args.ref), parse_addr(args.sut)
     run_id = '%06x' % random.randrange(1 << 24)
-    passed = failed = 0
+    passed = failed = skipped = 0
+    gaps = set()
+    if args.known_gaps:
+        with open(args.known_gaps) as f:
+            gaps = {l.strip() for l in f if l.strip() and not l.startswith('#')}
     selftest_outcomes = []
     t_start = time.monotonic()
     for name, fn in table:
@@ -674,8 +679,13 @@ def main(argv=None):
                   if any('SCENARIO-EXCEPTION' in l for l in lines)]
         same = a == b and not broken
         selftest_outcomes.append((name, same))
-        if same:
+        if name in gaps and not same:
+            skipped += 1
+            print('XFAIL %s  (known gap)' % name)
+        elif same:
             passed += 1
+            if name in gaps:
+                print('XPASS %s  (listed as a known gap: remove it from the list)' % name)
             print('PASS %s  (%.2fs/%.2fs)' % (name, tr, ts))
         else:
             failed += 1
@@ -696,7 +706,7 @@ def main(argv=None):
         nbad = transcript_selftest(scenarios.SCENARIOS, ref, run_id + 't')
         print('selftest %s' % ('OK' if not bad and not nbad else 'BROKEN'))
         return 0 if not bad and not nbad else 1
-    print('%d passed, %d failed' % (passed, failed))
+    print('%d passed, %d failed%s' % (passed, failed, ', %d skipped' % skipped if skipped else ''))
     return 0 if failed == 0 else 1
 
 
