@@ -240,6 +240,14 @@ impl AclTable {
         }
     }
 
+    /// The list, shared (no copy).
+    pub fn shared(&self, id: u32) -> Arc<[Entry]> {
+        match self.lists.get(id as usize) {
+            Some(Some((l, _))) => l.clone(),
+            _ => Arc::from(Vec::new()),
+        }
+    }
+
     pub fn get(&self, id: u32) -> &[Entry] {
         match self.lists.get(id as usize) {
             Some(Some((l, _))) => l,

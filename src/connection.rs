@@ -201,10 +201,11 @@ async fn write_loop(
         }
         buf.clear();
         if replies > 0 {
-            shared.outstanding.fetch_sub(
-                replies.min(shared.outstanding.load(Ordering::Acquire)),
-                Ordering::AcqRel,
-            );
+            let _ = shared
+                .outstanding
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    Some(n.saturating_sub(replies))
+                });
             shared.freed.notify_one();
         }
         if close {

@@ -177,6 +177,17 @@ pub struct Core {
     pub(crate) stats: Stats,
     events: Vec<Event>,
     last_reap_ms: u64,
+    /// Shutdown was asked for: stop once no txn is pending.
+    stopping: bool,
+    /// The identity of the server's own txns (the reaper): super, so ACLs do not stop it.
+    server_auth: Vec<AuthId>,
+}
+
+/// Whose request prep validates: a connection's (with its identities) or the server's own.
+#[derive(Clone, Copy)]
+enum Caller {
+    Conn(ConnId),
+    Server,
 }
 
 pub fn wall_ms() -> i64 {
@@ -206,6 +217,11 @@ impl Core {
             stats: Stats::default(),
             events: Vec::new(),
             last_reap_ms: 0,
+            stopping: false,
+            server_auth: vec![AuthId {
+                scheme: "super".into(),
+                id: "".into(),
+            }],
         }
     }
 
@@ -270,7 +286,10 @@ impl Core {
                 let _ = out.send(Out::Bytes(Bytes::from(text)));
                 let _ = out.send(Out::Close);
             }
-            CoreMsg::Durable(upto) => self.durable(upto),
+            CoreMsg::Durable(upto) => {
+                self.durable(upto);
+                return self.stopping && self.pending.is_empty();
+            }
             CoreMsg::LogFailed(e) => {
                 tracing::error!(error = %e, "log write failed; stopping so no write is acknowledged without being durable");
                 return true;
@@ -281,6 +300,7 @@ impl Core {
             }
             CoreMsg::Shutdown => {
                 // In-flight writes: wait for the log to report them, then stop.
+                self.stopping = true;
                 return self.pending.is_empty();
             }
         }
@@ -358,14 +378,7 @@ impl Core {
         let valid = self.sessions.get(id).is_some_and(|s| !s.closing)
             && req.passwd.as_deref() == Some(&self.sessions.password(id)[..]);
         if !valid {
-            let resp = ConnectResponse {
-                protocol_version: 0,
-                time_out: 0,
-                session_id: 0,
-                passwd: Some(Bytes::from_static(&[0; 16])),
-                read_only,
-            };
-            let _ = out.send(Out::Bytes(reply::bare(&resp)));
+            let _ = out.send(Out::Bytes(self.connect_reply(None, read_only)));
             let _ = out.send(Out::Close);
             let _ = ready.send(false);
             return;
@@ -377,16 +390,27 @@ impl Core {
             s.timeout_ms = timeout;
         }
         self.sessions.touch(id, now);
-        let passwd = Some(Bytes::copy_from_slice(&self.sessions.password(id)));
-        let resp = ConnectResponse {
+        let _ = out.send(Out::Bytes(
+            self.connect_reply(Some((id, timeout)), read_only),
+        ));
+        let _ = ready.send(true);
+    }
+
+    /// The ConnectResponse for a session (id, negotiated timeout), or for a refused one:
+    /// timeout 0, session 0 and 16 zero bytes. readOnly is sent iff the request had it.
+    fn connect_reply(&self, session: Option<(i64, i32)>, read_only: Option<bool>) -> Bytes {
+        let (session_id, time_out, passwd) = match session {
+            Some((id, t)) => (id, t, self.sessions.password(id)),
+            None => (0, 0, [0; 16]),
+        };
+        let passwd = Some(Bytes::copy_from_slice(&passwd));
+        reply::bare(&ConnectResponse {
             protocol_version: 0,
-            time_out: timeout,
-            session_id: id,
+            time_out,
+            session_id,
             passwd,
             read_only,
-        };
-        let _ = out.send(Out::Bytes(reply::bare(&resp)));
-        let _ = ready.send(true);
+        })
     }
 
     fn drop_conn(&mut self, conn: ConnId, close: bool) {
@@ -433,7 +457,7 @@ impl Core {
                 if let Some(s) = self.sessions.get_mut(session) {
                     s.closing = true;
                 }
-                let body = self.prep(session, conn_id).close_session();
+                let body = self.prep(session, Caller::Conn(conn_id)).close_session();
                 (
                     Prepared {
                         body,
@@ -455,7 +479,7 @@ impl Core {
                 )
             } else {
                 (
-                    self.prep(session, conn_id).write(&req),
+                    self.prep(session, Caller::Conn(conn_id)).write(&req),
                     PendingKind::Request,
                 )
             };
@@ -526,12 +550,11 @@ impl Core {
         }
     }
 
-    fn prep(&mut self, session: i64, conn: ConnId) -> Prep<'_> {
-        let auth = self
-            .conns
-            .get(&conn)
-            .map(|c| c.auth.as_slice())
-            .unwrap_or(&[]);
+    fn prep(&mut self, session: i64, caller: Caller) -> Prep<'_> {
+        let auth = match caller {
+            Caller::Conn(c) => self.conns.get(&c).map(|c| c.auth.as_slice()).unwrap_or(&[]),
+            Caller::Server => self.server_auth.as_slice(),
+        };
         Prep {
             tree: &self.tree,
             overlay: &mut self.overlay,
@@ -613,16 +636,9 @@ impl Core {
                     if let Some(s) = self.sessions.get_mut(id) {
                         s.conn = Some(conn);
                     }
-                    let passwd = Some(Bytes::copy_from_slice(&self.sessions.password(id)));
-                    let resp = ConnectResponse {
-                        protocol_version: 0,
-                        time_out: timeout,
-                        session_id: id,
-                        passwd,
-                        read_only,
-                    };
+                    let frame = self.connect_reply(Some((id, timeout)), read_only);
                     if let Some(c) = self.conns.get(&conn) {
-                        let _ = c.out.send(Out::Bytes(reply::bare(&resp)));
+                        let _ = c.out.send(Out::Bytes(frame));
                     }
                     let _ = ready.send(true);
                 }
@@ -749,12 +765,7 @@ impl Core {
             if let Some(s) = self.sessions.get_mut(id) {
                 s.closing = true;
             }
-            let conn = self
-                .sessions
-                .get(id)
-                .and_then(|s| s.conn)
-                .unwrap_or(u64::MAX);
-            let body = self.prep(id, conn).close_session();
+            let body = self.prep(id, Caller::Server).close_session();
             self.queue_txn(
                 id,
                 None,
@@ -789,28 +800,16 @@ impl Core {
                 n.num_children() == 0
                     && match n.kind() {
                         crate::tree::Kind::Container => n.cversion > 0,
-                        crate::tree::Kind::Ttl(ttl) => wall - n.mtime > ttl,
+                        crate::tree::Kind::Ttl(ttl) => wall.saturating_sub(n.mtime) > ttl,
                         _ => false,
                     }
             })
             .map(|(id, _)| self.tree.path_of(id))
             .collect();
         doomed.sort();
-        let reaper = [AuthId {
-            scheme: "super".into(),
-            id: "".into(),
-        }];
         for path in doomed {
             let req = Request::DeleteContainer(JStr::from(path.as_str()));
-            let prepared = Prep {
-                tree: &self.tree,
-                overlay: &mut self.overlay,
-                session: 0,
-                auth: &reaper,
-                zxid: self.last_zxid + 1,
-                ttl_enabled: self.cfg.ttl_enabled,
-            }
-            .write(&req);
+            let prepared = self.prep(0, Caller::Server).write(&req);
             if matches!(prepared.body, TxnBody::Error(_)) {
                 continue; // changed since the scan (e.g. a child is being created)
             }
@@ -842,3 +841,7 @@ fn op_result(kind: ReplyKind, o: &Outcome) -> OpResult {
         ReplyKind::Check => OpResult::Check,
     }
 }
+
+#[cfg(test)]
+#[path = "core_test.rs"]
+mod tests;

@@ -4,6 +4,16 @@
 //! ([`prep`] → [`log`] → [`apply`] on the [`tree`] → reply and [`watch`] events) → back
 //! to the connection's writer. See ARCHITECTURE.md.
 
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
 pub mod acl;
 pub mod apply;
 pub mod config;

@@ -7,7 +7,7 @@ use crate::acl::{self, AuthId, Entry};
 use crate::path;
 use crate::tree::{self, DataTree, Kind};
 use palisade_proto::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 /// A node as prep sees it: the applied tree overridden by pending changes.
@@ -27,23 +27,47 @@ struct Change {
     node: Option<NodeView>,
 }
 
-/// Changes of prepped, not yet applied txns, by path.
+/// Changes of prepped, not yet applied txns, by path, and the paths each zxid touched (so
+/// forgetting an applied txn costs its own changes, not the size of the overlay).
 #[derive(Default)]
 pub struct Overlay {
-    map: HashMap<String, Change>,
+    map: HashMap<Arc<str>, Change>,
+    by_zxid: VecDeque<(i64, Vec<Arc<str>>)>,
 }
 
 impl Overlay {
-    /// Forgets the changes made by `zxid` once it is applied (later changes stay).
+    /// Forgets the changes of txns up to `zxid` once applied; a path changed again by a later
+    /// pending txn keeps that later change.
     pub fn applied(&mut self, zxid: i64) {
-        if !self.map.is_empty() {
-            self.map.retain(|_, c| c.zxid > zxid);
+        while self.by_zxid.front().is_some_and(|(z, _)| *z <= zxid) {
+            let Some((z, paths)) = self.by_zxid.pop_front() else {
+                break;
+            };
+            for p in paths {
+                if self.map.get(&p).is_some_and(|c| c.zxid == z) {
+                    self.map.remove(&p);
+                }
+            }
         }
     }
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+
+    fn insert(
+        &mut self,
+        zxid: i64,
+        path: &str,
+        node: Option<NodeView>,
+    ) -> (Arc<str>, Option<Change>) {
+        let key: Arc<str> = Arc::from(path);
+        match self.by_zxid.back_mut() {
+            Some((z, paths)) if *z == zxid => paths.push(key.clone()),
+            _ => self.by_zxid.push_back((zxid, vec![key.clone()])),
+        }
+        let old = self.map.insert(key.clone(), Change { zxid, node });
+        (key, old)
     }
 }
+
+type Undo = Vec<(Arc<str>, Option<Change>)>;
 
 /// How to build the reply once the txn is applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +99,16 @@ pub struct Prep<'a> {
 
 type PResult<T> = Result<T, ErrorCode>;
 
+/// The fields of any create request.
+struct Create<'r> {
+    op: OpCode,
+    path: Option<&'r str>,
+    data: &'r Option<bytes::Bytes>,
+    acl: Option<&'r [ACL]>,
+    flags: i32,
+    ttl: i64,
+}
+
 impl Prep<'_> {
     fn view(&self, p: &str) -> Option<NodeView> {
         if let Some(c) = self.overlay.map.get(p) {
@@ -88,27 +122,15 @@ impl Prep<'_> {
             cversion: n.cversion,
             num_children: n.num_children() as i32,
             owner: n.owner,
-            acl: self.tree.acls.get(n.acl).into(),
+            acl: self.tree.acls.shared(n.acl),
         })
     }
 
-    fn record(
-        &mut self,
-        p: String,
-        node: Option<NodeView>,
-        undo: &mut Vec<(String, Option<Change>)>,
-    ) {
-        let old = self.overlay.map.insert(
-            p.clone(),
-            Change {
-                zxid: self.zxid,
-                node,
-            },
-        );
-        undo.push((p, old));
+    fn record(&mut self, p: &str, node: Option<NodeView>, undo: &mut Undo) {
+        undo.push(self.overlay.insert(self.zxid, p, node));
     }
 
-    fn rollback(&mut self, undo: Vec<(String, Option<Change>)>) {
+    fn rollback(&mut self, undo: Undo) {
         for (p, old) in undo.into_iter().rev() {
             match old {
                 Some(c) => self.overlay.map.insert(p, c),
@@ -123,7 +145,7 @@ impl Prep<'_> {
             return self.multi(m);
         }
         let mut undo = Vec::new();
-        match self.op(req, &mut undo) {
+        match self.op(req, false, &mut undo) {
             Ok((body, kind)) => Prepared {
                 body,
                 replies: vec![kind],
@@ -143,16 +165,7 @@ impl Prep<'_> {
         let mut bodies = Vec::with_capacity(m.ops.len());
         let mut kinds = Vec::with_capacity(m.ops.len());
         for (i, op) in m.ops.iter().enumerate() {
-            // create2 inside multi is treated as create (its result carries no stat).
-            let demoted;
-            let req = match &op.op {
-                Request::Create2(c) => {
-                    demoted = Request::Create(c.clone());
-                    &demoted
-                }
-                r => r,
-            };
-            match self.op(req, &mut undo) {
+            match self.op(&op.op, true, &mut undo) {
                 Ok((body, kind)) => {
                     bodies.push(body);
                     kinds.push(kind);
@@ -184,46 +197,40 @@ impl Prep<'_> {
         }
     }
 
+    /// Preps one op. Inside a multi, create2 is treated as create (its result has no stat).
     fn op(
         &mut self,
         req: &Request,
-        undo: &mut Vec<(String, Option<Change>)>,
+        in_multi: bool,
+        undo: &mut Undo,
     ) -> PResult<(TxnBody, ReplyKind)> {
         match req {
-            Request::Create(c) => self.create(
-                OpCode::Create,
-                c.path.as_str(),
-                &c.data,
-                c.acl.as_deref(),
-                c.flags,
-                -1,
-                undo,
-            ),
-            Request::Create2(c) => self.create(
-                OpCode::Create2,
-                c.path.as_str(),
-                &c.data,
-                c.acl.as_deref(),
-                c.flags,
-                -1,
-                undo,
-            ),
-            Request::CreateContainer(c) => self.create(
-                OpCode::CreateContainer,
-                c.path.as_str(),
-                &c.data,
-                c.acl.as_deref(),
-                c.flags,
-                -1,
-                undo,
-            ),
+            Request::Create(c) | Request::Create2(c) | Request::CreateContainer(c) => {
+                let op = match req.op_code() {
+                    OpCode::Create2 if in_multi => OpCode::Create,
+                    op => op,
+                };
+                self.create(
+                    Create {
+                        op,
+                        path: c.path.as_str(),
+                        data: &c.data,
+                        acl: c.acl.as_deref(),
+                        flags: c.flags,
+                        ttl: -1,
+                    },
+                    undo,
+                )
+            }
             Request::CreateTtl(c) => self.create(
-                OpCode::CreateTTL,
-                c.path.as_str(),
-                &c.data,
-                c.acl.as_deref(),
-                c.flags,
-                c.ttl,
+                Create {
+                    op: OpCode::CreateTTL,
+                    path: c.path.as_str(),
+                    data: &c.data,
+                    acl: c.acl.as_deref(),
+                    flags: c.flags,
+                    ttl: c.ttl,
+                },
                 undo,
             ),
             Request::Delete(d) => self.delete(d.path.as_str(), d.version, false, undo),
@@ -243,17 +250,15 @@ impl Prep<'_> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn create(
-        &mut self,
-        op: OpCode,
-        p: Option<&str>,
-        data: &Option<bytes::Bytes>,
-        acl_list: Option<&[ACL]>,
-        flags: i32,
-        ttl: i64,
-        undo: &mut Vec<(String, Option<Change>)>,
-    ) -> PResult<(TxnBody, ReplyKind)> {
+    fn create(&mut self, c: Create<'_>, undo: &mut Undo) -> PResult<(TxnBody, ReplyKind)> {
+        let Create {
+            op,
+            path: p,
+            data,
+            acl: acl_list,
+            flags,
+            ttl,
+        } = c;
         let mode = CreateMode::from_i32(flags).ok_or(ErrorCode::BadArguments)?;
         let is_ttl = matches!(
             mode,
@@ -318,11 +323,10 @@ impl Prep<'_> {
             _ => 0,
         };
         let wire_acl: Vec<ACL> = acl.iter().map(Entry::to_wire).collect();
-        let parent_key = parent_path.to_string();
         let mut parent_after = parent;
         parent_after.cversion = new_c;
         parent_after.num_children += 1;
-        self.record(parent_key, Some(parent_after), undo);
+        self.record(parent_path, Some(parent_after), undo);
         let child = NodeView {
             version: 0,
             aversion: 0,
@@ -331,7 +335,7 @@ impl Prep<'_> {
             owner,
             acl: acl.into(),
         };
-        self.record(full.clone(), Some(child), undo);
+        self.record(&full, Some(child), undo);
         let jpath = JStr::from(full);
         let data = data.clone();
         let (body, kind) = match op {
@@ -383,7 +387,7 @@ impl Prep<'_> {
         p: Option<&str>,
         version: i32,
         container: bool,
-        undo: &mut Vec<(String, Option<Change>)>,
+        undo: &mut Undo,
     ) -> PResult<(TxnBody, ReplyKind)> {
         let p = p.ok_or(ErrorCode::BadArguments)?;
         let parent_path = path::parent(p).ok_or(ErrorCode::BadArguments)?;
@@ -407,8 +411,8 @@ impl Prep<'_> {
         }
         let mut parent_after = parent;
         parent_after.num_children -= 1;
-        self.record(parent_path.to_string(), Some(parent_after), undo);
-        self.record(p.to_string(), None, undo);
+        self.record(parent_path, Some(parent_after), undo);
+        self.record(p, None, undo);
         let txn = DeleteTxn {
             path: JStr::from(p),
         };
@@ -427,11 +431,7 @@ impl Prep<'_> {
             .ok_or(ErrorCode::BadArguments)
     }
 
-    fn set_data(
-        &mut self,
-        s: &SetDataRequest,
-        undo: &mut Vec<(String, Option<Change>)>,
-    ) -> PResult<(TxnBody, ReplyKind)> {
+    fn set_data(&mut self, s: &SetDataRequest, undo: &mut Undo) -> PResult<(TxnBody, ReplyKind)> {
         let p = self.valid_path(s.path.as_str())?;
         let mut node = self.view(p).ok_or(ErrorCode::NoNode)?;
         self.check_perm(&node.acl, acl::WRITE)?;
@@ -440,7 +440,7 @@ impl Prep<'_> {
         }
         node.version = node.version.wrapping_add(1);
         let version = node.version;
-        self.record(p.to_string(), Some(node), undo);
+        self.record(p, Some(node), undo);
         Ok((
             TxnBody::SetData(SetDataTxn {
                 path: JStr::from(p),
@@ -451,11 +451,7 @@ impl Prep<'_> {
         ))
     }
 
-    fn set_acl(
-        &mut self,
-        s: &SetACLRequest,
-        undo: &mut Vec<(String, Option<Change>)>,
-    ) -> PResult<(TxnBody, ReplyKind)> {
+    fn set_acl(&mut self, s: &SetACLRequest, undo: &mut Undo) -> PResult<(TxnBody, ReplyKind)> {
         let p = self.valid_path(s.path.as_str())?;
         let acl = acl::fixup(s.acl.as_deref(), self.auth).ok_or(ErrorCode::InvalidAcl)?;
         let mut node = self.view(p).ok_or(ErrorCode::NoNode)?;
@@ -467,7 +463,7 @@ impl Prep<'_> {
         let version = node.aversion;
         let wire: Vec<ACL> = acl.iter().map(Entry::to_wire).collect();
         node.acl = acl.into();
-        self.record(p.to_string(), Some(node), undo);
+        self.record(p, Some(node), undo);
         Ok((
             TxnBody::SetAcl(SetACLTxn {
                 path: JStr::from(p),
@@ -500,24 +496,31 @@ impl Prep<'_> {
             .tree
             .ephemerals_of(self.session)
             .map(|id| self.tree.path_of(id))
-            .filter(|p| self.overlay.map.get(p).is_none_or(|c| c.node.is_some()))
+            .filter(|p| {
+                self.overlay
+                    .map
+                    .get(p.as_str())
+                    .is_none_or(|c| c.node.is_some())
+            })
             .collect();
-        for (p, c) in &self.overlay.map {
-            if c.node.as_ref().is_some_and(|n| n.owner == self.session) && !paths.contains(p) {
-                paths.push(p.clone());
-            }
-        }
-        // Deepest first is not needed (ephemerals have no children); sorted for determinism.
+        let pending = self
+            .overlay
+            .map
+            .iter()
+            .filter(|(_, c)| c.node.as_ref().is_some_and(|n| n.owner == self.session));
+        paths.extend(pending.map(|(p, _)| p.to_string()));
+        // Ephemerals have no children, so any order deletes them; sorted for determinism.
         paths.sort();
+        paths.dedup();
         let mut undo = Vec::new();
         for p in &paths {
             if let Some(parent) = path::parent(p) {
                 if let Some(mut v) = self.view(parent) {
                     v.num_children -= 1;
-                    self.record(parent.to_string(), Some(v), &mut undo);
+                    self.record(parent, Some(v), &mut undo);
                 }
             }
-            self.record(p.clone(), None, &mut undo);
+            self.record(p, None, &mut undo);
         }
         TxnBody::CloseSession(CloseSessionTxn {
             paths2_delete: Some(paths.into_iter().map(JStr::from).collect()),

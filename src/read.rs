@@ -5,6 +5,8 @@ use crate::core::{Core, Out};
 use crate::reply;
 use crate::tree::NodeId;
 use crate::watch::{self, ConnId, Kind};
+use bytes::BufMut;
+use palisade_proto::jute::write_buffer;
 use palisade_proto::*;
 use std::time::Instant;
 
@@ -26,41 +28,29 @@ impl Core {
         Ok(id)
     }
 
-    fn get_data(&mut self, conn: ConnId, r: &GetDataRequest) -> RResult<GetDataResponse> {
-        let id = self.readable(conn, r.path.as_str(), acl::READ)?;
-        if r.watch {
-            self.watches
-                .add(Kind::Data, r.path.as_str().unwrap_or(""), conn);
+    /// The node at `path` if the caller may READ it; registers a one-shot watch of `watch`'s
+    /// kind when asked (only when the node exists, as in ZooKeeper).
+    fn read_node(&mut self, conn: ConnId, path: &JStr, watch: Option<Kind>) -> RResult<NodeId> {
+        let id = self.readable(conn, path.as_str(), acl::READ)?;
+        if let (Some(kind), Some(p)) = (watch, path.as_str()) {
+            self.watches.add(kind, p, conn);
         }
-        let data = self
-            .tree
-            .node(id)
-            .and_then(|n| n.data())
-            .map(bytes::Bytes::copy_from_slice);
-        Ok(GetDataResponse {
-            data,
-            stat: self.tree.stat(id),
-        })
+        Ok(id)
     }
 
-    fn get_children(
-        &mut self,
-        conn: ConnId,
-        path: &JStr,
-        watch: bool,
-    ) -> RResult<(Vec<JStr>, Stat)> {
-        let id = self.readable(conn, path.as_str(), acl::READ)?;
-        if watch {
-            self.watches
-                .add(Kind::Child, path.as_str().unwrap_or(""), conn);
+    /// GetDataResponse, written straight from the node (no copy of the data in between).
+    fn write_data(&self, w: &mut bytes::BytesMut, id: NodeId) {
+        write_buffer(w, self.tree.node(id).and_then(|n| n.data()));
+        self.tree.stat(id).write(w);
+    }
+
+    /// The children vector, written straight from the tree's names.
+    fn write_children(&self, w: &mut bytes::BytesMut, id: NodeId) {
+        let n = self.tree.node(id).map_or(0, |n| n.num_children());
+        w.put_i32(n as i32);
+        for c in self.tree.children(id).filter_map(|c| self.tree.node(c)) {
+            write_buffer(w, Some(c.name().as_bytes()));
         }
-        let names = self
-            .tree
-            .children(id)
-            .filter_map(|c| self.tree.node(c))
-            .map(|n| JStr::from(n.name()))
-            .collect();
-        Ok((names, self.tree.stat(id)))
     }
 
     pub(crate) fn read(&mut self, conn: ConnId, xid: i32, req: Request, at: Instant) {
@@ -84,10 +74,12 @@ impl Core {
                     }
                 }
             }
-            Request::GetData(r) => match self.get_data(conn, &r) {
-                Ok(resp) => reply::record(xid, zxid, &resp),
-                Err(e) => err(e),
-            },
+            Request::GetData(r) => {
+                match self.read_node(conn, &r.path, r.watch.then_some(Kind::Data)) {
+                    Ok(id) => reply::frame(xid, zxid, 0, |w| self.write_data(w, id)),
+                    Err(e) => err(e),
+                }
+            }
             Request::GetAcl(r) => {
                 match self.readable(conn, r.path.as_str(), acl::READ | acl::ADMIN) {
                     Ok(id) => {
@@ -114,41 +106,49 @@ impl Core {
                     Err(e) => err(e),
                 }
             }
-            Request::GetChildren(r) => match self.get_children(conn, &r.path, r.watch) {
-                Ok((children, _)) => reply::record(
-                    xid,
-                    zxid,
-                    &GetChildrenResponse {
-                        children: Some(children),
-                    },
-                ),
-                Err(e) => err(e),
-            },
-            Request::GetChildren2(r) => match self.get_children(conn, &r.path, r.watch) {
-                Ok((children, stat)) => reply::record(
-                    xid,
-                    zxid,
-                    &GetChildren2Response {
-                        children: Some(children),
-                        stat,
-                    },
-                ),
-                Err(e) => err(e),
-            },
+            Request::GetChildren(r) => {
+                match self.read_node(conn, &r.path, r.watch.then_some(Kind::Child)) {
+                    Ok(id) => reply::frame(xid, zxid, 0, |w| self.write_children(w, id)),
+                    Err(e) => err(e),
+                }
+            }
+            Request::GetChildren2(r) => {
+                match self.read_node(conn, &r.path, r.watch.then_some(Kind::Child)) {
+                    Ok(id) => reply::frame(xid, zxid, 0, |w| {
+                        self.write_children(w, id);
+                        self.tree.stat(id).write(w);
+                    }),
+                    Err(e) => err(e),
+                }
+            }
             Request::Sync(r) => reply::record(xid, zxid, &SyncResponse { path: r.path }),
             Request::MultiRead(m) => {
                 let mut results = Vec::with_capacity(m.ops.len());
                 for op in &m.ops {
+                    // ZooKeeper ignores the watch flag of ops inside multiRead.
                     let res = match &op.op {
-                        Request::GetData(r) => self.get_data(conn, r).map(OpResult::GetData),
-                        Request::GetChildren(r) => {
-                            self.get_children(conn, &r.path, r.watch)
-                                .map(|(children, _)| {
-                                    OpResult::GetChildren(GetChildrenResponse {
-                                        children: Some(children),
-                                    })
-                                })
-                        }
+                        Request::GetData(r) => self.read_node(conn, &r.path, None).map(|id| {
+                            let data = self
+                                .tree
+                                .node(id)
+                                .and_then(|n| n.data())
+                                .map(bytes::Bytes::copy_from_slice);
+                            OpResult::GetData(GetDataResponse {
+                                data,
+                                stat: self.tree.stat(id),
+                            })
+                        }),
+                        Request::GetChildren(r) => self.read_node(conn, &r.path, None).map(|id| {
+                            let names = self
+                                .tree
+                                .children(id)
+                                .filter_map(|c| self.tree.node(c))
+                                .map(|n| JStr::from(n.name()))
+                                .collect();
+                            OpResult::GetChildren(GetChildrenResponse {
+                                children: Some(names),
+                            })
+                        }),
                         _ => Err(ErrorCode::MarshallingError),
                     };
                     results.push(
@@ -198,44 +198,20 @@ impl Core {
             Request::Sasl(_) => {
                 reply::frame(xid, 0, 0, |w| SetSASLResponse { token: None }.write(w))
             }
-            Request::SetWatches(s)
-                if s.data_watches.is_none()
-                    || s.exist_watches.is_none()
-                    || s.child_watches.is_none() =>
-            {
-                err(ErrorCode::MarshallingError)
-            }
             Request::SetWatches(s) => {
-                self.set_watches(
-                    conn,
-                    s.relative_zxid,
-                    &s.data_watches,
-                    &s.exist_watches,
-                    &s.child_watches,
-                );
-                reply::header(xid, zxid, 0)
+                let lists = [&s.data_watches, &s.exist_watches, &s.child_watches];
+                match self.set_watches(conn, s.relative_zxid, lists, [&None, &None]) {
+                    Ok(()) => reply::header(xid, zxid, 0),
+                    Err(e) => err(e),
+                }
             }
             Request::SetWatches2(s) => {
-                // Persistent and recursive watches are re-registered as they are: no catch-up events.
-                let persistent = [
-                    (0, &s.persistent_watches),
-                    (1, &s.persistent_recursive_watches),
-                ];
-                for (mode, paths) in persistent {
-                    for p in paths.iter().flatten().filter_map(|p| p.as_str()) {
-                        for k in watch::add_watch_kinds(mode).unwrap_or(&[]) {
-                            self.watches.add(*k, p, conn);
-                        }
-                    }
+                let lists = [&s.data_watches, &s.exist_watches, &s.child_watches];
+                let persistent = [&s.persistent_watches, &s.persistent_recursive_watches];
+                match self.set_watches(conn, s.relative_zxid, lists, persistent) {
+                    Ok(()) => reply::header(xid, zxid, 0),
+                    Err(e) => err(e),
                 }
-                self.set_watches(
-                    conn,
-                    s.relative_zxid,
-                    &s.data_watches,
-                    &s.exist_watches,
-                    &s.child_watches,
-                );
-                reply::header(xid, zxid, 0)
             }
             Request::GetEphemerals(r) => {
                 let session = self.conns.get(&conn).map_or(0, |c| c.session);
@@ -334,14 +310,26 @@ impl Core {
         }
     }
 
+    /// Re-registers a reconnecting client's watches. One-shot watches whose node changed
+    /// after `rel` fire at once instead (before the reply); persistent and recursive ones are
+    /// re-registered as they are. Null one-shot lists are MARSHALLINGERROR, as in ZooKeeper.
     fn set_watches(
         &mut self,
         conn: ConnId,
         rel: i64,
-        data: &Option<Vec<JStr>>,
-        exist: &Option<Vec<JStr>>,
-        child: &Option<Vec<JStr>>,
-    ) {
+        [data, exist, child]: [&Option<Vec<JStr>>; 3],
+        persistent: [&Option<Vec<JStr>>; 2],
+    ) -> RResult<()> {
+        if data.is_none() || exist.is_none() || child.is_none() {
+            return Err(ErrorCode::MarshallingError);
+        }
+        for (mode, paths) in [0, 1].into_iter().zip(persistent) {
+            for p in paths.iter().flatten().filter_map(|p| p.as_str()) {
+                for k in watch::add_watch_kinds(mode).unwrap_or(&[]) {
+                    self.watches.add(*k, p, conn);
+                }
+            }
+        }
         let mut events = Vec::new();
         for p in data.iter().flatten().filter_map(|p| p.as_str()) {
             match self.tree.lookup(p).and_then(|id| self.tree.node(id)) {
@@ -368,6 +356,7 @@ impl Core {
                 let _ = c.out.send(Out::Bytes(reply::event(kind, p)));
             }
         }
+        Ok(())
     }
 }
 

@@ -57,7 +57,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
     let durable_tx = core_tx.clone();
-    let sink: Box<dyn LogSink> = Box::new(log::MemorySink::default());
+    let sink: Box<dyn LogSink> = Box::new(log::MemorySink);
     let log_tx = log::spawn_writer(sink, move |r| {
         let msg = match r {
             Ok(z) => CoreMsg::Durable(z),

@@ -22,12 +22,6 @@ pub enum Kind {
     Recursive,
 }
 
-impl Kind {
-    pub fn is_persistent(self) -> bool {
-        !matches!(self, Kind::Data | Kind::Child)
-    }
-}
-
 /// Watches to trigger for a create or setData of a path.
 pub const ON_DATA: &[Kind] = &[Kind::Data, Kind::PersistentData, Kind::Recursive];
 /// Watches to trigger on a node whose children changed.
@@ -168,7 +162,10 @@ impl Watches {
                         }
                         match p.rfind('/') {
                             Some(0) if p.len() > 1 => p = "/",
-                            Some(i) if i > 0 => p = &p[..i],
+                            Some(i) if i > 0 => match p.get(..i) {
+                                Some(parent) => p = parent,
+                                None => break,
+                            },
                             _ => break,
                         }
                     }
@@ -208,13 +205,6 @@ impl Watches {
 
     pub fn conns(&self) -> usize {
         self.by_conn.values().filter(|w| !w.is_empty()).count()
-    }
-
-    pub fn of_conn(&self, conn: ConnId) -> Vec<(Kind, Arc<str>)> {
-        self.by_conn
-            .get(&conn)
-            .map(|w| w.iter().cloned().collect())
-            .unwrap_or_default()
     }
 
     pub fn watchers(&self) -> impl Iterator<Item = (Kind, &Arc<str>, &HashSet<ConnId>)> {
