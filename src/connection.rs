@@ -6,10 +6,7 @@ use crate::core::{CoreMsg, Out};
 use crate::watch::ConnId;
 use bytes::BytesMut;
 use futures_util::StreamExt;
-use palisade_proto::{
-    ConnectRequest, DecodeError, ErrorCode, Frame, FrameCodec, Reader, Record, Request,
-    RequestHeader,
-};
+use palisade_proto::{ConnectRequest, Frame, FrameCodec, Reader, Record, Request, RequestHeader};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -128,35 +125,20 @@ async fn read_loop(
             tracing::debug!(conn, "frame too short for a request header; closing");
             return;
         };
-        let rest = r.rest().clone();
-        let msg = match Request::decode(h.type_, rest, p.max_buffer) {
+        // Bytes after the request record are ignored, as ZooKeeper's server ignores them.
+        let msg = match Request::decode_prefix(h.type_, &mut r) {
             Ok(req) => CoreMsg::Request {
                 conn,
                 xid: h.xid,
                 req,
             },
-            Err(DecodeError::UnknownOpCode(op)) => {
-                tracing::debug!(
-                    conn,
-                    op,
-                    "unknown opcode; answering UNIMPLEMENTED and closing"
-                );
-                CoreMsg::Bad {
-                    conn,
-                    xid: h.xid,
-                    op,
-                    err: ErrorCode::Unimplemented,
-                    close: true,
-                }
-            }
-            Err(e) => {
-                tracing::debug!(conn, op = h.type_, error = %e, "malformed request");
+            Err(error) => {
+                tracing::debug!(conn, op = h.type_, %error, "request did not decode");
                 CoreMsg::Bad {
                     conn,
                     xid: h.xid,
                     op: h.type_,
-                    err: ErrorCode::MarshallingError,
-                    close: false,
+                    error,
                 }
             }
         };

@@ -49,13 +49,12 @@ pub enum CoreMsg {
         xid: i32,
         req: Request,
     },
-    /// A request that did not decode: answered with `err` in order, then closed if `close`.
+    /// A request that did not decode; the core answers it as ZooKeeper would.
     Bad {
         conn: ConnId,
         xid: i32,
         op: i32,
-        err: ErrorCode,
-        close: bool,
+        error: DecodeError,
     },
     Closed {
         conn: ConnId,
@@ -100,6 +99,8 @@ pub(crate) enum Slot {
         xid: i32,
         err: ErrorCode,
         close: bool,
+        /// multiRead's error reply carries an empty result list.
+        multi_body: bool,
     },
 }
 
@@ -277,9 +278,8 @@ impl Core {
                 conn,
                 xid,
                 op,
-                err,
-                close,
-            } => self.bad(conn, xid, op, err, close),
+                error,
+            } => self.bad(conn, xid, op, error),
             CoreMsg::Closed { conn } => self.closed(conn),
             CoreMsg::FourLetter { word, out, peer } => {
                 let text = self.four_letter(word, peer);
@@ -498,13 +498,29 @@ impl Core {
         }
     }
 
-    fn bad(&mut self, conn_id: ConnId, xid: i32, op: i32, err: ErrorCode, close: bool) {
+    /// Answers a request that did not decode, as ZooKeeper does: an unknown opcode gets
+    /// UNIMPLEMENTED and a close; a malformed auth packet a close; any other malformed body
+    /// MARSHALLINGERROR, through prep (an error txn consuming a zxid) for write opcodes.
+    fn bad(&mut self, conn_id: ConnId, xid: i32, op: i32, error: DecodeError) {
         let Some(conn) = self.conns.get_mut(&conn_id) else {
             return;
         };
         conn.received += 1;
+        let code = OpCode::from_i32(op);
+        let (err, close) = match error {
+            DecodeError::UnknownOpCode(_) => (ErrorCode::Unimplemented, true),
+            _ => (ErrorCode::MarshallingError, false),
+        };
+        if code == Some(OpCode::Auth) {
+            self.drop_conn(conn_id, true);
+            return;
+        }
+        // multiRead runs its ops one by one: ops of the wrong kind fail with the (empty)
+        // result list already built; a body that does not parse gets the header only.
+        let multi_body =
+            code == Some(OpCode::MultiRead) && matches!(error, DecodeError::OpNotAllowed { .. });
         let write_op = matches!(
-            OpCode::from_i32(op),
+            code,
             Some(
                 OpCode::Create
                     | OpCode::Create2
@@ -515,10 +531,10 @@ impl Core {
                     | OpCode::SetACL
                     | OpCode::Check
                     | OpCode::Multi
+                    | OpCode::CreateSession
             )
         );
         if write_op && !close {
-            // ZooKeeper's prep fails to parse it and logs an error txn, consuming a zxid.
             let session = conn.session;
             let prepared = Prepared {
                 body: TxnBody::Error(ErrorTxn { err: err.code() }),
@@ -536,15 +552,32 @@ impl Core {
                 conn.queue.push_back(Slot::Write(zxid));
             }
         } else if conn.queue.is_empty() {
-            self.answer_bad(conn_id, xid, err, close);
+            self.answer_bad(conn_id, xid, err, close, multi_body);
         } else {
-            conn.queue.push_back(Slot::Bad { xid, err, close });
+            conn.queue.push_back(Slot::Bad {
+                xid,
+                err,
+                close,
+                multi_body,
+            });
         }
     }
 
-    fn answer_bad(&mut self, conn_id: ConnId, xid: i32, err: ErrorCode, close: bool) {
+    fn answer_bad(
+        &mut self,
+        conn_id: ConnId,
+        xid: i32,
+        err: ErrorCode,
+        close: bool,
+        multi_body: bool,
+    ) {
         let zxid = if close { -1 } else { self.applied_zxid };
-        self.send_reply(conn_id, reply::header(xid, zxid, err.code()));
+        let frame = reply::frame(xid, zxid, err.code(), |w| {
+            if multi_body {
+                MultiResponse::new(vec![]).write(w);
+            }
+        });
+        self.send_reply(conn_id, frame);
         if close {
             self.drop_conn(conn_id, true);
         }
@@ -752,7 +785,12 @@ impl Core {
             }
             match conn.queue.pop_front() {
                 Some(Slot::Read { xid, req, at }) => self.read(conn_id, xid, req, at),
-                Some(Slot::Bad { xid, err, close }) => self.answer_bad(conn_id, xid, err, close),
+                Some(Slot::Bad {
+                    xid,
+                    err,
+                    close,
+                    multi_body,
+                }) => self.answer_bad(conn_id, xid, err, close, multi_body),
                 _ => return,
             }
         }

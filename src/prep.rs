@@ -233,7 +233,9 @@ impl Prep<'_> {
                 },
                 undo,
             ),
-            Request::Delete(d) => self.delete(d.path.as_str(), d.version, false, undo),
+            // delete only checks for '/' and NUL, so undecodable bytes make a missing node
+            // (as ZooKeeper's decoding replaces them with U+FFFD), not a bad argument.
+            Request::Delete(d) => self.delete(d.path.to_lossy().as_deref(), d.version, false, undo),
             Request::DeleteContainer(p) => self.delete(p.as_str(), -1, true, undo),
             Request::SetData(s) => self.set_data(s, undo),
             Request::SetAcl(s) => self.set_acl(s, undo),

@@ -8,15 +8,20 @@ use crate::watch::{self, ConnId, Kind};
 use bytes::BufMut;
 use palisade_proto::jute::write_buffer;
 use palisade_proto::*;
+use std::borrow::Cow;
 use std::time::Instant;
 
 type RResult<T> = Result<T, ErrorCode>;
 
+/// A request's path as ZooKeeper's Java decoding sees it: undecodable bytes become U+FFFD
+/// (so such a path names no node, rather than being a malformed request); null is "".
+fn text(path: &JStr) -> Cow<'_, str> {
+    path.to_lossy().unwrap_or_default()
+}
+
 impl Core {
-    fn readable(&self, conn: ConnId, path: Option<&str>, perm: i32) -> RResult<NodeId> {
-        let id = path
-            .and_then(|p| self.tree.lookup(p))
-            .ok_or(ErrorCode::NoNode)?;
+    fn readable(&self, conn: ConnId, path: &JStr, perm: i32) -> RResult<NodeId> {
+        let id = self.tree.lookup(&text(path)).ok_or(ErrorCode::NoNode)?;
         let auth = self
             .conns
             .get(&conn)
@@ -31,9 +36,9 @@ impl Core {
     /// The node at `path` if the caller may READ it; registers a one-shot watch of `watch`'s
     /// kind when asked (only when the node exists, as in ZooKeeper).
     fn read_node(&mut self, conn: ConnId, path: &JStr, watch: Option<Kind>) -> RResult<NodeId> {
-        let id = self.readable(conn, path.as_str(), acl::READ)?;
-        if let (Some(kind), Some(p)) = (watch, path.as_str()) {
-            self.watches.add(kind, p, conn);
+        let id = self.readable(conn, path, acl::READ)?;
+        if let Some(kind) = watch {
+            self.watches.add(kind, &text(path), conn);
         }
         Ok(id)
     }
@@ -61,14 +66,14 @@ impl Core {
             // ZooKeeper answers a ping with xid -2 whatever xid it came with.
             Request::Ping => reply::header(reply::XID_PING, zxid, 0),
             Request::Exists(r) => {
-                let p = r.path.as_str().unwrap_or("");
-                if p.contains('\0') || r.path.as_str().is_none() {
+                let p = text(&r.path);
+                if p.contains('\0') {
                     err(ErrorCode::BadArguments)
                 } else {
                     if r.watch {
-                        self.watches.add(Kind::Data, p, conn);
+                        self.watches.add(Kind::Data, &p, conn);
                     }
-                    match self.tree.lookup(p) {
+                    match self.tree.lookup(&p) {
                         Some(id) => reply::record(xid, zxid, &self.tree.stat(id)),
                         None => err(ErrorCode::NoNode),
                     }
@@ -80,32 +85,30 @@ impl Core {
                     Err(e) => err(e),
                 }
             }
-            Request::GetAcl(r) => {
-                match self.readable(conn, r.path.as_str(), acl::READ | acl::ADMIN) {
-                    Ok(id) => {
-                        let auth = self
-                            .conns
-                            .get(&conn)
-                            .map(|c| c.auth.as_slice())
-                            .unwrap_or(&[]);
-                        let list = self.tree.acl_of(id);
-                        let admin = acl::check(list, acl::ADMIN, auth);
-                        let acl = list
-                            .iter()
-                            .map(|e| if admin { e.to_wire() } else { acl::masked(e) })
-                            .collect();
-                        reply::record(
-                            xid,
-                            zxid,
-                            &GetACLResponse {
-                                acl: Some(acl),
-                                stat: self.tree.stat(id),
-                            },
-                        )
-                    }
-                    Err(e) => err(e),
+            Request::GetAcl(r) => match self.readable(conn, &r.path, acl::READ | acl::ADMIN) {
+                Ok(id) => {
+                    let auth = self
+                        .conns
+                        .get(&conn)
+                        .map(|c| c.auth.as_slice())
+                        .unwrap_or(&[]);
+                    let list = self.tree.acl_of(id);
+                    let admin = acl::check(list, acl::ADMIN, auth);
+                    let acl = list
+                        .iter()
+                        .map(|e| if admin { e.to_wire() } else { acl::masked(e) })
+                        .collect();
+                    reply::record(
+                        xid,
+                        zxid,
+                        &GetACLResponse {
+                            acl: Some(acl),
+                            stat: self.tree.stat(id),
+                        },
+                    )
                 }
-            }
+                Err(e) => err(e),
+            },
             Request::GetChildren(r) => {
                 match self.read_node(conn, &r.path, r.watch.then_some(Kind::Child)) {
                     Ok(id) => reply::frame(xid, zxid, 0, |w| self.write_children(w, id)),
@@ -121,7 +124,14 @@ impl Core {
                     Err(e) => err(e),
                 }
             }
-            Request::Sync(r) => reply::record(xid, zxid, &SyncResponse { path: r.path }),
+            // The path comes back as ZooKeeper re-encodes what it decoded.
+            Request::Sync(r) => {
+                let path = match r.path.as_str() {
+                    Some(_) => r.path,
+                    None => JStr::from(text(&r.path).into_owned()),
+                };
+                reply::record(xid, zxid, &SyncResponse { path })
+            }
             Request::MultiRead(m) => {
                 let mut results = Vec::with_capacity(m.ops.len());
                 for op in &m.ops {
@@ -228,18 +238,16 @@ impl Core {
                 let ephemerals = Some(paths.into_iter().map(JStr::from).collect());
                 reply::record(xid, zxid, &GetEphemeralsResponse { ephemerals })
             }
-            Request::GetAllChildrenNumber(r) => {
-                match self.readable(conn, r.path.as_str(), acl::READ) {
-                    Ok(id) => reply::record(
-                        xid,
-                        zxid,
-                        &GetAllChildrenNumberResponse {
-                            total_number: self.tree.descendants(id) as i32,
-                        },
-                    ),
-                    Err(e) => err(e),
-                }
-            }
+            Request::GetAllChildrenNumber(r) => match self.readable(conn, &r.path, acl::READ) {
+                Ok(id) => reply::record(
+                    xid,
+                    zxid,
+                    &GetAllChildrenNumberResponse {
+                        total_number: self.tree.descendants(id) as i32,
+                    },
+                ),
+                Err(e) => err(e),
+            },
             Request::WhoAmI => {
                 let infos = self.conns.get(&conn).map(|c| {
                     c.auth
@@ -259,17 +267,19 @@ impl Core {
                 });
                 reply::record(xid, zxid, &WhoAmIResponse { client_info: infos })
             }
-            Request::CheckWatches(r) if !(1..=3).contains(&r.type_) => {
+            // ZooKeeper fails these (MARSHALLINGERROR) for an unknown watcher type and for a
+            // non-empty path with no '/' at all.
+            Request::CheckWatches(r) if !watch_request_ok(&r.path, r.type_) => {
                 err(ErrorCode::MarshallingError)
             }
-            Request::RemoveWatches(r) if !(1..=3).contains(&r.type_) => {
+            Request::RemoveWatches(r) if !watch_request_ok(&r.path, r.type_) => {
                 err(ErrorCode::MarshallingError)
             }
             Request::CheckWatches(r) => {
-                let p = r.path.as_str().unwrap_or("");
+                let p = text(&r.path);
                 let found = watch_kinds(r.type_)
                     .iter()
-                    .any(|k| self.watches.has(*k, p, conn));
+                    .any(|k| self.watches.has(*k, &p, conn));
                 if found {
                     reply::header(xid, zxid, 0)
                 } else {
@@ -277,10 +287,10 @@ impl Core {
                 }
             }
             Request::RemoveWatches(r) => {
-                let p = r.path.as_str().unwrap_or("");
+                let p = text(&r.path);
                 let mut removed = false;
                 for k in watch_kinds(r.type_) {
-                    removed |= self.watches.remove(*k, p, conn);
+                    removed |= self.watches.remove(*k, &p, conn);
                 }
                 if removed {
                     reply::header(xid, zxid, 0)
@@ -288,11 +298,12 @@ impl Core {
                     err(ErrorCode::NoWatcher)
                 }
             }
-            Request::AddWatch(r) => match (r.path.as_str(), watch::add_watch_kinds(r.mode)) {
+            Request::AddWatch(r) => match watch::add_watch_kinds(r.mode) {
                 // The node need not exist.
-                (Some(p), Some(kinds)) => {
+                Some(kinds) => {
+                    let p = text(&r.path);
                     for k in kinds {
-                        self.watches.add(*k, p, conn);
+                        self.watches.add(*k, &p, conn);
                     }
                     reply::record(xid, zxid, &ErrorResponse { err: 0 })
                 }
@@ -362,6 +373,11 @@ impl Core {
 
 /// The watch kinds a checkWatches/removeWatches type matches (as ZooKeeper 3.8's WatchManager:
 /// a PERSISTENT watch sits in both the child and data tables, a recursive one in the data table).
+fn watch_request_ok(path: &JStr, watcher_type: i32) -> bool {
+    let p = text(path);
+    (1..=3).contains(&watcher_type) && (p.is_empty() || p.contains('/'))
+}
+
 fn watch_kinds(t: i32) -> &'static [Kind] {
     match t {
         1 => &[Kind::Child, Kind::PersistentChild],

@@ -27,6 +27,11 @@ impl JStr {
     pub fn as_str(&self) -> Option<&str> {
         self.0.as_deref().and_then(|b| std::str::from_utf8(b).ok())
     }
+    /// The text as ZooKeeper's Java server decodes it (invalid UTF-8 becomes U+FFFD), or `None`
+    /// when null.
+    pub fn to_lossy(&self) -> Option<std::borrow::Cow<'_, str>> {
+        self.0.as_deref().map(java_lossy)
+    }
     /// The raw bytes (empty for null).
     pub fn as_bytes(&self) -> &[u8] {
         self.0.as_deref().unwrap_or(&[])
@@ -40,6 +45,21 @@ impl JStr {
     pub fn write(&self, w: &mut BytesMut) {
         write_buffer(w, self.0.as_deref());
     }
+}
+
+#[cfg(test)]
+#[test]
+fn lossy_decoding_matches_java() {
+    let j = |b: &'static [u8]| {
+        JStr::from_bytes(Bytes::from_static(b))
+            .to_lossy()
+            .map(|c| c.into_owned())
+    };
+    assert_eq!(j(b"/a"), Some("/a".into()));
+    assert_eq!(j(b"/a\xff"), Some("/a\u{fffd}".into()));
+    assert_eq!(j(b"/a\xed\xa0\x80/b"), Some("/a\u{fffd}/b".into()));
+    assert_eq!(j(b"/\xe2\x82"), Some("/\u{fffd}".into()));
+    assert_eq!(JStr::null().to_lossy(), None);
 }
 
 impl From<&str> for JStr {
@@ -59,6 +79,34 @@ impl fmt::Debug for JStr {
         match &self.0 {
             None => f.write_str("null"),
             Some(b) => write!(f, "{:?}", String::from_utf8_lossy(b)),
+        }
+    }
+}
+
+/// UTF-8 decoding with Java's replacement rules: like `String::from_utf8_lossy`, except that a
+/// UTF-8-encoded surrogate (`ED A0..BF 80..BF`, which Java's writer produces for characters
+/// outside the BMP) is one U+FFFD, as Java's decoder makes it, not three.
+fn java_lossy(mut b: &[u8]) -> std::borrow::Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(b) {
+        return s.into();
+    }
+    let mut out = String::with_capacity(b.len() + 2);
+    loop {
+        match std::str::from_utf8(b) {
+            Ok(s) => {
+                out.push_str(s);
+                return out.into();
+            }
+            Err(e) => {
+                let (good, bad) = b.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                out.push(char::REPLACEMENT_CHARACTER);
+                let skip = match bad {
+                    [0xED, 0xA0..=0xBF, 0x80..=0xBF, ..] => 3,
+                    _ => e.error_len().unwrap_or(bad.len()),
+                };
+                b = bad.get(skip..).unwrap_or_default();
+            }
         }
     }
 }

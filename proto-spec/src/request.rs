@@ -84,27 +84,47 @@ impl MultiRequest {
             if header.done {
                 return Ok(MultiRequest { ops, end: header });
             }
-            let op =
-                OpCode::from_i32(header.type_).ok_or(DecodeError::UnknownOpCode(header.type_))?;
-            if !matches!(
-                op,
-                OpCode::Create
-                    | OpCode::Create2
-                    | OpCode::CreateContainer
-                    | OpCode::CreateTTL
-                    | OpCode::Delete
-                    | OpCode::SetData
-                    | OpCode::Check
-                    | OpCode::GetData
-                    | OpCode::GetChildren
-            ) {
+            // An unknown op type inside a multi is a malformed body (MARSHALLINGERROR in
+            // ZooKeeper), not an unknown request.
+            let allowed = OpCode::from_i32(header.type_).filter(|op| {
+                matches!(
+                    op,
+                    OpCode::Create
+                        | OpCode::Create2
+                        | OpCode::CreateContainer
+                        | OpCode::CreateTTL
+                        | OpCode::Delete
+                        | OpCode::SetData
+                        | OpCode::Check
+                        | OpCode::GetData
+                        | OpCode::GetChildren
+                )
+            });
+            let Some(op) = allowed else {
                 return Err(DecodeError::OpNotAllowed {
                     op: header.type_,
                     context: "inside multi",
                 });
-            }
+            };
             let op = Request::read_body(op, r)?;
             ops.push(MultiOp { header, op });
+        }
+    }
+
+    /// Succeeds when every op is a write (`writes`) or every op a read. Mixing reads and
+    /// writes is `MixedMulti`; ops all of the other kind are `OpNotAllowed` (ZooKeeper rejects
+    /// the first while parsing, the second only when it runs the ops).
+    fn all(self, writes: bool, context: &'static str) -> Result<Self, DecodeError> {
+        let n_writes = self.ops.iter().filter(|o| o.op.is_write()).count();
+        if n_writes != 0 && n_writes != self.ops.len() {
+            return Err(DecodeError::MixedMulti);
+        }
+        match self.ops.iter().find(|o| o.op.is_write() != writes) {
+            Some(o) => Err(DecodeError::OpNotAllowed {
+                op: o.header.type_,
+                context,
+            }),
+            None => Ok(self),
         }
     }
 
@@ -114,17 +134,6 @@ impl MultiRequest {
             op.op.write_body(w);
         }
         self.end.write(w);
-    }
-
-    /// Whether every op reads (getData, getChildren); an empty multi counts as a write.
-    pub fn is_read_only(&self) -> bool {
-        !self.ops.is_empty() && self.ops.iter().all(|o| !o.op.is_write())
-    }
-
-    /// Whether reads and writes are mixed (ZooKeeper answers MARSHALLINGERROR).
-    pub fn is_mixed(&self) -> bool {
-        let writes = self.ops.iter().filter(|o| o.op.is_write()).count();
-        writes != 0 && writes != self.ops.len()
     }
 }
 
@@ -185,11 +194,17 @@ impl Request {
 
     /// Decodes the body that follows a RequestHeader of type `op_code`; every byte must be used.
     pub fn decode(op_code: i32, body: Bytes, max_len: usize) -> Result<Request, DecodeError> {
-        let op = OpCode::from_i32(op_code).ok_or(DecodeError::UnknownOpCode(op_code))?;
         let mut r = Reader::new(body, max_len);
-        let req = Request::read_body(op, &mut r)?;
+        let req = Request::decode_prefix(op_code, &mut r)?;
         r.finish()?;
         Ok(req)
+    }
+
+    /// Decodes a request from the start of `r`, leaving any bytes after it unread. ZooKeeper's
+    /// server ignores such trailing bytes, so a server matching it decodes with this.
+    pub fn decode_prefix(op_code: i32, r: &mut Reader) -> Result<Request, DecodeError> {
+        let op = OpCode::from_i32(op_code).ok_or(DecodeError::UnknownOpCode(op_code))?;
+        Request::read_body(op, r)
     }
 
     fn read_body(op: OpCode, r: &mut Reader) -> Result<Request, DecodeError> {
@@ -216,19 +231,10 @@ impl Request {
             OpCode::Sync => Request::Sync(SyncRequest::read(r)?),
             OpCode::Ping => Request::Ping,
             OpCode::Check => Request::Check(CheckVersionRequest::read(r)?),
-            OpCode::Multi => {
-                let m = MultiRequest::read(r)?;
-                if m.is_mixed() {
-                    return Err(DecodeError::MixedMulti);
-                }
-                Request::Multi(m)
-            }
+            // multi takes only writes and multiRead only reads (ZooKeeper: MARSHALLINGERROR).
+            OpCode::Multi => Request::Multi(MultiRequest::read(r)?.all(true, "in multi")?),
             OpCode::MultiRead => {
-                let m = MultiRequest::read(r)?;
-                if m.is_mixed() {
-                    return Err(DecodeError::MixedMulti);
-                }
-                Request::MultiRead(m)
+                Request::MultiRead(MultiRequest::read(r)?.all(false, "in multiRead")?)
             }
             OpCode::Reconfig => Request::Reconfig(ReconfigRequest::read(r)?),
             OpCode::CheckWatches => Request::CheckWatches(CheckWatchesRequest::read(r)?),
@@ -244,8 +250,15 @@ impl Request {
             OpCode::AddWatch => Request::AddWatch(AddWatchRequest::read(r)?),
             OpCode::WhoAmI => Request::WhoAmI,
             OpCode::CloseSession => Request::CloseSession,
-            OpCode::Notification | OpCode::CreateSession | OpCode::Error => {
-                return Err(DecodeError::UnknownOpCode(op.code()));
+            // ZooKeeper accepts createSession from a client and then fails to parse it.
+            OpCode::CreateSession => {
+                return Err(DecodeError::OpNotAllowed {
+                    op: op.code(),
+                    context: "from a client",
+                })
+            }
+            OpCode::Notification | OpCode::Error => {
+                return Err(DecodeError::UnknownOpCode(op.code()))
             }
         })
     }

@@ -113,7 +113,39 @@ fn typed_errors_for_the_server_to_map() {
         }),
     ]);
     let body = Request::Multi(m).encode(1).split_off(8).freeze();
-    assert_eq!(Request::decode(14, body, MAX), Err(DecodeError::MixedMulti));
+    assert_eq!(
+        Request::decode(14, body.clone(), MAX),
+        Err(DecodeError::MixedMulti)
+    );
+    assert_eq!(Request::decode(22, body, MAX), Err(DecodeError::MixedMulti));
+    // Reads only in multi, writes only in multiRead.
+    let reads = Request::MultiRead(MultiRequest::new(vec![Request::GetData(GetDataRequest {
+        path: "/a".into(),
+        watch: false,
+    })]));
+    let body = reads.encode(1).split_off(8).freeze();
+    assert!(matches!(
+        Request::decode(14, body, MAX),
+        Err(DecodeError::OpNotAllowed { op: 4, .. })
+    ));
+    // An unknown op inside a multi is a malformed multi, not an unknown request.
+    let mut b = BytesMut::new();
+    MultiHeader {
+        type_: 99,
+        done: false,
+        err: -1,
+    }
+    .write(&mut b);
+    let got = Request::decode(14, b.freeze(), MAX);
+    assert!(
+        matches!(got, Err(DecodeError::OpNotAllowed { op: 99, .. })),
+        "{got:?}"
+    );
+    // Trailing bytes: an error for the strict decoder, left unread by decode_prefix.
+    let body = Bytes::from_static(b"\0\0\0\x02/a\x01extra");
+    let mut r = Reader::new(body, MAX);
+    assert!(Request::decode_prefix(3, &mut r).is_ok());
+    assert_eq!(r.remaining(), 5);
 }
 
 #[test]
