@@ -81,7 +81,10 @@ impl Core {
             }
             Request::GetData(r) => {
                 match self.read_node(conn, &r.path, r.watch.then_some(Kind::Data)) {
-                    Ok(id) => reply::frame(xid, zxid, 0, |w| self.write_data(w, id)),
+                    Ok(id) => {
+                        let len = 4 + self.tree.node(id).map_or(0, |n| n.data_len()) + 68;
+                        reply::frame_sized(xid, zxid, 0, len, |w| self.write_data(w, id))
+                    }
                     Err(e) => err(e),
                 }
             }

@@ -11,7 +11,18 @@ pub const XID_AUTH: i32 = -4;
 const STATE_SYNC_CONNECTED: i32 = 3;
 
 pub fn frame(xid: i32, zxid: i64, err: i32, body: impl FnOnce(&mut BytesMut)) -> Bytes {
-    let mut w = BytesMut::with_capacity(128);
+    frame_sized(xid, zxid, err, 108, body)
+}
+
+/// Like [`frame`], with the body's size known in advance (one allocation).
+pub fn frame_sized(
+    xid: i32,
+    zxid: i64,
+    err: i32,
+    body_len: usize,
+    body: impl FnOnce(&mut BytesMut),
+) -> Bytes {
+    let mut w = BytesMut::with_capacity(20 + body_len);
     w.put_i32(0);
     ReplyHeader { xid, zxid, err }.write(&mut w);
     body(&mut w);
@@ -27,7 +38,7 @@ pub fn header(xid: i32, zxid: i64, err: i32) -> Bytes {
 }
 
 pub fn record<R: Record>(xid: i32, zxid: i64, r: &R) -> Bytes {
-    frame(xid, zxid, 0, |w| r.write(w))
+    frame_sized(xid, zxid, 0, r.wire_len(), |w| r.write(w))
 }
 
 /// A watch notification.

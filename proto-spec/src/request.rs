@@ -296,7 +296,8 @@ impl Request {
 
     /// Encodes a whole client message: RequestHeader{xid, opcode} + body.
     pub fn encode(&self, xid: i32) -> BytesMut {
-        let mut w = BytesMut::new();
+        // Typical requests fit; larger ones grow once or twice.
+        let mut w = BytesMut::with_capacity(256);
         RequestHeader {
             xid,
             type_: self.op_code().code(),
