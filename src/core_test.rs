@@ -401,3 +401,404 @@ fn shutdown_finishes_in_flight_writes_first() {
     assert!(h.durable(), "stops once it is applied");
     assert_eq!(xids(&a.drain()), vec![1], "and it was answered");
 }
+
+/// Random operation sequences from two sessions against a plain reference model of
+/// ZooKeeper's semantics: error codes (in ZooKeeper's check order), zxid use, sequential names,
+/// and every stat field of every node at the end.
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Clone, Debug)]
+    struct MNode {
+        data: Option<u8>,
+        version: i32,
+        c: i32,
+        czxid: i64,
+        mzxid: i64,
+        pzxid: i64,
+        owner: i64,
+    }
+
+    struct Model {
+        nodes: BTreeMap<String, MNode>,
+        zxid: i64,
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Create {
+            at: usize,
+            seq: bool,
+            eph: bool,
+            data: Option<u8>,
+        },
+        Delete {
+            at: usize,
+            version: Option<i32>,
+        },
+        SetData {
+            at: usize,
+            version: Option<i32>,
+        },
+        Check {
+            at: usize,
+            version: Option<i32>,
+        },
+    }
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        One(usize, Op),
+        Multi(usize, Vec<Op>),
+        CloseSession(usize),
+    }
+
+    const UNIVERSE: &[&str] = &["/a", "/a/b", "/b", "/a/b/c", "/a/s-", "/b/s-"];
+
+    fn op() -> impl Strategy<Value = Op> {
+        let at = 0..32usize;
+        let ver = proptest::option::weighted(0.3, 0..3i32);
+        prop_oneof![
+            3 => (at.clone(), any::<bool>(), proptest::bool::weighted(0.3), proptest::option::of(any::<u8>()))
+                .prop_map(|(at, seq, eph, data)| Op::Create { at, seq, eph, data }),
+            2 => (at.clone(), ver.clone()).prop_map(|(at, version)| Op::Delete { at, version }),
+            2 => (at.clone(), ver.clone()).prop_map(|(at, version)| Op::SetData { at, version }),
+            1 => (at, ver).prop_map(|(at, version)| Op::Check { at, version }),
+        ]
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            8 => (0..2usize, op()).prop_map(|(s, o)| Step::One(s, o)),
+            2 => (0..2usize, proptest::collection::vec(op(), 1..4)).prop_map(|(s, o)| Step::Multi(s, o)),
+            1 => (0..2usize).prop_map(Step::CloseSession),
+        ]
+    }
+
+    impl Model {
+        /// The path an op targets: a fixed name, or (half the time) a node that exists now.
+        fn target(&self, at: usize) -> String {
+            let existing: Vec<&String> = self.nodes.keys().filter(|k| k.as_str() != "/").collect();
+            if at % 2 == 1 && !existing.is_empty() {
+                existing[at / 2 % existing.len()].clone()
+            } else {
+                UNIVERSE[at / 2 % UNIVERSE.len()].to_string()
+            }
+        }
+
+        fn parent(p: &str) -> String {
+            crate::path::parent(p).unwrap_or("/").to_string()
+        }
+
+        /// Applies one op at `zxid` to `nodes`; Ok(created name) or the error code.
+        fn op(
+            nodes: &mut BTreeMap<String, MNode>,
+            zxid: i64,
+            session: i64,
+            path: &str,
+            op: &Op,
+        ) -> Result<String, i32> {
+            let parent = Self::parent(path);
+            match op {
+                Op::Create { seq, eph, data, .. } => {
+                    let pc = nodes.get(&parent).ok_or(-101)?.c;
+                    let name = if *seq {
+                        format!("{path}{pc:010}")
+                    } else {
+                        path.to_string()
+                    };
+                    if nodes.contains_key(&name) {
+                        return Err(-110);
+                    }
+                    if nodes.get(&parent).is_some_and(|n| n.owner != 0) {
+                        return Err(-108);
+                    }
+                    if let Some(p) = nodes.get_mut(&parent) {
+                        p.c += 1;
+                        p.pzxid = zxid;
+                    }
+                    let owner = if *eph { session } else { 0 };
+                    nodes.insert(
+                        name.clone(),
+                        MNode {
+                            data: *data,
+                            version: 0,
+                            c: 0,
+                            czxid: zxid,
+                            mzxid: zxid,
+                            pzxid: zxid,
+                            owner,
+                        },
+                    );
+                    Ok(name)
+                }
+                Op::Delete { version, .. } => {
+                    nodes.get(&parent).ok_or(-101)?;
+                    let n = nodes.get(path).ok_or(-101)?;
+                    if version.is_some_and(|v| v != n.version) {
+                        return Err(-103);
+                    }
+                    let prefix = format!("{path}/");
+                    if nodes.keys().any(|k| k.starts_with(&prefix)) {
+                        return Err(-111);
+                    }
+                    nodes.remove(path);
+                    if let Some(p) = nodes.get_mut(&parent) {
+                        p.pzxid = zxid;
+                    }
+                    Ok(path.to_string())
+                }
+                Op::SetData { version, .. } => {
+                    let n = nodes.get_mut(path).ok_or(-101)?;
+                    if version.is_some_and(|v| v != n.version) {
+                        return Err(-103);
+                    }
+                    n.version += 1;
+                    n.mzxid = zxid;
+                    n.data = Some(7);
+                    Ok(path.to_string())
+                }
+                Op::Check { version, .. } => {
+                    let n = nodes.get(path).ok_or(-101)?;
+                    if version.is_some_and(|v| v != n.version) {
+                        return Err(-103);
+                    }
+                    Ok(path.to_string())
+                }
+            }
+        }
+
+        fn close(&mut self, session: i64) {
+            self.zxid += 1;
+            let doomed: Vec<String> = self
+                .nodes
+                .iter()
+                .filter(|(_, n)| n.owner == session)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for p in doomed {
+                self.nodes.remove(&p);
+                if let Some(parent) = self.nodes.get_mut(&Self::parent(&p)) {
+                    parent.pzxid = self.zxid;
+                }
+            }
+        }
+    }
+
+    fn request(path: &str, op: &Op) -> Request {
+        let v = |v: &Option<i32>| v.unwrap_or(-1);
+        match op {
+            Op::Create { seq, eph, data, .. } => {
+                let flags = i32::from(*eph) | (i32::from(*seq) << 1);
+                let acl = Some(vec![ACL {
+                    perms: 31,
+                    id: Id {
+                        scheme: "world".into(),
+                        id: "anyone".into(),
+                    },
+                }]);
+                Request::Create(CreateRequest {
+                    path: path.into(),
+                    data: data.map(|d| Bytes::from(vec![d])),
+                    acl,
+                    flags,
+                })
+            }
+            Op::Delete { version, .. } => Request::Delete(DeleteRequest {
+                path: path.into(),
+                version: v(version),
+            }),
+            Op::SetData { version, .. } => Request::SetData(SetDataRequest {
+                path: path.into(),
+                data: Some(Bytes::from_static(&[7])),
+                version: v(version),
+            }),
+            Op::Check { version, .. } => Request::Check(CheckVersionRequest {
+                path: path.into(),
+                version: v(version),
+            }),
+        }
+    }
+
+    fn at_of(op: &Op) -> usize {
+        match op {
+            Op::Create { at, .. }
+            | Op::Delete { at, .. }
+            | Op::SetData { at, .. }
+            | Op::Check { at, .. } => *at,
+        }
+    }
+
+    fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
+        let mut h = Harness::new();
+        let mut clients = vec![h.connect(), h.connect()];
+        let mut sessions: Vec<i64> = Vec::new();
+        for c in &clients {
+            sessions.push(h.core.conns.get(&c.conn).map_or(0, |x| x.session));
+        }
+        let root = MNode {
+            data: None,
+            version: 0,
+            c: 0,
+            czxid: 0,
+            mzxid: 0,
+            pzxid: 0,
+            owner: 0,
+        };
+        let mut m = Model {
+            nodes: BTreeMap::from([("/".to_string(), root)]),
+            zxid: h.core.applied_zxid,
+        };
+        let mut xid = 0;
+        for step in steps {
+            xid += 1;
+            match step {
+                Step::One(s, op) => {
+                    let path = m.target(at_of(&op));
+                    m.zxid += 1;
+                    let want = Model::op(&mut m.nodes, m.zxid, sessions[s], &path, &op);
+                    h.send(&clients[s], xid, request(&path, &op));
+                    h.durable();
+                    let msgs = clients[s].drain();
+                    let Some(Msg::Reply {
+                        zxid, err, body, ..
+                    }) = msgs.into_iter().find(|x| matches!(x, Msg::Reply { .. }))
+                    else {
+                        return Err(TestCaseError::fail("no reply"));
+                    };
+                    prop_assert_eq!(
+                        zxid,
+                        m.zxid,
+                        "every write consumes one zxid: {:?} {}",
+                        op,
+                        path
+                    );
+                    prop_assert_eq!(
+                        err,
+                        want.as_ref().err().copied().unwrap_or(0),
+                        "{:?} on {}",
+                        op,
+                        path
+                    );
+                    if let (Op::Create { .. }, Ok(name)) = (&op, &want) {
+                        let got =
+                            CreateResponse::decode(body, DEFAULT_MAX_BUFFER).unwrap_or_default();
+                        prop_assert_eq!(got.path.as_str(), Some(name.as_str()));
+                    }
+                }
+                Step::Multi(s, ops) => {
+                    m.zxid += 1;
+                    let mut scratch = m.nodes.clone();
+                    let mut results = Vec::new();
+                    let mut reqs = Vec::new();
+                    for op in &ops {
+                        // Targets are chosen against the state before the multi.
+                        let path = m.target(at_of(op));
+                        reqs.push(request(&path, op));
+                        results.push(Model::op(&mut scratch, m.zxid, sessions[s], &path, op));
+                        if results.last().is_some_and(|r| r.is_err()) {
+                            break;
+                        }
+                    }
+                    let failed = results.iter().position(|r| r.is_err());
+                    if failed.is_none() {
+                        m.nodes = scratch;
+                    }
+                    // Requests after a failing op still go on the wire (with their targets).
+                    for op in ops.iter().skip(reqs.len()) {
+                        reqs.push(request(&m.target(at_of(op)), op));
+                    }
+                    h.send(&clients[s], xid, Request::Multi(MultiRequest::new(reqs)));
+                    h.durable();
+                    let Some(Msg::Reply {
+                        zxid, err, body, ..
+                    }) = clients[s]
+                        .drain()
+                        .into_iter()
+                        .find(|x| matches!(x, Msg::Reply { .. }))
+                    else {
+                        return Err(TestCaseError::fail("no multi reply"));
+                    };
+                    prop_assert_eq!((zxid, err), (m.zxid, 0));
+                    let Ok(Response::Multi(resp)) =
+                        Response::decode(OpCode::Multi, body, DEFAULT_MAX_BUFFER)
+                    else {
+                        return Err(TestCaseError::fail("multi reply did not decode"));
+                    };
+                    let errs: Vec<i32> = resp.results.iter().map(|(h, _)| h.err).collect();
+                    let want: Vec<i32> = (0..ops.len())
+                        .map(|i| match failed {
+                            None => 0,
+                            Some(f) if i < f => 0,
+                            Some(f) if i == f => results[f].as_ref().err().copied().unwrap_or(0),
+                            Some(_) => -2,
+                        })
+                        .collect();
+                    prop_assert_eq!(errs, want, "{:?}", ops);
+                }
+                Step::CloseSession(s) => {
+                    m.close(sessions[s]);
+                    h.send(&clients[s], xid, Request::CloseSession);
+                    h.durable();
+                    clients[s] = h.connect();
+                    m.zxid += 1; // the new session's createSession
+                    sessions[s] = h.core.conns.get(&clients[s].conn).map_or(0, |x| x.session);
+                }
+            }
+        }
+        // Every node, every stat field; no node the model does not have.
+        let t = &h.core.tree;
+        for (p, n) in &m.nodes {
+            let id = t
+                .lookup(p)
+                .ok_or_else(|| TestCaseError::fail(format!("{p} missing")))?;
+            let kids = m
+                .nodes
+                .keys()
+                .filter(|k| k.as_str() != "/" && Model::parent(k) == *p)
+                .count() as i32;
+            let kids = if p == "/" { kids + 1 } else { kids }; // plus /zookeeper
+            let st = t.stat(id);
+            prop_assert_eq!(
+                (
+                    st.czxid,
+                    st.mzxid,
+                    st.pzxid,
+                    st.version,
+                    st.cversion,
+                    st.num_children,
+                    st.ephemeral_owner,
+                    st.data_length
+                ),
+                (
+                    n.czxid,
+                    n.mzxid,
+                    n.pzxid,
+                    n.version,
+                    2 * n.c - kids,
+                    kids,
+                    n.owner,
+                    i32::from(n.data.is_some())
+                ),
+                "stat of {}",
+                p
+            );
+        }
+        prop_assert_eq!(
+            t.znode_count(),
+            m.nodes.len() + 4,
+            "tree has nodes the model lacks"
+        );
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+        #[test]
+        fn random_operation_sequences_match_the_model(steps in proptest::collection::vec(step(), 1..40)) {
+            run(steps)?;
+        }
+    }
+}
