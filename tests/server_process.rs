@@ -1,0 +1,162 @@
+//! The `palisade` binary as a process: configuration errors and warnings, the per-IP
+//! connection limit, and a clean shutdown on SIGTERM.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_palisade");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("palisade-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+    d
+}
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(name: &str, extra: &str) -> Server {
+    let dir = temp_dir(name);
+    let port = free_port();
+    let cfg = dir.join("zoo.cfg");
+    let text = format!(
+        "tickTime=2000\ndataDir={}\nclientPort={port}\n4lw.commands.whitelist=ruok\n{extra}",
+        dir.join("data").display()
+    );
+    std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
+    let child = Command::new(BIN)
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{BIN}: {e}"));
+    // Owned by Server from here on, so every exit path kills and reaps it.
+    let srv = Server { child, port };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if four_letter(port, b"ruok").as_deref() == Some("imok") {
+            return srv;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("server did not answer ruok on {port}");
+}
+
+fn four_letter(port: u16, word: &[u8]) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(word).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// A 45-byte ConnectRequest for a new session; returns the connection once answered.
+fn session(port: u16) -> Option<TcpStream> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let mut req = Vec::new();
+    req.extend_from_slice(&45i32.to_be_bytes());
+    req.extend_from_slice(&0i32.to_be_bytes()); // protocol version
+    req.extend_from_slice(&0i64.to_be_bytes()); // last zxid seen
+    req.extend_from_slice(&10_000i32.to_be_bytes()); // timeout
+    req.extend_from_slice(&0i64.to_be_bytes()); // session id
+    req.extend_from_slice(&16i32.to_be_bytes());
+    req.extend_from_slice(&[0; 16]);
+    req.push(0); // readOnly
+    s.write_all(&req).ok()?;
+    let mut resp = [0u8; 41];
+    s.read_exact(&mut resp).ok()?;
+    Some(s)
+}
+
+#[test]
+fn invalid_config_value_stops_startup_naming_key_and_value() {
+    let dir = temp_dir("badcfg");
+    let cfg = dir.join("zoo.cfg");
+    std::fs::write(&cfg, "clientPort=notaport\n").unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(BIN)
+        .arg(&cfg)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("clientPort") && err.contains("notaport"),
+        "{err}"
+    );
+}
+
+#[test]
+fn max_client_cnxns_limits_connections_per_address() {
+    let srv = start("maxcnxns", "maxClientCnxns=2\n");
+    let a = session(srv.port);
+    let b = session(srv.port);
+    assert!(a.is_some() && b.is_some(), "two connections are allowed");
+    assert!(
+        session(srv.port).is_none(),
+        "the third from the same address is closed"
+    );
+    drop(a);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut again = None;
+    while again.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        again = session(srv.port);
+    }
+    assert!(again.is_some(), "a slot frees up when a connection closes");
+}
+
+#[test]
+fn sigterm_shuts_down_cleanly_and_unknown_keys_are_warned_about() {
+    let mut srv = start("sigterm", "someUnknownKey=1\n");
+    let conn = session(srv.port);
+    assert!(conn.is_some());
+    let pid = srv.child.id().to_string();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(st)) = srv.child.try_wait() {
+            assert!(st.success(), "exit status {st}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running 10 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut log = String::new();
+    if let Some(mut e) = srv.child.stderr.take() {
+        let _ = e.read_to_string(&mut log);
+    }
+    assert!(log.contains("shutting down"), "{log}");
+    assert!(
+        log.contains("unknown configuration key") && log.contains("someUnknownKey"),
+        "{log}"
+    );
+}
