@@ -23,6 +23,7 @@ pub mod fourlw;
 pub mod log;
 pub mod path;
 pub mod prep;
+pub mod quota;
 pub mod read;
 pub mod reply;
 pub mod server;

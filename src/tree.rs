@@ -111,6 +111,8 @@ pub struct DataTree {
     reapable: HashSet<NodeId>,
     count: usize,
     data_size: u64,
+    /// Paths under quota (they have a limits node); see quota.rs.
+    pub(crate) quota_roots: std::collections::HashSet<String>,
 }
 
 impl Default for DataTree {
@@ -131,6 +133,7 @@ impl DataTree {
             reapable: HashSet::new(),
             count: 0,
             data_size: 0,
+            quota_roots: Default::default(),
         };
         let open = vec![Entry {
             perms: crate::acl::ALL,
@@ -371,6 +374,7 @@ impl DataTree {
         }
         self.count += 1;
         self.data_size += size + self.path_len(id) as u64;
+        self.quota_created(id);
         id
     }
 
@@ -412,6 +416,8 @@ impl DataTree {
         if id == ROOT || node.num_children() > 0 {
             return;
         }
+        self.quota_deleting(id);
+        let Some(node) = self.node(id) else { return };
         let (parent, owner, acl) = (node.parent, node.owner, node.acl);
         let hash = self.hash(node.name());
         let size = node.data_len() as u64 + self.path_len(id) as u64;
@@ -464,14 +470,34 @@ impl DataTree {
         time: i64,
     ) {
         let Some(n) = self.node_mut(id) else { return };
-        let old = n.data_len() as u64;
-        let name = n.name().to_string();
-        n.set_bytes(&name, data);
         n.version = version;
         n.mzxid = zxid;
         n.mtime = time;
-        let new = n.data_len() as u64;
-        self.data_size = self.data_size.saturating_sub(old) + new;
+        self.replace_data(id, data);
+    }
+
+    /// Replaces a node's data, leaving its stat alone (setData sets the stat around it; quota
+    /// stats nodes change in place).
+    pub(crate) fn replace_data(&mut self, id: NodeId, data: Option<&[u8]>) {
+        if let Some((old, new)) = self.write_data(id, data) {
+            self.quota_resized(id, old, new);
+        }
+    }
+
+    /// The data swap itself; returns the old and new sizes. Quota stats nodes are written with
+    /// this directly, so updating them never counts toward a quota itself.
+    pub(crate) fn write_data(&mut self, id: NodeId, data: Option<&[u8]>) -> Option<(usize, usize)> {
+        let n = self.node_mut(id)?;
+        let old = n.data_len();
+        let d = data.unwrap_or(&[]);
+        let mut v = Vec::with_capacity(n.name_len as usize + d.len());
+        v.extend_from_slice(n.bytes.get(..n.name_len as usize).unwrap_or(&[]));
+        v.extend_from_slice(d);
+        n.bytes = v.into_boxed_slice();
+        n.has_data = data.is_some();
+        let new = n.data_len();
+        self.data_size = self.data_size.saturating_sub(old as u64) + new as u64;
+        Some((old, new))
     }
 
     pub fn apply_set_acl(&mut self, id: NodeId, acl: Vec<Entry>, aversion: i32) {

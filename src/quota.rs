@@ -1,0 +1,245 @@
+//! Quota accounting, as ZooKeeper's DataTree keeps it: a node
+//! `/zookeeper/quota/<path>/zookeeper_limits` puts `<path>` under quota, and the server keeps
+//! `/zookeeper/quota/<path>/zookeeper_stats` current ("count=N,bytes=M") as nodes in that
+//! subtree are created, deleted or resized. Limits are not enforced (ZooKeeper only warns).
+//!
+//! The stats node is derived state, updated in place (no txn, no version change), so
+//! replaying txns rebuilds it exactly as the live server did.
+
+use crate::tree::{DataTree, NodeId};
+
+const QUOTA_ROOT: &str = "/zookeeper/quota";
+const LIMITS: &str = "zookeeper_limits";
+const STATS: &str = "zookeeper_stats";
+
+/// "count=N,bytes=M" plus whatever ZooKeeper keeps after it (hard limits), kept as is.
+fn parse_stats(data: &[u8]) -> Option<(i64, i64, String)> {
+    let s = std::str::from_utf8(data).ok()?;
+    let rest = s.strip_prefix("count=")?;
+    let (count, rest) = rest.split_once(",bytes=")?;
+    let end = rest
+        .find(|c: char| c != '-' && !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (bytes, tail) = rest.split_at(end);
+    Some((count.parse().ok()?, bytes.parse().ok()?, tail.to_string()))
+}
+
+impl DataTree {
+    /// The quota'd path a node at `path` counts toward (the longest prefix under quota).
+    fn quota_root_of(&self, path: &str) -> Option<String> {
+        let mut p = path;
+        loop {
+            if self.quota_roots.contains(p) {
+                return Some(p.to_string());
+            }
+            match p.rfind('/') {
+                Some(0) | None => return None,
+                Some(i) => p = p.get(..i)?,
+            }
+        }
+    }
+
+    /// If `id` is a limits or stats node, the quota'd path it belongs to.
+    fn quota_node_target(&self, id: NodeId) -> Option<(bool, String)> {
+        let n = self.node(id)?;
+        let is_limits = match n.name() {
+            LIMITS => true,
+            STATS => false,
+            _ => return None,
+        };
+        let parent = self.path_of(n.parent);
+        let target = parent
+            .strip_prefix(QUOTA_ROOT)
+            .filter(|t| t.starts_with('/'))?;
+        Some((is_limits, target.to_string()))
+    }
+
+    fn adjust_stats(&mut self, root: &str, count: i64, bytes: i64) {
+        let stats_path = format!("{QUOTA_ROOT}{root}/{STATS}");
+        let Some(id) = self.lookup(&stats_path) else {
+            return;
+        };
+        let Some((c, b, tail)) = self.node(id).and_then(|n| n.data()).and_then(parse_stats) else {
+            return;
+        };
+        let text = format!("count={},bytes={}{tail}", c + count, b + bytes);
+        self.write_data(id, Some(text.as_bytes()));
+    }
+
+    /// After a node is created: registers a new quota, initialises a new stats node with the
+    /// subtree's current figures, and counts the node toward its quota.
+    pub(crate) fn quota_created(&mut self, id: NodeId) {
+        if let Some((is_limits, target)) = self.quota_node_target(id) {
+            if is_limits {
+                self.quota_roots.insert(target);
+            } else {
+                let (count, bytes) = self
+                    .lookup(&target)
+                    .map_or((0, 0), |t| self.subtree_usage(t));
+                let tail = self
+                    .node(id)
+                    .and_then(|n| n.data())
+                    .and_then(parse_stats)
+                    .map(|s| s.2)
+                    .unwrap_or_default();
+                self.write_data(
+                    id,
+                    Some(format!("count={count},bytes={bytes}{tail}").as_bytes()),
+                );
+            }
+        }
+        if self.quota_roots.is_empty() {
+            return;
+        }
+        let path = self.path_of(id);
+        if let Some(root) = self.quota_root_of(&path) {
+            let len = self.node(id).map_or(0, |n| n.data_len()) as i64;
+            self.adjust_stats(&root, 1, len);
+        }
+    }
+
+    /// Before a node is deleted.
+    pub(crate) fn quota_deleting(&mut self, id: NodeId) {
+        if let Some((true, target)) = self.quota_node_target(id) {
+            self.quota_roots.remove(&target);
+        }
+        if self.quota_roots.is_empty() {
+            return;
+        }
+        let path = self.path_of(id);
+        if let Some(root) = self.quota_root_of(&path) {
+            let len = self.node(id).map_or(0, |n| n.data_len()) as i64;
+            self.adjust_stats(&root, -1, -len);
+        }
+    }
+
+    /// After a node's data changed size.
+    pub(crate) fn quota_resized(&mut self, id: NodeId, old: usize, new: usize) {
+        if self.quota_roots.is_empty() || old == new {
+            return;
+        }
+        let path = self.path_of(id);
+        if let Some(root) = self.quota_root_of(&path) {
+            self.adjust_stats(&root, 0, new as i64 - old as i64);
+        }
+    }
+
+    /// Nodes in the subtree (the node included) and the sum of their data lengths.
+    fn subtree_usage(&self, id: NodeId) -> (i64, i64) {
+        let (mut count, mut bytes) = (0, 0);
+        let mut stack = vec![id];
+        while let Some(x) = stack.pop() {
+            count += 1;
+            bytes += self.node(x).map_or(0, |n| n.data_len()) as i64;
+            stack.extend(self.children(x));
+        }
+        (count, bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acl::Entry;
+    use crate::tree::{NewNode, ROOT};
+
+    fn mk(t: &mut DataTree, path: &str, data: &[u8]) -> NodeId {
+        let parent = crate::path::parent(path)
+            .and_then(|p| t.lookup(p))
+            .unwrap_or(ROOT);
+        let acl = vec![Entry {
+            perms: 31,
+            scheme: "world".into(),
+            id: "anyone".into(),
+        }];
+        let new = NewNode {
+            data: Some(data),
+            acl,
+            owner: 0,
+            zxid: 1,
+            time: 0,
+        };
+        t.apply_create(parent, crate::path::name(path), 1, new)
+            .unwrap_or(ROOT)
+    }
+
+    fn stats(t: &DataTree, path: &str) -> String {
+        let id = t.lookup(path).unwrap_or(ROOT);
+        String::from_utf8_lossy(t.node(id).and_then(|n| n.data()).unwrap_or(b"")).into()
+    }
+
+    #[test]
+    fn stats_follow_the_subtree() {
+        let mut t = DataTree::new();
+        mk(&mut t, "/q", b"");
+        mk(&mut t, "/q/a", b"xyz");
+        mk(&mut t, "/zookeeper/quota/q", b"");
+        mk(
+            &mut t,
+            "/zookeeper/quota/q/zookeeper_limits",
+            b"count=5,bytes=-1",
+        );
+        mk(
+            &mut t,
+            "/zookeeper/quota/q/zookeeper_stats",
+            b"count=0,bytes=0=;byteHardLimit=-1;countHardLimit=-1",
+        );
+        let s = "/zookeeper/quota/q/zookeeper_stats";
+        assert_eq!(
+            stats(&t, s),
+            "count=2,bytes=3=;byteHardLimit=-1;countHardLimit=-1"
+        );
+        let b = mk(&mut t, "/q/b", b"12345");
+        assert_eq!(
+            stats(&t, s),
+            "count=3,bytes=8=;byteHardLimit=-1;countHardLimit=-1"
+        );
+        t.apply_set_data(b, Some(b"1"), 1, 2, 0);
+        assert_eq!(
+            stats(&t, s),
+            "count=3,bytes=4=;byteHardLimit=-1;countHardLimit=-1"
+        );
+        t.apply_delete(b, 3);
+        assert_eq!(
+            stats(&t, s),
+            "count=2,bytes=3=;byteHardLimit=-1;countHardLimit=-1"
+        );
+        mk(&mut t, "/other", b"zzz");
+        assert_eq!(
+            stats(&t, s),
+            "count=2,bytes=3=;byteHardLimit=-1;countHardLimit=-1",
+            "outside the quota"
+        );
+        let limits = t
+            .lookup("/zookeeper/quota/q/zookeeper_limits")
+            .unwrap_or(ROOT);
+        t.apply_delete(limits, 4);
+        mk(&mut t, "/q/c", b"1");
+        assert_eq!(
+            stats(&t, s),
+            "count=2,bytes=3=;byteHardLimit=-1;countHardLimit=-1",
+            "quota removed"
+        );
+    }
+
+    #[test]
+    fn a_quota_over_the_quota_tree_does_not_feed_on_itself() {
+        let mut t = DataTree::new();
+        mk(&mut t, "/zookeeper/quota/zookeeper", b"");
+        mk(
+            &mut t,
+            "/zookeeper/quota/zookeeper/zookeeper_limits",
+            b"count=-1,bytes=-1",
+        );
+        mk(
+            &mut t,
+            "/zookeeper/quota/zookeeper/zookeeper_stats",
+            b"count=0,bytes=0",
+        );
+        let before = stats(&t, "/zookeeper/quota/zookeeper/zookeeper_stats");
+        mk(&mut t, "/zookeeper/x", b"ab");
+        let after = stats(&t, "/zookeeper/quota/zookeeper/zookeeper_stats");
+        assert_ne!(before, after);
+        assert!(after.starts_with("count="), "{after}");
+    }
+}
