@@ -8,6 +8,22 @@ use std::net::SocketAddr;
 /// The version string clients and monitoring parse (`zookeeper.version=3.8.0-...`).
 pub const VERSION: &str = concat!("3.8.0-palisade-", env!("CARGO_PKG_VERSION"));
 
+/// Bytes in the files of a directory tree (what `dirs` reports).
+fn dir_size(dir: &str) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![std::path::PathBuf::from(dir)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
 impl Core {
     fn allowed(&self, word: &str) -> bool {
         self.cfg
@@ -148,31 +164,52 @@ impl Core {
                 );
                 let _ = writeln!(out, "Total watches:{}", self.watches.count());
             }
-            FourLetterWord::Wchc | FourLetterWord::Wchp | FourLetterWord::Dump => {
-                // Per-path and per-session watch listings, and the session/ephemeral dump.
-                if word == FourLetterWord::Dump {
-                    let _ = writeln!(out, "SessionTracker dump:");
-                    let _ = writeln!(out, "Session Sets ({}):", self.sessions.len());
-                    let _ = writeln!(out, "ephemeral nodes dump:");
-                    let mut sessions: Vec<i64> = self.sessions.iter().map(|(id, _)| *id).collect();
-                    sessions.sort_unstable();
-                    for s in sessions {
-                        let paths: Vec<String> = self
-                            .tree
-                            .ephemerals_of(s)
-                            .map(|id| self.tree.path_of(id))
-                            .collect();
-                        if !paths.is_empty() {
-                            let _ = writeln!(out, "{s:#x}:");
-                            for p in paths {
-                                let _ = writeln!(out, "\t{p}");
-                            }
+            FourLetterWord::Dump => {
+                let _ = writeln!(out, "SessionTracker dump:");
+                let _ = writeln!(out, "Session Sets ({}):", self.sessions.len());
+                let _ = writeln!(out, "ephemeral nodes dump:");
+                let mut sessions: Vec<i64> = self.sessions.iter().map(|(id, _)| *id).collect();
+                sessions.sort_unstable();
+                for s in sessions {
+                    let paths: Vec<String> = self
+                        .tree
+                        .ephemerals_of(s)
+                        .map(|id| self.tree.path_of(id))
+                        .collect();
+                    if !paths.is_empty() {
+                        let _ = writeln!(out, "{s:#x}:");
+                        for p in paths {
+                            let _ = writeln!(out, "\t{p}");
                         }
                     }
-                } else {
-                    for (kind, path, conns) in self.watches.watchers() {
-                        let _ = writeln!(out, "{path} ({kind:?}): {} watchers", conns.len());
+                }
+            }
+            // wchc: each session with the paths it watches; wchp: each path with its sessions.
+            FourLetterWord::Wchc | FourLetterWord::Wchp => {
+                let mut pairs: Vec<(i64, &str)> = Vec::new();
+                for (_, path, conns) in self.watches.watchers() {
+                    for c in conns {
+                        if let Some(conn) = self.conns.get(c) {
+                            pairs.push((conn.session, path));
+                        }
                     }
+                }
+                pairs.sort_unstable();
+                pairs.dedup();
+                if word == FourLetterWord::Wchp {
+                    pairs.sort_unstable_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)));
+                }
+                let mut last: Option<String> = None;
+                for (session, path) in pairs {
+                    let (head, item) = match word {
+                        FourLetterWord::Wchc => (format!("{session:#x}"), path.to_string()),
+                        _ => (path.to_string(), format!("{session:#x}")),
+                    };
+                    if last.as_deref() != Some(head.as_str()) {
+                        let _ = writeln!(out, "{head}");
+                        last = Some(head);
+                    }
+                    let _ = writeln!(out, "\t{item}");
                 }
             }
             FourLetterWord::Crst => {
@@ -187,9 +224,10 @@ impl Core {
                 out.push_str("Server stats reset.\n");
             }
             FourLetterWord::Dirs => {
-                let _ = writeln!(out, "datadir_size: 0");
-                let _ = writeln!(out, "logdir_size: 0");
+                let _ = writeln!(out, "datadir_size: {}", dir_size(&self.cfg.data_dir));
+                let _ = writeln!(out, "logdir_size: {}", dir_size(&self.cfg.data_log_dir));
             }
+            // Not supported yet: answered with nothing, as ZooKeeper answers a word it does not run.
             FourLetterWord::Gtmk
             | FourLetterWord::Stmk
             | FourLetterWord::Hash

@@ -160,3 +160,79 @@ fn sigterm_shuts_down_cleanly_and_unknown_keys_are_warned_about() {
         "{log}"
     );
 }
+
+/// Sends exists("/", watch) on a session connection and waits for the reply.
+fn watch_root(s: &mut TcpStream) {
+    let mut req = Vec::new();
+    req.extend_from_slice(&14i32.to_be_bytes());
+    req.extend_from_slice(&1i32.to_be_bytes()); // xid
+    req.extend_from_slice(&3i32.to_be_bytes()); // exists
+    req.extend_from_slice(&1i32.to_be_bytes());
+    req.push(b'/');
+    req.push(1); // watch
+    s.write_all(&req).unwrap_or_else(|e| panic!("{e}"));
+    let mut reply = [0u8; 4 + 16 + 68];
+    s.read_exact(&mut reply).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn four_letter_words_in_zookeeper_formats() {
+    let srv = start("4lw", "4lw.commands.whitelist=*\n");
+    let word = |w: &[u8]| four_letter(srv.port, w).unwrap_or_default();
+    let srvr = word(b"srvr");
+    for line in [
+        "Zookeeper version: 3.8.0-",
+        "Latency min/avg/max: ",
+        "Mode: standalone",
+        "Node count: 5",
+        "Zxid: 0x",
+    ] {
+        assert!(
+            srvr.lines().any(|l| l.starts_with(line)),
+            "srvr lacks {line:?}:\n{srvr}"
+        );
+    }
+    let mntr = word(b"mntr");
+    for kv in [
+        "zk_version\t3.8.0-",
+        "zk_server_state\tstandalone",
+        "zk_znode_count\t5",
+        "zk_watch_count\t0",
+    ] {
+        assert!(
+            mntr.lines().any(|l| l.starts_with(kv)),
+            "mntr lacks {kv:?}:\n{mntr}"
+        );
+    }
+    assert!(word(b"envi")
+        .lines()
+        .any(|l| l.starts_with("zookeeper.version=3.8.0")));
+    assert_eq!(word(b"isro"), "rw");
+
+    let mut s = session(srv.port).unwrap_or_else(|| panic!("no session"));
+    watch_root(&mut s);
+    assert_eq!(
+        word(b"wchs"),
+        "1 connections watching 1 paths\nTotal watches:1\n"
+    );
+    let wchc = word(b"wchc");
+    assert!(
+        wchc.starts_with("0x") && wchc.ends_with("\n\t/\n"),
+        "{wchc:?}"
+    );
+    let wchp = word(b"wchp");
+    assert!(wchp.starts_with("/\n\t0x"), "{wchp:?}");
+    assert!(word(b"dirs").starts_with("datadir_size: "));
+}
+
+#[test]
+fn four_letter_words_outside_the_whitelist_are_refused() {
+    let srv = start("4lw-deny", "4lw.commands.whitelist=ruok, srvr\n");
+    assert_eq!(
+        four_letter(srv.port, b"mntr").unwrap_or_default(),
+        "mntr is not executed because it is not in the whitelist.\n"
+    );
+    assert!(four_letter(srv.port, b"srvr")
+        .unwrap_or_default()
+        .contains("Mode: standalone"));
+}
