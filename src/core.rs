@@ -519,21 +519,7 @@ impl Core {
         // result list already built; a body that does not parse gets the header only.
         let multi_body =
             code == Some(OpCode::MultiRead) && matches!(error, DecodeError::OpNotAllowed { .. });
-        let write_op = matches!(
-            code,
-            Some(
-                OpCode::Create
-                    | OpCode::Create2
-                    | OpCode::CreateContainer
-                    | OpCode::CreateTTL
-                    | OpCode::Delete
-                    | OpCode::SetData
-                    | OpCode::SetACL
-                    | OpCode::Check
-                    | OpCode::Multi
-                    | OpCode::CreateSession
-            )
-        );
+        let write_op = code.is_some_and(is_write_op);
         if write_op && !close {
             let session = conn.session;
             let prepared = Prepared {

@@ -34,7 +34,7 @@ pub use error::{DecodeError, FrameError};
 pub use frame::{Frame, FrameCodec};
 pub use jute::{JStr, Reader, Record, DEFAULT_MAX_BUFFER};
 pub use records::*;
-pub use request::{MultiOp, MultiRequest, Request};
+pub use request::{is_write_op, MultiOp, MultiRequest, Request};
 pub use response::{MultiResponse, OpResult, Response};
 pub use txn::{Txn, TxnBody};
 

@@ -5,6 +5,27 @@ use crate::jute::{JStr, Reader, Record};
 use crate::records::*;
 use bytes::{BufMut, Bytes, BytesMut};
 
+/// Whether requests of this type change state (they go through the log and take a zxid, even
+/// when they fail). createSession counts: a client sending it gets an error txn, as in ZooKeeper.
+pub fn is_write_op(op: OpCode) -> bool {
+    matches!(
+        op,
+        OpCode::Create
+            | OpCode::Create2
+            | OpCode::CreateContainer
+            | OpCode::CreateTTL
+            | OpCode::Delete
+            | OpCode::DeleteContainer
+            | OpCode::SetData
+            | OpCode::SetACL
+            | OpCode::Check
+            | OpCode::Multi
+            | OpCode::Reconfig
+            | OpCode::CreateSession
+            | OpCode::CloseSession
+    )
+}
+
 /// One decoded request body, tagged by its opcode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
@@ -175,21 +196,7 @@ impl Request {
 
     /// Whether the request changes state (goes through the log).
     pub fn is_write(&self) -> bool {
-        matches!(
-            self,
-            Request::Create(_)
-                | Request::Create2(_)
-                | Request::CreateContainer(_)
-                | Request::CreateTtl(_)
-                | Request::Delete(_)
-                | Request::DeleteContainer(_)
-                | Request::SetData(_)
-                | Request::SetAcl(_)
-                | Request::Check(_)
-                | Request::Multi(_)
-                | Request::Reconfig(_)
-                | Request::CloseSession
-        )
+        is_write_op(self.op_code())
     }
 
     /// Decodes the body that follows a RequestHeader of type `op_code`; every byte must be used.
