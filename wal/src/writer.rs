@@ -1,0 +1,397 @@
+//! The writer, owned by the log thread: `append` lays records out in memory (deciding already
+//! which segment each lands in), `sync` writes them with one pwrite per segment and one
+//! fdatasync. Any I/O error poisons it for good.
+
+use crate::format::{self, SEGMENT_HEADER_LEN};
+use crate::recovery::{self, Resume};
+use crate::segment;
+use crate::{Corruption, Options, RecordKind, Recovered, WalError};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// The segment being appended to (on disk).
+struct Active {
+    file: File,
+    path: PathBuf,
+    /// Written since its last fdatasync.
+    dirty: bool,
+}
+
+/// Where the next record goes, counting what is buffered.
+#[derive(Clone, Copy)]
+struct Cursor {
+    first_zxid: i64,
+    offset: u64,
+    capacity: u64,
+    has_txn: bool,
+}
+
+/// Buffered bytes bound for one segment: the open one, or one that sync must create first.
+struct Chunk {
+    new_segment: Option<(i64, u64)>,
+    /// The open segment must first be extended to this size (see `grow`).
+    grow_to: Option<u64>,
+    file_offset: u64,
+    bytes: Range<usize>,
+}
+
+/// The write-ahead log writer. Send; owned by one thread.
+pub struct Wal {
+    opts: Options,
+    _lock: File,
+    active: Option<Active>,
+    cursor: Option<Cursor>,
+    buf: Vec<u8>,
+    chunks: Vec<Chunk>,
+    last_txn: Option<i64>,
+    durable_txn: Option<i64>,
+    poisoned: bool,
+}
+
+impl Wal {
+    /// Validates every segment, repairs a torn tail (see the crate docs), and returns the
+    /// writer positioned right after the last valid record, plus the validated log for replay.
+    /// Creates `opts.dir` if missing. Fails with [`WalError::Locked`] if another `Wal` holds
+    /// the directory.
+    pub fn open(opts: Options, on_corruption: Corruption) -> Result<(Wal, Recovered), WalError> {
+        std::fs::create_dir_all(&opts.dir).map_err(|e| WalError::io(&opts.dir, e))?;
+        let lock = lock_dir(&opts.dir)?;
+        let (recovered, resume) = recovery::recover(&opts, on_corruption)?;
+        tracing::info!("{}", recovered.report());
+        let (active, cursor) = match resume {
+            Some(r) => open_active(r)?,
+            None => (None, None),
+        };
+        let last_txn = recovered.report().last_txn_zxid;
+        let wal = Wal {
+            opts,
+            _lock: lock,
+            active,
+            cursor,
+            buf: Vec::new(),
+            chunks: Vec::new(),
+            last_txn,
+            durable_txn: last_txn,
+            poisoned: false,
+        };
+        Ok((wal, recovered))
+    }
+
+    /// Buffers one record (no syscall). A Txn's zxid must be the last txn's + 1 (or, in a log
+    /// without txns, the open segment's name; in an empty log, anything). Meta records carry
+    /// any zxid but cannot open an empty log. Errors here buffer nothing and do not poison.
+    pub fn append(&mut self, kind: RecordKind, zxid: i64, payload: &[u8]) -> Result<(), WalError> {
+        if self.poisoned {
+            return Err(WalError::Poisoned);
+        }
+        if u32::try_from(payload.len()).map_or(true, |l| l > self.opts.max_payload) {
+            return Err(WalError::PayloadTooLarge {
+                len: payload.len(),
+                max: self.opts.max_payload,
+            });
+        }
+        let expected = self.expected_txn()?;
+        if kind == RecordKind::Txn {
+            if let Some(expected) = expected.filter(|&e| e != zxid) {
+                return Err(WalError::OutOfOrder {
+                    expected,
+                    found: zxid,
+                });
+            }
+        }
+        let len = format::record_len(payload.len());
+        match self.cursor {
+            Some(c) if c.offset.saturating_add(len) <= c.capacity => self.start_chunk(c, None),
+            Some(c) if !c.has_txn => self.grow(c, len),
+            _ => self.plan_roll(kind, zxid, expected, len)?,
+        }
+        format::encode_record(&mut self.buf, kind, zxid, payload);
+        if let Some(chunk) = self.chunks.last_mut() {
+            chunk.bytes.end = self.buf.len();
+        }
+        if let Some(c) = &mut self.cursor {
+            c.offset = c.offset.saturating_add(len);
+            c.has_txn |= kind == RecordKind::Txn;
+        }
+        if kind == RecordKind::Txn {
+            self.last_txn = Some(zxid);
+        }
+        Ok(())
+    }
+
+    /// The zxid the next txn must carry, if constrained.
+    fn expected_txn(&self) -> Result<Option<i64>, WalError> {
+        match (self.last_txn, self.cursor) {
+            (Some(last), _) => last.checked_add(1).map(Some).ok_or(WalError::Rejected {
+                reason: "the log reached zxid i64::MAX".into(),
+            }),
+            // Only a log without txns has no last txn: its open segment names the next one.
+            (None, Some(c)) => Ok(Some(c.first_zxid)),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Opens a chunk for the cursor's segment unless the last chunk already is one.
+    fn start_chunk(&mut self, c: Cursor, grow_to: Option<u64>) {
+        match self.chunks.last_mut() {
+            Some(chunk) => match (&mut chunk.new_segment, grow_to) {
+                (Some((_, size)), Some(to)) => *size = to,
+                (None, Some(to)) => chunk.grow_to = Some(to),
+                (_, None) => {}
+            },
+            None => self.chunks.push(Chunk {
+                new_segment: None,
+                grow_to,
+                file_offset: c.offset,
+                bytes: self.buf.len()..self.buf.len(),
+            }),
+        }
+    }
+
+    /// A segment without a txn cannot roll: the next segment would take its name (that of the
+    /// next txn). It is extended instead. This happens when a Meta record opened the segment,
+    /// or when recovery left a header-only segment shorter than the next record.
+    fn grow(&mut self, mut c: Cursor, len: u64) {
+        let to = self.opts.segment_bytes.max(c.offset.saturating_add(len));
+        c.capacity = to;
+        self.cursor = Some(c);
+        self.start_chunk(c, Some(to));
+    }
+
+    /// Starts a new segment for a record of `len` bytes that does not fit the current one.
+    /// It is named after the next txn: this record's zxid if it is a Txn, else last txn + 1.
+    fn plan_roll(
+        &mut self,
+        kind: RecordKind,
+        zxid: i64,
+        expected: Option<i64>,
+        len: u64,
+    ) -> Result<(), WalError> {
+        let first_zxid = match (kind, expected) {
+            (RecordKind::Txn, _) => zxid,
+            (RecordKind::Meta, Some(next)) => next,
+            (RecordKind::Meta, None) => {
+                return Err(WalError::Rejected {
+                    reason: "a Meta record cannot open an empty log: append a Txn first".into(),
+                })
+            }
+        };
+        let header = SEGMENT_HEADER_LEN as u64;
+        let size = self.opts.segment_bytes.max(header.saturating_add(len));
+        self.chunks.push(Chunk {
+            new_segment: Some((first_zxid, size)),
+            grow_to: None,
+            file_offset: header,
+            bytes: self.buf.len()..self.buf.len(),
+        });
+        self.cursor = Some(Cursor {
+            first_zxid,
+            offset: header,
+            capacity: size,
+            has_txn: false,
+        });
+        Ok(())
+    }
+
+    /// Writes everything buffered (one pwrite per segment touched, rolling as planned) and,
+    /// unless `opts.sync` is false, one fdatasync. Only after Ok may the caller acknowledge
+    /// those records. Any error poisons the writer: every later call returns `Poisoned`.
+    pub fn sync(&mut self) -> Result<(), WalError> {
+        if self.poisoned {
+            return Err(WalError::Poisoned);
+        }
+        if self.chunks.is_empty() {
+            return Ok(());
+        }
+        let result = self.write_chunks();
+        self.chunks.clear();
+        self.buf.clear();
+        match result {
+            Ok(()) => {
+                self.durable_txn = self.last_txn;
+                Ok(())
+            }
+            Err(e) => {
+                self.poisoned = true;
+                tracing::error!(error = %e, "WAL write failed; poisoned");
+                Err(e)
+            }
+        }
+    }
+
+    fn write_chunks(&mut self) -> Result<(), WalError> {
+        for chunk in &self.chunks {
+            if let Some((first_zxid, size)) = chunk.new_segment {
+                // The finished segment is made durable before the next one exists, so only
+                // the last segment can ever have a torn tail.
+                if let Some(old) = self.active.as_mut().filter(|a| a.dirty && self.opts.sync) {
+                    old.file
+                        .sync_data()
+                        .map_err(|e| WalError::io(&old.path, e))?;
+                }
+                let (file, path) = segment::create(&self.opts.dir, first_zxid, size)?;
+                self.active = Some(Active {
+                    file,
+                    path,
+                    dirty: false,
+                });
+            }
+            let active = self.active.as_mut().ok_or_else(|| WalError::Rejected {
+                reason: "no open segment to write to".into(),
+            })?;
+            if let Some(size) = chunk.grow_to {
+                segment::preallocate(&active.file, &active.path, size)?;
+            }
+            let bytes = self.buf.get(chunk.bytes.clone()).unwrap_or_default();
+            active
+                .file
+                .write_all_at(bytes, chunk.file_offset)
+                .map_err(|e| WalError::io(&active.path, e))?;
+            active.dirty = true;
+        }
+        if let Some(active) = self.active.as_mut().filter(|a| a.dirty && self.opts.sync) {
+            active
+                .file
+                .sync_data()
+                .map_err(|e| WalError::io(&active.path, e))?;
+            active.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// The last txn appended (buffered or written).
+    pub fn last_txn_zxid(&self) -> Option<i64> {
+        self.last_txn
+    }
+
+    /// The last txn a successful `sync` made durable (or that recovery found).
+    pub fn durable_txn_zxid(&self) -> Option<i64> {
+        self.durable_txn
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Deletes whole segments all of whose txns have zxid < `keep_from`: segment i goes iff a
+    /// later segment exists whose first zxid <= `keep_from`. The last segment (the active one)
+    /// never goes. Oldest first, so a crash midway still leaves a contiguous log. Lists the
+    /// directory rather than asking the writer, so the snapshot thread can call it.
+    pub fn purge(dir: &Path, keep_from: i64) -> Result<Vec<PathBuf>, WalError> {
+        let segments = segment::list(dir)?;
+        let mut deleted = Vec::new();
+        for pair in segments.windows(2) {
+            let [(_, path), (next_first, _)] = pair else {
+                continue;
+            };
+            if *next_first > keep_from {
+                break;
+            }
+            std::fs::remove_file(path).map_err(|e| WalError::io(path, e))?;
+            deleted.push(path.clone());
+        }
+        if !deleted.is_empty() {
+            segment::sync_dir(dir)?;
+            tracing::info!(count = deleted.len(), keep_from, "purged WAL segments");
+        }
+        Ok(deleted)
+    }
+}
+
+fn lock_dir(dir: &Path) -> Result<File, WalError> {
+    let path = dir.join(segment::LOCK_FILE);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| WalError::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(WalError::Locked { path }),
+        Err(TryLockError::Error(e)) => Err(WalError::io(&path, e)),
+    }
+}
+
+fn open_active(r: Resume) -> Result<(Option<Active>, Option<Cursor>), WalError> {
+    let file = segment::open_rw(&r.path)?;
+    let capacity = file.metadata().map_err(|e| WalError::io(&r.path, e))?.len();
+    let cursor = Cursor {
+        first_zxid: r.first_zxid,
+        offset: r.offset,
+        capacity,
+        has_txn: r.has_txn,
+    };
+    let active = Active {
+        file,
+        path: r.path,
+        dirty: false,
+    };
+    Ok((Some(active), Some(cursor)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(dir: &Path) -> Options {
+        Options {
+            segment_bytes: 4096,
+            ..Options::new(dir)
+        }
+    }
+
+    /// How: swap the open segment's descriptor for a read-only one, so the next pwrite fails
+    /// with EBADF as a real I/O error would; afterwards nothing is accepted.
+    #[test]
+    fn failed_write_poisons() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut wal, _) = Wal::open(opts(dir.path()), Corruption::Refuse).unwrap();
+        wal.append(RecordKind::Txn, 1, b"one").unwrap();
+        wal.sync().unwrap();
+        let active = wal.active.as_mut().unwrap();
+        active.file = File::open(&active.path).unwrap();
+        wal.append(RecordKind::Txn, 2, b"two").unwrap();
+        assert!(matches!(wal.sync(), Err(WalError::Io { .. })));
+        assert!(wal.is_poisoned());
+        assert!(matches!(
+            wal.append(RecordKind::Txn, 3, b"x"),
+            Err(WalError::Poisoned)
+        ));
+        assert!(matches!(wal.sync(), Err(WalError::Poisoned)));
+        assert_eq!(wal.durable_txn_zxid(), Some(1));
+        drop(wal);
+        let (_, log) = Wal::open(opts(dir.path()), Corruption::Refuse).unwrap();
+        assert_eq!(log.report().last_txn_zxid, Some(1));
+    }
+
+    /// The writer moves to the log thread; the recovered log may be replayed on another.
+    #[test]
+    fn wal_is_send_and_recovered_is_send_sync() {
+        fn send<T: Send>() {}
+        fn send_sync<T: Send + Sync>() {}
+        send::<Wal>();
+        send_sync::<Recovered>();
+    }
+
+    /// How: the cursor is checked against what sync actually wrote: one chunk per segment.
+    #[test]
+    fn one_chunk_per_segment_touched() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut wal, _) = Wal::open(opts(dir.path()), Corruption::Refuse).unwrap();
+        for z in 1..=100 {
+            wal.append(RecordKind::Txn, z, &[7u8; 100]).unwrap();
+        }
+        // 4096-byte segments hold 32 records of 124 bytes: 100 records touch 4 segments.
+        assert_eq!(wal.chunks.len(), 4);
+        wal.sync().unwrap();
+        assert_eq!(segment::list(dir.path()).unwrap().len(), 4);
+    }
+}
