@@ -187,10 +187,31 @@ pub fn masked(e: &Entry) -> ACL {
     e.to_wire()
 }
 
+/// A stable 64-bit hash of an ACL list's content (for the tree digest: it must be the same
+/// in every process, so no randomly seeded hasher).
+pub fn content_hash(acl: &[Entry]) -> u64 {
+    let mut h = crc32fast::Hasher::new();
+    for e in acl {
+        h.update(&e.perms.to_be_bytes());
+        for s in [&e.scheme, &e.id] {
+            h.update(&(s.len() as u32).to_be_bytes());
+            h.update(s.as_bytes());
+        }
+    }
+    u64::from(h.finalize()) | (acl.len() as u64) << 32
+}
+
+/// One interned list: its references and its content hash.
+struct Interned {
+    list: Arc<[Entry]>,
+    refs: u64,
+    hash: u64,
+}
+
 /// Interned ACL lists, reference-counted by the nodes that use them.
 #[derive(Default)]
 pub struct AclTable {
-    lists: Vec<Option<(Arc<[Entry]>, u64)>>,
+    lists: Vec<Option<Interned>>,
     index: HashMap<Arc<[Entry]>, u32>,
     free: Vec<u32>,
 }
@@ -199,21 +220,28 @@ impl AclTable {
     /// The id of `acl`, adding it (or one more reference to it).
     pub fn intern(&mut self, acl: Vec<Entry>) -> u32 {
         if let Some(&id) = self.index.get(acl.as_slice()) {
-            if let Some(Some((_, refs))) = self.lists.get_mut(id as usize) {
-                *refs += 1;
-            }
+            self.add_ref(id);
             return id;
         }
+        let hash = content_hash(&acl);
         let list: Arc<[Entry]> = acl.into();
         let id = match self.free.pop() {
             Some(id) => {
                 if let Some(slot) = self.lists.get_mut(id as usize) {
-                    *slot = Some((list.clone(), 1));
+                    *slot = Some(Interned {
+                        list: list.clone(),
+                        refs: 1,
+                        hash,
+                    });
                 }
                 id
             }
             None => {
-                self.lists.push(Some((list.clone(), 1)));
+                self.lists.push(Some(Interned {
+                    list: list.clone(),
+                    refs: 1,
+                    hash,
+                }));
                 (self.lists.len() - 1) as u32
             }
         };
@@ -221,20 +249,27 @@ impl AclTable {
         id
     }
 
+    /// One more reference to an interned list (bulk loading: no hashing of the content).
+    pub fn add_ref(&mut self, id: u32) {
+        if let Some(Some(i)) = self.lists.get_mut(id as usize) {
+            i.refs += 1;
+        }
+    }
+
     pub fn release(&mut self, id: u32) {
         let Some(slot) = self.lists.get_mut(id as usize) else {
             return;
         };
         let drop_it = match slot {
-            Some((_, refs)) => {
-                *refs -= 1;
-                *refs == 0
+            Some(i) => {
+                i.refs -= 1;
+                i.refs == 0
             }
             None => false,
         };
         if drop_it {
-            if let Some((list, _)) = slot.take() {
-                self.index.remove(&list);
+            if let Some(i) = slot.take() {
+                self.index.remove(&i.list);
             }
             self.free.push(id);
         }
@@ -243,15 +278,23 @@ impl AclTable {
     /// The list, shared (no copy).
     pub fn shared(&self, id: u32) -> Arc<[Entry]> {
         match self.lists.get(id as usize) {
-            Some(Some((l, _))) => l.clone(),
+            Some(Some(i)) => i.list.clone(),
             _ => Arc::from(Vec::new()),
         }
     }
 
     pub fn get(&self, id: u32) -> &[Entry] {
         match self.lists.get(id as usize) {
-            Some(Some((l, _))) => l,
+            Some(Some(i)) => &i.list,
             _ => &[],
+        }
+    }
+
+    /// The list's content hash (see [`content_hash`]).
+    pub fn hash(&self, id: u32) -> u64 {
+        match self.lists.get(id as usize) {
+            Some(Some(i)) => i.hash,
+            _ => 0,
         }
     }
 

@@ -26,6 +26,8 @@ pub struct Config {
     pub container_check_interval_ms: u64,
     pub super_digest: Option<String>,
     pub max_outstanding_per_connection: usize,
+    /// `--truncate-corrupt-log`: the operator accepts losing the log from a corrupt record on.
+    pub truncate_corrupt_log: bool,
 }
 
 impl Default for Config {
@@ -51,6 +53,7 @@ impl Default for Config {
             container_check_interval_ms: 60_000,
             super_digest: None,
             max_outstanding_per_connection: 1000,
+            truncate_corrupt_log: false,
         }
     }
 }
@@ -106,10 +109,29 @@ impl Config {
                 "minSessionTimeout" => self.min_session_timeout = Some(parse(k, v)?),
                 "maxSessionTimeout" => self.max_session_timeout = Some(parse(k, v)?),
                 "globalOutstandingLimit" => self.global_outstanding_limit = parse(k, v)?,
-                "snapCount" => self.snap_count = parse(k, v)?,
-                "preAllocSize" => self.pre_alloc_size_kb = parse(k, v)?,
+                "snapCount" => {
+                    self.snap_count = parse::<u64>(k, v).and_then(|n| {
+                        if n >= 2 {
+                            Ok(n)
+                        } else {
+                            Err(format!("invalid value for {k}: {v:?} (at least 2)"))
+                        }
+                    })?
+                }
+                "preAllocSize" => {
+                    self.pre_alloc_size_kb = parse::<u64>(k, v).and_then(|n| {
+                        if (1..=1 << 30).contains(&n) {
+                            Ok(n)
+                        } else {
+                            Err(format!("invalid value for {k}: {v:?} (KiB, 1 to 2^30)"))
+                        }
+                    })?
+                }
                 "forceSync" => self.force_sync = parse_bool(k, v)?,
-                "autopurge.snapRetainCount" => self.snap_retain_count = parse(k, v)?,
+                "autopurge.snapRetainCount" => {
+                    // ZooKeeper's floor: fewer than 3 is raised to 3.
+                    self.snap_retain_count = parse::<u32>(k, v)?.max(3)
+                }
                 "autopurge.purgeInterval" => self.purge_interval_hours = parse(k, v)?,
                 "4lw.commands.whitelist" => {
                     self.four_letter_words = v
@@ -140,6 +162,19 @@ impl Config {
             }
         }
         Ok(unknown)
+    }
+
+    /// Where snapshots live.
+    pub fn snap_dir(&self) -> PathBuf {
+        self.data_dir.join("snapshots")
+    }
+
+    /// Where the write-ahead log lives (dataLogDir, or dataDir).
+    pub fn log_dir(&self) -> PathBuf {
+        self.data_log_dir
+            .as_ref()
+            .unwrap_or(&self.data_dir)
+            .join("log")
     }
 
     pub fn min_timeout(&self) -> i32 {

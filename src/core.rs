@@ -9,14 +9,18 @@
 
 use crate::acl::AuthId;
 use crate::apply::{Applier, Event, Outcome};
-use crate::log::Batch;
+use crate::capture::Capture;
+use crate::log::{Batch, LogRecord};
 use crate::prep::{Overlay, Prep, Prepared, ReplyKind};
+use crate::recovery::Restored;
 use crate::reply;
 use crate::session::Sessions;
+use crate::snapshotter::SnapMsg;
 use crate::tree::DataTree;
 use crate::watch::{ConnId, Watches};
 use bytes::Bytes;
 use palisade_proto::*;
+use palisade_wal::RecordKind;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::mpsc as std_mpsc;
@@ -68,6 +72,40 @@ pub enum CoreMsg {
     LogFailed(String),
     Tick,
     Shutdown,
+}
+
+/// A digest record goes to the log after every this many txns (see digest.rs).
+pub const DIGEST_EVERY: i64 = 256;
+
+/// Capture steps per turn of the core loop: small enough that a turn stays well under a
+/// millisecond, so writes keep flowing while a snapshot is taken.
+const SNAP_STEP: usize = 2048;
+/// Captured bytes per snapshot block.
+const SNAP_BLOCK: usize = 1 << 20;
+
+/// Fuzzy snapshots: when the next one is due, and the one being captured.
+struct Snapper {
+    tx: std_mpsc::SyncSender<SnapMsg>,
+    /// snapCount: a snapshot every snapCount/2 to snapCount txns (randomised, as ZooKeeper
+    /// does, so that ensemble members do not snapshot together).
+    count: u64,
+    due: u64,
+    since: u64,
+    rng: u64,
+    capture: Option<(Capture, Vec<u8>)>,
+    started: Instant,
+}
+
+impl Snapper {
+    fn next_due(&mut self) -> u64 {
+        // xorshift64*: any spread will do, no need for a dependency.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let r = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let half = (self.count / 2).max(1);
+        half + r % half
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -169,8 +207,9 @@ pub struct Core {
     overlay: Overlay,
     pub(crate) conns: HashMap<ConnId, Conn>,
     pending: VecDeque<Pending>,
-    unlogged: Vec<(i64, Bytes)>,
+    unlogged: Vec<LogRecord>,
     log: std_mpsc::Sender<Batch>,
+    snap: Option<Snapper>,
     last_zxid: i64,
     pub(crate) applied_zxid: i64,
     clock: Instant,
@@ -211,6 +250,7 @@ impl Core {
             pending: VecDeque::new(),
             unlogged: Vec::new(),
             log,
+            snap: None,
             last_zxid: 0,
             applied_zxid: 0,
             clock: Instant::now(),
@@ -226,27 +266,144 @@ impl Core {
         }
     }
 
+    /// Takes over the state recovery rebuilt. Every session gets a fresh full timeout, so
+    /// clients that reconnect in time keep their ephemerals; ephemerals whose session is gone
+    /// are deleted through a closeSession txn (logged like any other).
+    pub fn restore(&mut self, r: Restored) {
+        let now = self.now_ms();
+        self.tree = r.tree;
+        for (&id, &timeout) in &r.sessions {
+            self.sessions.add(id, timeout, now);
+        }
+        self.last_zxid = r.zxid;
+        self.applied_zxid = r.zxid;
+        let mut orphans: Vec<i64> = self
+            .tree
+            .ephemeral_owners()
+            .filter(|s| self.sessions.get(*s).is_none())
+            .collect();
+        orphans.sort_unstable();
+        for id in orphans {
+            tracing::warn!(
+                session = format_args!("{id:#x}"),
+                "ephemerals of a session that no longer exists; deleting them"
+            );
+            let body = self.prep(id, Caller::Server).close_session();
+            self.queue_txn(
+                id,
+                None,
+                0,
+                OpCode::CloseSession,
+                Prepared {
+                    body,
+                    replies: vec![],
+                },
+                PendingKind::Close { conn: None },
+            );
+        }
+    }
+
+    /// Turns on fuzzy snapshots, written by the thread behind `tx`.
+    pub fn enable_snapshots(&mut self, tx: std_mpsc::SyncSender<SnapMsg>, snap_count: u64) {
+        let mut s = Snapper {
+            tx,
+            count: snap_count.max(2),
+            due: 0,
+            since: 0,
+            rng: (wall_ms() as u64) | 1,
+            capture: None,
+            started: Instant::now(),
+        };
+        s.due = s.next_due();
+        self.snap = Some(s);
+    }
+
+    /// Starts a snapshot unless one is being captured. Returns the zxid it starts at.
+    pub(crate) fn start_snapshot(&mut self) -> Option<i64> {
+        let s = self.snap.as_mut()?;
+        if s.capture.is_some() {
+            return None;
+        }
+        let start = self.applied_zxid;
+        let mut buf = Vec::with_capacity(SNAP_BLOCK);
+        let sessions = self.sessions.iter().map(|(id, s)| (*id, s.timeout_ms));
+        let capture = Capture::begin(&self.tree, sessions, start, &mut buf);
+        if s.tx.send(SnapMsg::Begin { start_zxid: start }).is_err() {
+            tracing::error!("snapshot writer is gone; no snapshot taken");
+            return None;
+        }
+        s.capture = Some((capture, buf));
+        s.since = 0;
+        s.due = s.next_due();
+        s.started = Instant::now();
+        tracing::info!(zxid = format_args!("{start:#x}"), "snapshot started");
+        Some(start)
+    }
+
+    /// One turn of the capture in progress, if any.
+    fn snapshot_step(&mut self) {
+        let Some(s) = self.snap.as_mut() else { return };
+        let Some((capture, buf)) = s.capture.as_mut() else {
+            return;
+        };
+        let done = capture.step(&self.tree, SNAP_STEP, buf);
+        if buf.len() >= SNAP_BLOCK || (done && !buf.is_empty()) {
+            let block = std::mem::replace(buf, Vec::with_capacity(SNAP_BLOCK));
+            let _ = s.tx.send(SnapMsg::Block(block));
+        }
+        if done {
+            let trailer = capture.trailer(self.applied_zxid, self.tree.digest());
+            let nodes = trailer.node_count;
+            let _ = s.tx.send(SnapMsg::Finish(trailer));
+            tracing::info!(
+                end = format_args!("{:#x}", self.applied_zxid),
+                nodes,
+                capture_ms = s.started.elapsed().as_millis() as u64,
+                "snapshot captured"
+            );
+            s.capture = None;
+        }
+    }
+
     fn now_ms(&self) -> u64 {
         self.clock.elapsed().as_millis() as u64
     }
 
-    /// Runs until Shutdown (or every sender is gone): drains whatever is queued, then hands
-    /// the writes it prepped to the log as one batch.
+    /// Runs until Shutdown (or every sender is gone): drains whatever is queued, hands the
+    /// writes it prepped to the log as one batch, then takes one turn of a snapshot capture
+    /// if one is in progress (so a capture advances between batches, and while idle).
     pub fn run(mut self, mut inbox: mpsc::Receiver<CoreMsg>) {
-        while let Some(first) = inbox.blocking_recv() {
-            let mut stop = self.handle(first);
-            let mut n = 1;
-            while !stop && n < 4096 {
+        loop {
+            let capturing = self.snap.as_ref().is_some_and(|s| s.capture.is_some());
+            let first = if capturing {
                 match inbox.try_recv() {
-                    Ok(m) => stop = self.handle(m),
-                    Err(_) => break,
+                    Ok(m) => Some(m),
+                    Err(mpsc::error::TryRecvError::Empty) => None,
+                    Err(mpsc::error::TryRecvError::Disconnected) => break,
                 }
-                n += 1;
+            } else {
+                match inbox.blocking_recv() {
+                    Some(m) => Some(m),
+                    None => break,
+                }
+            };
+            let mut stop = false;
+            if let Some(first) = first {
+                stop = self.handle(first);
+                let mut n = 1;
+                while !stop && n < 4096 {
+                    match inbox.try_recv() {
+                        Ok(m) => stop = self.handle(m),
+                        Err(_) => break,
+                    }
+                    n += 1;
+                }
+                self.flush_log();
             }
-            self.flush_log();
             if stop {
                 break;
             }
+            self.snapshot_step();
         }
         tracing::info!(
             zxid = format_args!("{:#x}", self.applied_zxid),
@@ -256,8 +413,8 @@ impl Core {
 
     fn flush_log(&mut self) {
         if !self.unlogged.is_empty() {
-            let txns = std::mem::take(&mut self.unlogged);
-            if self.log.send(Batch { txns }).is_err() {
+            let records = std::mem::take(&mut self.unlogged);
+            if self.log.send(Batch { records }).is_err() {
                 tracing::error!("log writer is gone; writes cannot be acknowledged");
             }
         }
@@ -294,6 +451,7 @@ impl Core {
                 tracing::error!(error = %e, "log write failed; stopping so no write is acknowledged without being durable");
                 return true;
             }
+
             CoreMsg::Tick => {
                 self.expire_sessions();
                 self.reap();
@@ -610,7 +768,11 @@ impl Core {
             header,
             body: prepared.body,
         };
-        self.unlogged.push((zxid, txn.encode()));
+        self.unlogged.push(LogRecord {
+            kind: RecordKind::Txn,
+            zxid,
+            bytes: txn.encode(),
+        });
         self.pending.push_back(Pending {
             conn,
             header: txn.header,
@@ -640,6 +802,7 @@ impl Core {
         .apply(&p.header, &p.body);
         self.applied_zxid = zxid;
         self.overlay.applied(zxid);
+        self.after_apply(zxid);
         self.deliver_events();
         match p.kind {
             PendingKind::NewSession {
@@ -683,6 +846,25 @@ impl Core {
         let frame = self.build_reply(&p.header, &p.body, &p.replies, &outcomes);
         self.send_reply(conn, frame);
         self.finish_slot(conn, zxid);
+    }
+
+    /// Bookkeeping of durability after each applied txn: a digest record now and then, and a
+    /// snapshot when one is due.
+    fn after_apply(&mut self, zxid: i64) {
+        if zxid % DIGEST_EVERY == 0 {
+            let rec = crate::digest::encode_record(zxid, self.tree.digest());
+            self.unlogged.push(LogRecord {
+                kind: RecordKind::Meta,
+                zxid,
+                bytes: Bytes::copy_from_slice(&rec),
+            });
+        }
+        if let Some(s) = self.snap.as_mut() {
+            s.since += 1;
+            if s.since >= s.due && s.capture.is_none() {
+                self.start_snapshot();
+            }
+        }
     }
 
     fn build_reply(

@@ -65,8 +65,9 @@ impl Harness {
         let last = self
             .log
             .try_iter()
-            .flat_map(|b| b.txns)
-            .map(|(z, _)| z)
+            .flat_map(|b| b.records)
+            .filter(|r| r.kind == RecordKind::Txn)
+            .map(|r| r.zxid)
             .max();
         last.is_some_and(|z| self.core.handle(CoreMsg::Durable(z)))
     }

@@ -227,11 +227,19 @@ impl Core {
                 let _ = writeln!(out, "datadir_size: {}", dir_size(&self.cfg.data_dir));
                 let _ = writeln!(out, "logdir_size: {}", dir_size(&self.cfg.data_log_dir));
             }
-            // Not supported yet: answered with nothing, as ZooKeeper answers a word it does not run.
-            FourLetterWord::Gtmk
-            | FourLetterWord::Stmk
-            | FourLetterWord::Hash
-            | FourLetterWord::Csnp => {}
+            FourLetterWord::Csnp => match self.start_snapshot() {
+                Some(z) => {
+                    let _ = writeln!(out, "Snapshot creation scheduled at zxid {z:#x}.");
+                }
+                None => out.push_str("Failed to schedule snapshot creation: one is being taken, or snapshots are off.\n"),
+            },
+            // ZooKeeper's layout (`<zxid hex>: <digest>`), with Palisade's digest of the
+            // current tree (see digest.rs; not the same function as ZooKeeper's).
+            FourLetterWord::Hash => {
+                let _ = writeln!(out, "{:x}: {}", self.applied_zxid, self.tree.digest());
+            }
+            // Not supported: answered with nothing, as ZooKeeper answers a word it does not run.
+            FourLetterWord::Gtmk | FourLetterWord::Stmk => {}
         }
         out
     }

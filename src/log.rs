@@ -1,23 +1,31 @@
 //! The log stage: a writer thread that group-commits prepped txns and reports when they are
-//! durable. The sink behind it is a trait: the durability issue supplies the WAL; until
-//! then `MemorySink` keeps nothing (writes are lost on restart).
+//! durable. Every batch waiting when the thread wakes is appended, then one sync covers them
+//! all. The sink is the WAL (palisade-wal) in the server; tests use `MemorySink`.
 
 use bytes::Bytes;
+use palisade_wal::RecordKind;
 use std::io;
 use std::sync::mpsc;
 
+/// One record for the log: a txn (zxid = its zxid) or a meta record (a tree digest).
+pub struct LogRecord {
+    pub kind: RecordKind,
+    pub zxid: i64,
+    pub bytes: Bytes,
+}
+
 pub trait LogSink: Send + 'static {
-    /// Buffers one serialized txn.
-    fn append(&mut self, zxid: i64, txn: &[u8]) -> io::Result<()>;
-    /// Makes every appended txn durable.
+    /// Buffers one record.
+    fn append(&mut self, rec: &LogRecord) -> io::Result<()>;
+    /// Makes every appended record durable.
     fn sync(&mut self) -> io::Result<()>;
 }
 
-/// Keeps nothing: every txn is "durable" at once and lost on restart.
+/// Keeps nothing: every txn is "durable" at once (for tests of the core).
 pub struct MemorySink;
 
 impl LogSink for MemorySink {
-    fn append(&mut self, _zxid: i64, _txn: &[u8]) -> io::Result<()> {
+    fn append(&mut self, _rec: &LogRecord) -> io::Result<()> {
         Ok(())
     }
     fn sync(&mut self) -> io::Result<()> {
@@ -25,12 +33,24 @@ impl LogSink for MemorySink {
     }
 }
 
-/// Txns handed to the log in zxid order.
-pub struct Batch {
-    pub txns: Vec<(i64, Bytes)>,
+impl LogSink for palisade_wal::Wal {
+    fn append(&mut self, rec: &LogRecord) -> io::Result<()> {
+        palisade_wal::Wal::append(self, rec.kind, rec.zxid, &rec.bytes).map_err(io::Error::other)
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        palisade_wal::Wal::sync(self).map_err(io::Error::other)
+    }
 }
 
-/// Starts the writer: every batch waiting is appended, then one sync, then `durable(last zxid)`.
+/// Records handed to the log in zxid order.
+pub struct Batch {
+    pub records: Vec<LogRecord>,
+}
+
+/// Starts the writer: every batch waiting is appended, then one sync, then `durable(last
+/// txn zxid)`. After a failed write or sync it reports the error and stops: nothing later
+/// may be acknowledged, and a retried fsync could lie (the page cache may have dropped the
+/// data), so the server stops and recovery decides what survived.
 pub fn spawn_writer(
     mut sink: Box<dyn LogSink>,
     durable: impl Fn(Result<i64, io::Error>) + Send + 'static,
@@ -40,21 +60,27 @@ pub fn spawn_writer(
         .name("palisade-log".into())
         .spawn(move || {
             while let Ok(first) = rx.recv() {
-                let mut last = None;
+                let mut last_txn = None;
                 let mut result = Ok(());
                 for batch in std::iter::once(first).chain(rx.try_iter()) {
-                    for (zxid, txn) in &batch.txns {
+                    for rec in &batch.records {
                         if result.is_ok() {
-                            result = sink.append(*zxid, txn);
+                            result = sink.append(rec);
                         }
-                        last = Some(*zxid);
+                        if rec.kind == RecordKind::Txn {
+                            last_txn = Some(rec.zxid);
+                        }
                     }
                 }
-                let Some(last) = last else { continue };
+                crate::crashpoint::hit("log.before_sync");
                 match result.and_then(|_| sink.sync()) {
-                    Ok(()) => durable(Ok(last)),
+                    Ok(()) => {
+                        crate::crashpoint::hit("log.before_ack");
+                        if let Some(z) = last_txn {
+                            durable(Ok(z));
+                        }
+                    }
                     Err(e) => {
-                        // After a failed write or fsync nothing later may be acknowledged.
                         durable(Err(e));
                         return;
                     }

@@ -1,4 +1,4 @@
-//! `palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR]`
+//! `palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]`
 //!
 //! With no arguments it serves 127.0.0.1:2181 with data in ./data.
 
@@ -6,13 +6,16 @@ use palisade::config::Config;
 use std::process::ExitCode;
 
 fn usage() -> &'static str {
-    "usage: palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR]"
+    "usage: palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]\n\
+     --truncate-corrupt-log  start even if the log is corrupt in the middle, dropping every\n\
+     \x20                       record from the corruption on (moved to log/detached/)"
 }
 
 fn parse_args() -> Result<Config, String> {
     let mut cfg = Config::default();
     let mut args = std::env::args().skip(1);
     let mut overrides = Vec::new();
+    let mut truncate = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--port" | "--bind" | "--data-dir" => {
@@ -21,6 +24,7 @@ fn parse_args() -> Result<Config, String> {
                     .ok_or_else(|| format!("{a} needs a value\n{}", usage()))?;
                 overrides.push((a, v));
             }
+            "--truncate-corrupt-log" => truncate = true,
             "-h" | "--help" => return Err(usage().to_string()),
             f if !f.starts_with('-') => {
                 let text = std::fs::read_to_string(f).map_err(|e| format!("reading {f}: {e}"))?;
@@ -31,6 +35,7 @@ fn parse_args() -> Result<Config, String> {
             other => return Err(format!("unknown option {other}\n{}", usage())),
         }
     }
+    cfg.truncate_corrupt_log = truncate;
     for (k, v) in overrides {
         match k.as_str() {
             "--port" => {

@@ -73,19 +73,7 @@ impl DataTree {
             if is_limits {
                 self.quota_roots.insert(target);
             } else {
-                let (count, bytes) = self
-                    .lookup(&target)
-                    .map_or((0, 0), |t| self.subtree_usage(t));
-                let tail = self
-                    .node(id)
-                    .and_then(|n| n.data())
-                    .and_then(parse_stats)
-                    .map(|s| s.2)
-                    .unwrap_or_default();
-                self.write_data(
-                    id,
-                    Some(format!("count={count},bytes={bytes}{tail}").as_bytes()),
-                );
+                self.recount_stats(id, &target);
             }
         }
         if self.quota_roots.is_empty() {
@@ -122,6 +110,50 @@ impl DataTree {
         if let Some(root) = self.quota_root_of(&path) {
             self.adjust_stats(&root, 0, new as i64 - old as i64);
         }
+    }
+
+    /// After recovery: finds every quota (limits node) again and recomputes its stats node
+    /// from the subtree, as ZooKeeper does on load. A fuzzy snapshot may hold a stats node
+    /// captured at another moment than the nodes it counts, and replay cannot tell.
+    pub(crate) fn rebuild_quotas(&mut self) {
+        self.quota_roots.clear();
+        let Some(top) = self.lookup(QUOTA_ROOT) else {
+            return;
+        };
+        let mut stack = vec![top];
+        let mut stats = Vec::new();
+        while let Some(x) = stack.pop() {
+            stack.extend(self.children(x));
+            match self.quota_node_target(x) {
+                Some((true, target)) => {
+                    self.quota_roots.insert(target);
+                }
+                Some((false, target)) => stats.push((x, target)),
+                None => {}
+            }
+        }
+        for (id, target) in stats {
+            if self.quota_roots.contains(&target) {
+                self.recount_stats(id, &target);
+            }
+        }
+    }
+
+    /// Sets a stats node to its target subtree's figures, keeping what follows them.
+    fn recount_stats(&mut self, id: NodeId, target: &str) {
+        let (count, bytes) = self
+            .lookup(target)
+            .map_or((0, 0), |t| self.subtree_usage(t));
+        let tail = self
+            .node(id)
+            .and_then(|n| n.data())
+            .and_then(parse_stats)
+            .map(|s| s.2)
+            .unwrap_or_default();
+        self.write_data(
+            id,
+            Some(format!("count={count},bytes={bytes}{tail}").as_bytes()),
+        );
     }
 
     /// Nodes in the subtree (the node included) and the sum of their data lengths.

@@ -1,10 +1,14 @@
-//! The listener: accepts connections (bounded per client IP), spawns their tasks, drives the
-//! session-expiry tick, and shuts down cleanly on SIGTERM/SIGINT.
+//! The server: recovers the data dir (WAL + snapshots), starts the log, snapshot and core
+//! threads, accepts connections (bounded per client IP), drives the session-expiry tick, and
+//! shuts down cleanly on SIGTERM/SIGINT — or with an error if the core stops on its own (a
+//! failed log write: no write may be acknowledged after it).
 
 use crate::config::Config;
 use crate::connection::{self, ConnParams};
 use crate::core::{Core, CoreConfig, CoreMsg};
 use crate::log::{self, LogSink};
+use crate::recovery::{self, Restored};
+use crate::snapshotter::{self, SnapDirs};
 use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
@@ -33,8 +37,50 @@ fn load_secret(cfg: &Config) -> io::Result<[u8; 16]> {
     Ok(secret)
 }
 
+/// Opens the log (repairing a torn tail, refusing corruption) and rebuilds the tree from the
+/// newest snapshot plus the log.
+fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
+    let t0 = std::time::Instant::now();
+    let opts = palisade_wal::Options {
+        dir: cfg.log_dir(),
+        segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
+        sync: cfg.force_sync,
+        max_payload: MAX_TXN_BYTES,
+    };
+    if !cfg.force_sync {
+        tracing::warn!("forceSync=no: writes are acknowledged before they reach the disk; an OS crash or power loss can lose acknowledged writes");
+    }
+    let on_corruption = if cfg.truncate_corrupt_log {
+        palisade_wal::Corruption::Truncate
+    } else {
+        palisade_wal::Corruption::Refuse
+    };
+    let (wal, log) = palisade_wal::Wal::open(opts, on_corruption)
+        .map_err(|e| io::Error::other(format!("cannot open the log: {e}")))?;
+    tracing::info!(report = %log.report(), "log opened");
+    std::fs::create_dir_all(cfg.snap_dir())?;
+    let restored = recovery::recover(&cfg.snap_dir(), &log)
+        .map_err(|e| io::Error::other(format!("cannot recover the data dir: {e}")))?;
+    tracing::info!(
+        snapshot = %restored.snapshot.as_ref().map_or("none".into(), |p| p.display().to_string()),
+        replayed = restored.replayed,
+        digests_checked = restored.digests_checked,
+        zxid = format_args!("{:#x}", restored.zxid),
+        sessions = restored.sessions.len(),
+        znodes = restored.tree.znode_count(),
+        ms = t0.elapsed().as_millis() as u64,
+        "recovered"
+    );
+    Ok((wal, restored))
+}
+
+/// The log accepts any txn the core can build; a closeSession of a session with very many
+/// ephemerals can exceed jute.maxbuffer, so the bound is far above it.
+const MAX_TXN_BYTES: u32 = 1 << 30;
+
 pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     let secret = load_secret(&cfg)?;
+    let (wal, restored) = open_data(&cfg)?;
     let core_cfg = CoreConfig {
         tick_ms: cfg.tick_time,
         min_session_timeout: cfg.min_timeout(),
@@ -57,7 +103,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
     let durable_tx = core_tx.clone();
-    let sink: Box<dyn LogSink> = Box::new(log::MemorySink);
+    let sink: Box<dyn LogSink> = Box::new(wal);
     let log_tx = log::spawn_writer(sink, move |r| {
         let msg = match r {
             Ok(z) => CoreMsg::Durable(z),
@@ -65,10 +111,21 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
         };
         let _ = durable_tx.blocking_send(msg);
     })?;
-    let core = Core::new(core_cfg, log_tx);
+    let snap_tx = snapshotter::spawn(SnapDirs {
+        snap_dir: cfg.snap_dir(),
+        log_dir: cfg.log_dir(),
+        retain: cfg.snap_retain_count.max(1) as usize,
+    })?;
+    let mut core = Core::new(core_cfg, log_tx);
+    core.restore(restored);
+    core.enable_snapshots(snap_tx, cfg.snap_count);
+    let (core_done_tx, mut core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()
         .name("palisade-core".into())
-        .spawn(move || core.run(core_rx))?;
+        .spawn(move || {
+            core.run(core_rx);
+            let _ = core_done_tx.send(());
+        })?;
 
     let tick_tx = core_tx.clone();
     let tick_every = Duration::from_millis((cfg.tick_time / 2).clamp(50, 1000));
@@ -104,6 +161,9 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
                 }
             },
             _ = &mut shutdown => break,
+            _ = &mut core_done => {
+                return Err(io::Error::other("the core stopped after a log failure; exiting so no write is acknowledged without being durable"));
+            }
         };
         {
             let mut m = per_ip.lock();

@@ -10,6 +10,10 @@ use palisade_proto::Stat;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 
+#[path = "tree_load.rs"]
+mod load;
+pub use load::TreeLoader;
+
 pub type NodeId = u32;
 pub const ROOT: NodeId = 0;
 
@@ -113,6 +117,8 @@ pub struct DataTree {
     data_size: u64,
     /// Paths under quota (they have a limits node); see quota.rs.
     pub(crate) quota_roots: std::collections::HashSet<String>,
+    /// Sum of the node hashes (see digest.rs), kept current by every mutation.
+    digest: u64,
 }
 
 impl Default for DataTree {
@@ -134,6 +140,7 @@ impl DataTree {
             count: 0,
             data_size: 0,
             quota_roots: Default::default(),
+            digest: 0,
         };
         let open = vec![Entry {
             perms: crate::acl::ALL,
@@ -181,7 +188,95 @@ impl DataTree {
         if let Some(n) = t.node_mut(config) {
             n.aversion = -1;
         }
+        t.digest = t.full_digest();
         t
+    }
+
+    /// A tree with no nodes at all, for the snapshot loader (see load.rs).
+    pub(crate) fn empty() -> Self {
+        DataTree {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            hasher: Default::default(),
+            acls: AclTable::default(),
+            ephemerals: HashMap::new(),
+            reapable: HashSet::new(),
+            count: 0,
+            data_size: 0,
+            quota_roots: Default::default(),
+            digest: 0,
+        }
+    }
+
+    /// The tree digest (see digest.rs).
+    pub fn digest(&self) -> u64 {
+        self.digest
+    }
+
+    /// The crc32 of a node's path, or `None` for nodes under `/zookeeper/` (left out of the
+    /// digest) and for ids that are not live nodes.
+    pub(crate) fn path_crc(&self, id: NodeId) -> Option<u32> {
+        if id == ROOT {
+            return Some(crc32fast::hash(b"/"));
+        }
+        // Ancestors, nearest first; a deep path spills into a Vec.
+        let mut near = [ROOT; 32];
+        let mut depth = 0usize;
+        let mut deep = Vec::new();
+        let mut x = id;
+        while x != ROOT {
+            match near.get_mut(depth) {
+                Some(slot) => *slot = x,
+                None => deep.push(x),
+            }
+            depth += 1;
+            x = self.node(x)?.parent;
+        }
+        let chain = near.iter().take(depth).chain(deep.iter());
+        let top = if deep.is_empty() {
+            near.get(depth.checked_sub(1)?)
+        } else {
+            deep.last()
+        };
+        if depth >= 2 && self.node(*top?)?.name() == "zookeeper" {
+            return None;
+        }
+        let names: Vec<&str> = chain
+            .filter_map(|&c| self.node(c).map(|n| n.name()))
+            .collect();
+        let mut h = crc32fast::Hasher::new();
+        for name in names.iter().rev() {
+            h.update(b"/");
+            h.update(name.as_bytes());
+        }
+        Some(h.finalize())
+    }
+
+    /// The node's contribution to the digest (0 for nodes left out of it).
+    fn node_digest(&self, id: NodeId) -> u64 {
+        match (self.path_crc(id), self.node(id)) {
+            (Some(pc), Some(n)) => crate::digest::node_hash(pc, n, self.acls.hash(n.acl)),
+            _ => 0,
+        }
+    }
+
+    /// The digest computed from scratch (tests check it against the kept one).
+    pub fn full_digest(&self) -> u64 {
+        let mut d = 0u64;
+        let mut stack = vec![ROOT];
+        while let Some(x) = stack.pop() {
+            d = d.wrapping_add(self.node_digest(x));
+            stack.extend(self.children(x));
+        }
+        d
+    }
+
+    fn digest_remove(&mut self, id: NodeId) {
+        self.digest = self.digest.wrapping_sub(self.node_digest(id));
+    }
+
+    fn digest_add(&mut self, id: NodeId) {
+        self.digest = self.digest.wrapping_add(self.node_digest(id));
     }
 
     pub fn node(&self, id: NodeId) -> Option<&Node> {
@@ -291,6 +386,11 @@ impl DataTree {
             .flat_map(|s| s.iter().copied())
     }
 
+    /// Sessions that own ephemerals.
+    pub fn ephemeral_owners(&self) -> impl Iterator<Item = i64> + '_ {
+        self.ephemerals.keys().copied()
+    }
+
     pub fn ephemeral_count(&self) -> usize {
         self.ephemerals.values().map(|s| s.len()).sum()
     }
@@ -344,7 +444,18 @@ impl DataTree {
                 (self.nodes.len() - 1) as NodeId
             }
         };
-        let hash = self.hash(name);
+        self.link(parent, id);
+        self.index_owner(id, new.owner);
+        self.count += 1;
+        self.data_size += size + self.path_len(id) as u64;
+        self.quota_created(id);
+        self.digest_add(id);
+        id
+    }
+
+    /// Adds `id` (already in the arena) to its parent's children table.
+    fn link(&mut self, parent: NodeId, id: NodeId) {
+        let hash = self.hash(self.node(id).map_or("", |n| n.name()));
         // The table is taken out of its parent while it may rehash, which reads other nodes'
         // names from the arena.
         let mut table = self
@@ -363,7 +474,11 @@ impl DataTree {
         if let Some(p) = self.node_mut(parent) {
             p.children = Some(table);
         }
-        match kind_of(new.owner) {
+    }
+
+    /// Indexes a node by its kind: a session's ephemerals, the reaper's containers and TTLs.
+    fn index_owner(&mut self, id: NodeId, owner: i64) {
+        match kind_of(owner) {
             Kind::Ephemeral(s) => {
                 self.ephemerals.entry(s).or_default().insert(id);
             }
@@ -372,10 +487,6 @@ impl DataTree {
             }
             Kind::Persistent => {}
         }
-        self.count += 1;
-        self.data_size += size + self.path_len(id) as u64;
-        self.quota_created(id);
-        id
     }
 
     fn path_len(&self, mut id: NodeId) -> usize {
@@ -399,14 +510,18 @@ impl DataTree {
         new: NewNode<'_>,
     ) -> Option<NodeId> {
         let zxid = new.zxid;
+        self.node(parent)?;
+        self.digest_remove(parent);
         let existing = self.child(parent, name);
         let child = match existing {
             Some(c) => c,
             None => self.insert(parent, name, new),
         };
-        let p = self.node_mut(parent)?;
-        p.cversion = p.cversion.max(parent_cversion);
-        p.pzxid = p.pzxid.max(zxid);
+        if let Some(p) = self.node_mut(parent) {
+            p.cversion = p.cversion.max(parent_cversion);
+            p.pzxid = p.pzxid.max(zxid);
+        }
+        self.digest_add(parent);
         Some(child)
     }
 
@@ -417,9 +532,12 @@ impl DataTree {
             return;
         }
         self.quota_deleting(id);
+        self.digest_remove(id);
         let Some(node) = self.node(id) else { return };
         let (parent, owner, acl) = (node.parent, node.owner, node.acl);
         let hash = self.hash(node.name());
+        self.digest_remove(parent);
+        let Some(node) = self.node(id) else { return };
         let size = node.data_len() as u64 + self.path_len(id) as u64;
         if let Some(Some(p)) = self.nodes.get_mut(parent as usize) {
             if let Some(t) = p.children.as_mut() {
@@ -432,6 +550,7 @@ impl DataTree {
             }
             p.pzxid = p.pzxid.max(zxid);
         }
+        self.digest_add(parent);
         match kind_of(owner) {
             Kind::Ephemeral(s) => {
                 if let Some(set) = self.ephemerals.get_mut(&s) {
@@ -456,9 +575,11 @@ impl DataTree {
     }
 
     pub fn raise_pzxid(&mut self, id: NodeId, zxid: i64) {
+        self.digest_remove(id);
         if let Some(n) = self.node_mut(id) {
             n.pzxid = n.pzxid.max(zxid);
         }
+        self.digest_add(id);
     }
 
     pub fn apply_set_data(
@@ -469,11 +590,13 @@ impl DataTree {
         zxid: i64,
         time: i64,
     ) {
+        self.digest_remove(id);
         let Some(n) = self.node_mut(id) else { return };
         n.version = version;
         n.mzxid = zxid;
         n.mtime = time;
         self.replace_data(id, data);
+        self.digest_add(id);
     }
 
     /// Replaces a node's data, leaving its stat alone (setData sets the stat around it; quota
@@ -502,13 +625,17 @@ impl DataTree {
 
     pub fn apply_set_acl(&mut self, id: NodeId, acl: Vec<Entry>, aversion: i32) {
         let new = self.acls.intern(acl);
-        let Some(n) = self.node_mut(id) else {
+        if self.node(id).is_none() {
             self.acls.release(new);
             return;
-        };
-        let old = std::mem::replace(&mut n.acl, new);
-        n.aversion = aversion;
-        self.acls.release(old);
+        }
+        self.digest_remove(id);
+        if let Some(n) = self.node_mut(id) {
+            let old = std::mem::replace(&mut n.acl, new);
+            n.aversion = aversion;
+            self.acls.release(old);
+        }
+        self.digest_add(id);
     }
 
     pub fn acl_of(&self, id: NodeId) -> &[Entry] {

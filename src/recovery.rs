@@ -1,0 +1,312 @@
+//! Recovery: the newest snapshot that validates, then the log replayed over it from its start
+//! zxid + 1 with the same `Applier` the live server uses. Replay is idempotent over the fuzzy
+//! capture because applying is raise-only (see apply.rs and capture.rs); the digest proves it:
+//! once the replay passes the capture's end, the tree digest must equal the one recorded
+//! there, and every digest record in the log after it.
+
+use crate::apply::{Applier, Event};
+use crate::tree::{DataTree, TreeLoader};
+use crate::watch::Watches;
+use bytes::Bytes;
+use palisade_proto::{Txn, TxnBody};
+use palisade_snapshot::{Item, Snapshot, Trailer};
+use palisade_wal::{RecordKind, Recovered};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    #[error("snapshot {path}: {reason}")]
+    Snapshot { path: PathBuf, reason: String },
+    #[error("snapshot directory: {0}")]
+    SnapshotDir(#[from] palisade_snapshot::SnapError),
+    #[error("log record at zxid {zxid:#x} does not decode: {reason}")]
+    BadTxn { zxid: i64, reason: String },
+    #[error("the log jumps from zxid {after:#x} to {found:#x}: the txns between are missing")]
+    Gap { after: i64, found: i64 },
+    #[error("the snapshot's capture ended at zxid {end:#x} but the log stops at {last:#x}: txns the snapshot saw are missing from the log")]
+    LogShort { end: i64, last: i64 },
+    #[error("digest mismatch after zxid {zxid:#x}: the replayed tree has {ours:#018x}, the {recorded_in} recorded {recorded:#018x}; the tree diverged from what was acknowledged (refusing to start; inspect the data dir, or restore a backup)")]
+    Diverged {
+        zxid: i64,
+        ours: u64,
+        recorded: u64,
+        recorded_in: &'static str,
+    },
+}
+
+/// The state recovery hands to the core.
+pub struct Restored {
+    pub tree: DataTree,
+    /// Session id → negotiated timeout, for every session alive at the end of the log.
+    pub sessions: BTreeMap<i64, i32>,
+    /// The last zxid applied: the next txn is zxid + 1.
+    pub zxid: i64,
+    pub snapshot: Option<PathBuf>,
+    pub replayed: u64,
+    pub digests_checked: u64,
+}
+
+/// How many recent (zxid, digest) pairs replay keeps to check digest records against: a
+/// digest record is logged when its txn is applied, behind at most the txns then in flight.
+const RECENT: usize = 1 << 16;
+
+/// Replays txns over a starting tree (fresh, or loaded from a snapshot).
+pub struct Replayer {
+    tree: DataTree,
+    sessions: BTreeMap<i64, i32>,
+    zxid: i64,
+    /// The capture's end (zxid, digest): before it the tree is fuzzy and digests can't match.
+    end: Option<(i64, u64)>,
+    recent: VecDeque<(i64, u64)>,
+    watches: Watches,
+    events: Vec<Event>,
+    replayed: u64,
+    checked: u64,
+    snapshot: Option<PathBuf>,
+}
+
+impl Default for Replayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Replayer {
+    /// Starts from ZooKeeper's fresh tree at zxid 0.
+    pub fn new() -> Self {
+        Replayer {
+            tree: DataTree::new(),
+            sessions: BTreeMap::new(),
+            zxid: 0,
+            end: None,
+            recent: VecDeque::new(),
+            watches: Watches::default(),
+            events: Vec::new(),
+            replayed: 0,
+            checked: 0,
+            snapshot: None,
+        }
+    }
+
+    /// Starts from a validated snapshot.
+    pub fn from_snapshot(snap: &Snapshot) -> Result<Self, RecoveryError> {
+        Self::from_items(snap.items(), snap.start_zxid(), snap.trailer(), snap.path())
+    }
+
+    /// Starts from a capture's items, its start zxid and trailer (`path` names it in errors).
+    pub fn from_items<'a>(
+        items: impl Iterator<Item = Item<'a>>,
+        start_zxid: i64,
+        trailer: &Trailer,
+        path: &Path,
+    ) -> Result<Self, RecoveryError> {
+        let bad = |reason: String| RecoveryError::Snapshot {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let mut loader = TreeLoader::new();
+        let mut sessions = BTreeMap::new();
+        for item in items {
+            match item {
+                Item::Session { id, timeout_ms } => {
+                    sessions.insert(id, timeout_ms);
+                }
+                Item::Acl { index, entries } => {
+                    let list = entries
+                        .iter()
+                        .map(|e| crate::acl::Entry {
+                            perms: e.perms,
+                            scheme: String::from_utf8_lossy(e.scheme).into(),
+                            id: String::from_utf8_lossy(e.id).into(),
+                        })
+                        .collect();
+                    loader.acl(index, list).map_err(bad)?;
+                }
+                Item::Node(n) => loader.node(&n).map_err(bad)?,
+            }
+        }
+        let t = trailer;
+        if t.end_zxid < start_zxid {
+            return Err(bad(format!(
+                "capture ends at {:#x}, before its start {start_zxid:#x}",
+                t.end_zxid
+            )));
+        }
+        let mut r = Replayer {
+            tree: loader.finish().map_err(bad)?,
+            sessions,
+            zxid: start_zxid,
+            end: Some((t.end_zxid, t.digest)),
+            recent: VecDeque::new(),
+            watches: Watches::default(),
+            events: Vec::new(),
+            replayed: 0,
+            checked: 0,
+            snapshot: Some(path.to_path_buf()),
+        };
+        // Nothing was applied during the capture: the loaded tree is exact and checkable now.
+        if t.end_zxid == start_zxid {
+            r.check(t.end_zxid, t.digest, "snapshot")?;
+        }
+        Ok(r)
+    }
+
+    pub fn zxid(&self) -> i64 {
+        self.zxid
+    }
+
+    pub fn tree(&self) -> &DataTree {
+        &self.tree
+    }
+
+    /// Applies the next txn of the log.
+    pub fn txn(&mut self, txn: &Txn) -> Result<(), RecoveryError> {
+        let z = txn.header.zxid;
+        if z != self.zxid + 1 {
+            return Err(RecoveryError::Gap {
+                after: self.zxid,
+                found: z,
+            });
+        }
+        Applier {
+            tree: &mut self.tree,
+            watches: &mut self.watches,
+            events: &mut self.events,
+        }
+        .apply(&txn.header, &txn.body);
+        self.events.clear();
+        match &txn.body {
+            TxnBody::CreateSession(c) => {
+                self.sessions.insert(txn.header.client_id, c.time_out);
+            }
+            TxnBody::CloseSession(_) => {
+                self.sessions.remove(&txn.header.client_id);
+            }
+            _ => {}
+        }
+        self.zxid = z;
+        self.replayed += 1;
+        let digest = self.tree.digest();
+        match self.end {
+            Some((end, recorded)) if z == end => self.check(z, recorded, "snapshot")?,
+            Some((end, _)) if z < end => return Ok(()),
+            _ => {}
+        }
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((z, digest));
+        Ok(())
+    }
+
+    /// A digest record from the log: checked if it describes a zxid past the fuzzy window.
+    pub fn meta(&mut self, payload: &[u8]) -> Result<(), RecoveryError> {
+        let Some((z, recorded)) = crate::digest::decode_record(payload) else {
+            tracing::warn!("unknown meta record in the log (ignored)");
+            return Ok(());
+        };
+        if self.end.is_some_and(|(end, _)| z < end) {
+            return Ok(());
+        }
+        match self.recent.iter().rev().find(|(rz, _)| *rz == z) {
+            Some(&(_, ours)) if ours != recorded => Err(RecoveryError::Diverged {
+                zxid: z,
+                ours,
+                recorded,
+                recorded_in: "log",
+            }),
+            Some(_) => {
+                self.checked += 1;
+                Ok(())
+            }
+            None => {
+                tracing::warn!(
+                    zxid = format_args!("{z:#x}"),
+                    "digest record for a zxid not replayed here (unchecked)"
+                );
+                Ok(())
+            }
+        }
+    }
+
+    fn check(
+        &mut self,
+        z: i64,
+        recorded: u64,
+        recorded_in: &'static str,
+    ) -> Result<(), RecoveryError> {
+        let ours = self.tree.digest();
+        if ours != recorded {
+            return Err(RecoveryError::Diverged {
+                zxid: z,
+                ours,
+                recorded,
+                recorded_in,
+            });
+        }
+        self.checked += 1;
+        Ok(())
+    }
+
+    /// Ends the replay: the log must have reached the capture's end.
+    pub fn finish(mut self) -> Result<Restored, RecoveryError> {
+        if let Some((end, _)) = self.end {
+            if self.zxid < end {
+                return Err(RecoveryError::LogShort {
+                    end,
+                    last: self.zxid,
+                });
+            }
+        }
+        self.tree.rebuild_quotas();
+        Ok(Restored {
+            tree: self.tree,
+            sessions: self.sessions,
+            zxid: self.zxid,
+            snapshot: self.snapshot,
+            replayed: self.replayed,
+            digests_checked: self.checked,
+        })
+    }
+}
+
+/// Loads the newest valid snapshot in `snap_dir` (older ones if newer are damaged) and replays
+/// the log over it.
+pub fn recover(snap_dir: &Path, log: &Recovered) -> Result<Restored, RecoveryError> {
+    let (snap, rejected) = palisade_snapshot::load_newest(snap_dir)?;
+    for (path, e) in &rejected {
+        tracing::warn!(path = %path.display(), error = %e, "damaged snapshot skipped; falling back to an older one");
+    }
+    let mut r = match &snap {
+        Some(s) => Replayer::from_snapshot(s)?,
+        None => Replayer::new(),
+    };
+    drop(snap);
+    for rec in log.records(r.zxid() + 1) {
+        match rec.kind {
+            RecordKind::Txn => {
+                let txn =
+                    Txn::decode(Bytes::copy_from_slice(rec.payload), usize::MAX).map_err(|e| {
+                        RecoveryError::BadTxn {
+                            zxid: rec.zxid,
+                            reason: e.to_string(),
+                        }
+                    })?;
+                if txn.header.zxid != rec.zxid {
+                    return Err(RecoveryError::BadTxn {
+                        zxid: rec.zxid,
+                        reason: format!("its header says zxid {:#x}", txn.header.zxid),
+                    });
+                }
+                r.txn(&txn)?;
+            }
+            RecordKind::Meta => r.meta(rec.payload)?,
+        }
+    }
+    r.finish()
+}
+
+#[cfg(test)]
+#[path = "recovery_test.rs"]
+mod tests;

@@ -1,0 +1,104 @@
+//! The snapshot writer thread: receives the chunks the core captures and writes them as a
+//! snapshot file; when one is complete it keeps the newest `retain` snapshots and deletes the
+//! log segments none of them needs. A failed snapshot is logged, not fatal: the log still
+//! holds everything. It reports nothing back to the core, so the core (which blocks when
+//! this thread's queue is full) can never wait on a thread that waits on it.
+
+use palisade_snapshot::{SnapshotWriter, Trailer};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Instant;
+
+pub enum SnapMsg {
+    Begin { start_zxid: i64 },
+    Block(Vec<u8>),
+    Finish(Trailer),
+}
+
+pub struct SnapDirs {
+    pub snap_dir: PathBuf,
+    pub log_dir: PathBuf,
+    pub retain: usize,
+}
+
+/// Chunks queued to the writer at most: the core blocks past this, so a slow disk slows the
+/// capture rather than filling memory.
+const QUEUE: usize = 8;
+
+pub fn spawn(dirs: SnapDirs) -> std::io::Result<mpsc::SyncSender<SnapMsg>> {
+    let (tx, rx) = mpsc::sync_channel::<SnapMsg>(QUEUE);
+    std::thread::Builder::new()
+        .name("palisade-snap".into())
+        .spawn(move || {
+            let mut current: Option<(i64, Instant, Result<SnapshotWriter, String>)> = None;
+            // A closed channel drops `current`: an unfinished writer leaves only its .tmp
+            // file, which the next start removes.
+            while let Ok(msg) = rx.recv() {
+                match msg {
+                    SnapMsg::Begin { start_zxid } => {
+                        if let Some((_, _, Ok(w))) = current.take() {
+                            w.abort();
+                        }
+                        let w = SnapshotWriter::create(&dirs.snap_dir, start_zxid)
+                            .map_err(|e| e.to_string());
+                        current = Some((start_zxid, Instant::now(), w));
+                    }
+                    SnapMsg::Block(b) => {
+                        if let Some((_, _, w)) = current.as_mut() {
+                            if let Ok(writer) = w {
+                                if let Err(e) = writer.write_block(&b) {
+                                    *w = Err(e.to_string());
+                                }
+                                crate::crashpoint::hit("snapshot.mid");
+                            }
+                        }
+                    }
+                    SnapMsg::Finish(trailer) => {
+                        let Some((start_zxid, t0, w)) = current.take() else {
+                            continue;
+                        };
+                        match w.and_then(|w| w.finish(trailer).map_err(|e| e.to_string())) {
+                            Ok(path) => {
+                                crate::crashpoint::hit("snapshot.before_purge");
+                                let purged = purge(&dirs);
+                                tracing::info!(
+                                    path = %path.display(),
+                                    ms = t0.elapsed().as_millis() as u64,
+                                    purged_segments = purged,
+                                    "snapshot written"
+                                );
+                            }
+                            Err(e) => tracing::warn!(
+                                zxid = format_args!("{start_zxid:#x}"),
+                                error = %e,
+                                "snapshot failed (the log still holds every txn)"
+                            ),
+                        }
+                    }
+                }
+            }
+            if let Some((_, _, Ok(w))) = current.take() {
+                w.abort();
+            }
+        })?;
+    Ok(tx)
+}
+
+/// Keeps the newest `retain` snapshots and the log from the oldest of them on.
+fn purge(dirs: &SnapDirs) -> usize {
+    let oldest = match palisade_snapshot::retain(&dirs.snap_dir, dirs.retain) {
+        Ok(Some(z)) => z,
+        Ok(None) => return 0,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not purge old snapshots");
+            return 0;
+        }
+    };
+    match palisade_wal::Wal::purge(&dirs.log_dir, oldest.saturating_add(1)) {
+        Ok(deleted) => deleted.len(),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not purge old log segments");
+            0
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! Test support: a seeded workload that preps and applies random writes exactly as the core
+//! does (Prep against tree + overlay, txn encoded and decoded, Applier), recording the log,
+//! and a full dump of a tree to compare trees field by field.
+
+use crate::acl::{AuthId, Entry};
+use crate::apply::{Applier, Event};
+use crate::prep::{Overlay, Prep};
+use crate::tree::{DataTree, NodeId, ROOT};
+use crate::watch::Watches;
+use palisade_proto::*;
+use std::collections::BTreeMap;
+
+/// xorshift64*: deterministic from its seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// A node as a client could observe it, plus what only the server sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeDump {
+    pub stat: Stat,
+    /// The stored create counter C (sequential suffixes come from it).
+    pub c: i32,
+    pub owner: i64,
+    pub data: Option<Vec<u8>>,
+    pub acl: Vec<Entry>,
+}
+
+/// Every node by path.
+pub fn dump(tree: &DataTree) -> BTreeMap<String, NodeDump> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![ROOT];
+    while let Some(id) = stack.pop() {
+        stack.extend(tree.children(id));
+        let Some(n) = tree.node(id) else { continue };
+        out.insert(
+            tree.path_of(id),
+            NodeDump {
+                stat: tree.stat(id),
+                c: n.cversion,
+                owner: n.owner,
+                data: n.data().map(|d| d.to_vec()),
+                acl: tree.acl_of(id).to_vec(),
+            },
+        );
+    }
+    out
+}
+
+/// Asserts two trees are equal node by node, naming the first difference.
+pub fn assert_same_tree(what: &str, got: &DataTree, want: &DataTree) {
+    let (g, w) = (dump(got), dump(want));
+    for (path, wn) in &w {
+        match g.get(path) {
+            None => panic!("{what}: {path} missing"),
+            Some(gn) => assert_eq!(gn, wn, "{what}: {path} differs"),
+        }
+    }
+    for path in g.keys() {
+        assert!(w.contains_key(path), "{what}: {path} should not exist");
+    }
+    assert_eq!(got.digest(), want.digest(), "{what}: digests differ");
+}
+
+fn acl(perms: i32, scheme: &str, id: &str) -> ACL {
+    ACL {
+        perms,
+        id: Id {
+            scheme: JStr::from(scheme),
+            id: JStr::from(id),
+        },
+    }
+}
+
+/// A seeded workload of sessions issuing creates (every kind), deletes, setData, setACL
+/// with several distinct ACL lists, multi, and session closes.
+pub struct Workload {
+    pub tree: DataTree,
+    overlay: Overlay,
+    pub zxid: i64,
+    pub log: Vec<Txn>,
+    pub sessions: BTreeMap<i64, i32>,
+    pub rng: Rng,
+    next_session: i64,
+    watches: Watches,
+    events: Vec<Event>,
+    auth: Vec<AuthId>,
+}
+
+const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+
+impl Workload {
+    pub fn new(seed: u64) -> Self {
+        let mut w = Workload {
+            tree: DataTree::new(),
+            overlay: Overlay::default(),
+            zxid: 0,
+            log: Vec::new(),
+            sessions: BTreeMap::new(),
+            rng: Rng::new(seed),
+            next_session: 0x100,
+            watches: Watches::default(),
+            events: Vec::new(),
+            auth: vec![AuthId {
+                scheme: "super".into(),
+                id: "".into(),
+            }],
+        };
+        for _ in 0..2 {
+            w.create_session();
+        }
+        w
+    }
+
+    fn apply(&mut self, session: i64, op: OpCode, body: TxnBody) {
+        self.zxid += 1;
+        let header = TxnHeader {
+            client_id: session,
+            cxid: 1,
+            zxid: self.zxid,
+            time: 1_700_000_000_000 + self.zxid,
+            type_: match body {
+                TxnBody::Error(_) => OpCode::Error.code(),
+                _ => op.code(),
+            },
+        };
+        // Through the codec, as the log would store it.
+        let txn = Txn::decode(Txn { header, body }.encode(), usize::MAX)
+            .unwrap_or_else(|e| panic!("txn does not decode: {e}"));
+        Applier {
+            tree: &mut self.tree,
+            watches: &mut self.watches,
+            events: &mut self.events,
+        }
+        .apply(&txn.header, &txn.body);
+        self.events.clear();
+        self.overlay.applied(self.zxid);
+        match &txn.body {
+            TxnBody::CreateSession(c) => {
+                self.sessions.insert(session, c.time_out);
+            }
+            TxnBody::CloseSession(_) => {
+                self.sessions.remove(&session);
+            }
+            _ => {}
+        }
+        self.log.push(txn);
+    }
+
+    fn prep(&mut self, session: i64) -> Prep<'_> {
+        Prep {
+            tree: &self.tree,
+            overlay: &mut self.overlay,
+            session,
+            auth: &self.auth,
+            zxid: self.zxid + 1,
+            ttl_enabled: true,
+        }
+    }
+
+    pub fn write(&mut self, session: i64, req: Request) {
+        let op = req.op_code();
+        let body = self.prep(session).write(&req).body;
+        self.apply(session, op, body);
+    }
+
+    pub fn create_session(&mut self) -> i64 {
+        let id = self.next_session;
+        self.next_session += 1;
+        self.apply(
+            id,
+            OpCode::CreateSession,
+            TxnBody::CreateSession(CreateSessionTxn { time_out: 30_000 }),
+        );
+        id
+    }
+
+    pub fn close_session(&mut self, id: i64) {
+        let body = self.prep(id).close_session();
+        self.apply(id, OpCode::CloseSession, body);
+    }
+
+    fn random_session(&mut self) -> i64 {
+        let n = self.sessions.len() as u64;
+        let k = self.rng.below(n) as usize;
+        self.sessions.keys().nth(k).copied().unwrap_or(0)
+    }
+
+    /// A path of depth 1..3 over a few names (so nodes collide and come back).
+    fn random_path(&mut self) -> String {
+        let depth = 1 + self.rng.below(3);
+        let mut p = String::new();
+        for _ in 0..depth {
+            p.push('/');
+            p.push_str(NAMES[self.rng.below(NAMES.len() as u64) as usize]);
+        }
+        p
+    }
+
+    /// A random existing node (never the root), often a sequential child.
+    fn random_node(&mut self) -> Option<String> {
+        let mut id: NodeId = ROOT;
+        loop {
+            let n = self.tree.node(id)?.num_children() as u64;
+            if n == 0 || (id != ROOT && self.rng.chance(35)) {
+                break;
+            }
+            let k = self.rng.below(n) as usize;
+            id = self.tree.children(id).nth(k)?;
+        }
+        (id != ROOT).then(|| self.tree.path_of(id))
+    }
+
+    fn random_acl(&mut self) -> Vec<ACL> {
+        match self.rng.below(4) {
+            0 => vec![acl(31, "world", "anyone")],
+            1 => vec![acl(1, "world", "anyone")],
+            2 => vec![acl(31, "digest", "u:x"), acl(1, "world", "anyone")],
+            _ => vec![acl(3, "ip", "10.0.0.0/8")],
+        }
+    }
+
+    fn random_data(&mut self) -> Option<bytes::Bytes> {
+        match self.rng.below(5) {
+            0 => None,
+            n => Some(bytes::Bytes::from(vec![b'x' + n as u8; n as usize * 3])),
+        }
+    }
+
+    fn random_create(&mut self, in_multi: bool) -> Request {
+        let parent = if self.rng.chance(50) {
+            self.random_node().unwrap_or_else(|| "/".into())
+        } else {
+            self.random_path()
+        };
+        let base = if parent == "/" { String::new() } else { parent };
+        let kind = self.rng.below(if in_multi { 4 } else { 6 });
+        let name = if kind >= 2 && kind != 4 {
+            "s-"
+        } else {
+            NAMES[self.rng.below(4) as usize]
+        };
+        let req = CreateRequest {
+            path: JStr::from(format!("{base}/{name}")),
+            data: self.random_data(),
+            acl: Some(self.random_acl()),
+            flags: match kind {
+                0 | 4 => 0,
+                1 => 1,
+                2 => 2,
+                3 => 3,
+                _ => 6,
+            },
+        };
+        match kind {
+            4 => Request::CreateContainer(CreateRequest { flags: 4, ..req }),
+            5 => Request::CreateTtl(CreateTTLRequest {
+                path: req.path,
+                data: req.data,
+                acl: req.acl,
+                flags: 6,
+                ttl: 60_000,
+            }),
+            _ if self.rng.chance(50) => Request::Create2(req),
+            _ => Request::Create(req),
+        }
+    }
+
+    fn random_delete(&mut self) -> Request {
+        let path = self.random_node().unwrap_or_else(|| self.random_path());
+        Request::Delete(DeleteRequest {
+            path: JStr::from(path),
+            version: -1,
+        })
+    }
+
+    fn random_set_data(&mut self) -> Request {
+        let path = self.random_node().unwrap_or_else(|| self.random_path());
+        Request::SetData(SetDataRequest {
+            path: JStr::from(path),
+            data: self.random_data(),
+            version: -1,
+        })
+    }
+
+    /// One random write (or session open/close).
+    pub fn step(&mut self) {
+        let session = self.random_session();
+        match self.rng.below(20) {
+            0..=6 => {
+                let r = self.random_create(false);
+                self.write(session, r)
+            }
+            7..=11 => {
+                // Deletes often, so visible cversions run ahead of child counts.
+                let r = self.random_delete();
+                self.write(session, r)
+            }
+            12..=13 => {
+                let r = self.random_set_data();
+                self.write(session, r)
+            }
+            14 => {
+                let path = self.random_node().unwrap_or_else(|| self.random_path());
+                let acl = self.random_acl();
+                self.write(
+                    session,
+                    Request::SetAcl(SetACLRequest {
+                        path: JStr::from(path),
+                        acl: Some(acl),
+                        version: -1,
+                    }),
+                )
+            }
+            15..=17 => {
+                let n = 2 + self.rng.below(3);
+                let ops = (0..n)
+                    .map(|_| match self.rng.below(3) {
+                        0 => self.random_create(true),
+                        1 => self.random_delete(),
+                        _ => self.random_set_data(),
+                    })
+                    .collect();
+                self.write(session, Request::Multi(MultiRequest::new(ops)))
+            }
+            18 if self.sessions.len() > 1 => self.close_session(session),
+            _ => {
+                if self.sessions.len() < 4 {
+                    self.create_session();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! Shared by the process tests: the server binary started on a data dir, four-letter words,
+//! and a small blocking client speaking the wire protocol through palisade-proto.
+#![allow(dead_code)]
+
+use bytes::{Buf, Bytes};
+use palisade_proto::*;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_palisade");
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("palisade-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+    d
+}
+
+/// A server process on a data dir; killed (SIGKILL) and reaped when dropped.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub log: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes `dir/zoo.cfg` (dataDir `dir/data`) with `extra` lines appended.
+pub fn write_config(dir: &Path, port: u16, extra: &str) -> PathBuf {
+    let cfg = dir.join("zoo.cfg");
+    let text = format!(
+        "tickTime=500\ndataDir={}\nclientPort={port}\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n{extra}",
+        dir.join("data").display()
+    );
+    std::fs::write(&cfg, text).unwrap_or_else(|e| panic!("{e}"));
+    cfg
+}
+
+impl Server {
+    /// Starts the binary on `dir/zoo.cfg` with extra environment and arguments; does not wait.
+    pub fn spawn(dir: &Path, port: u16, env: &[(&str, &str)], args: &[&str]) -> Server {
+        let log = dir.join(format!("server-{}.log", now_ns()));
+        let err = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
+        let mut cmd = Command::new(BIN);
+        cmd.arg(dir.join("zoo.cfg"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(err);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("{BIN}: {e}"));
+        Server {
+            child,
+            port,
+            dir: dir.to_path_buf(),
+            log,
+        }
+    }
+
+    /// Starts and waits until it answers ruok.
+    pub fn start(dir: &Path, port: u16) -> Server {
+        let s = Server::spawn(dir, port, &[], &[]);
+        s.wait_ready(Duration::from_secs(20));
+        s
+    }
+
+    pub fn wait_ready(&self, limit: Duration) -> Duration {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if four_letter(self.port, b"ruok").as_deref() == Some("imok") {
+                return t0.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!(
+            "server did not answer ruok on {}; log:\n{}",
+            self.port,
+            self.log_text()
+        );
+    }
+
+    /// Waits for the process to exit on its own; its status.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+fn now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+pub fn four_letter(port: u16, word: &[u8]) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(word).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// A blocking client: one request at a time, notifications skipped.
+pub struct Client {
+    stream: TcpStream,
+    xid: i32,
+    pub session: i64,
+    pub passwd: Bytes,
+    /// The highest zxid seen in a reply.
+    pub last_zxid: i64,
+}
+
+pub fn open_acl() -> Vec<ACL> {
+    vec![ACL {
+        perms: 31,
+        id: Id {
+            scheme: JStr::from("world"),
+            id: JStr::from("anyone"),
+        },
+    }]
+}
+
+fn read_frame(s: &mut TcpStream) -> io::Result<Bytes> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len)?;
+    let n = i32::from_be_bytes(len);
+    if !(0..=16 << 20).contains(&n) {
+        return Err(io::Error::other(format!("bad frame length {n}")));
+    }
+    let mut buf = vec![0u8; n as usize];
+    s.read_exact(&mut buf)?;
+    Ok(Bytes::from(buf))
+}
+
+fn bad(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl Client {
+    /// A new session.
+    pub fn connect(port: u16, timeout_ms: i32) -> io::Result<Client> {
+        Self::handshake(port, 0, Bytes::from_static(&[0; 16]), 0, timeout_ms)?
+            .ok_or_else(|| bad("new session refused"))
+    }
+
+    /// Resumes a session; `None` if the server says it is expired or unknown.
+    pub fn resume(
+        port: u16,
+        session: i64,
+        passwd: Bytes,
+        last_zxid: i64,
+    ) -> io::Result<Option<Client>> {
+        Self::handshake(port, session, passwd, last_zxid, 10_000)
+    }
+
+    fn handshake(
+        port: u16,
+        session: i64,
+        passwd: Bytes,
+        last_zxid: i64,
+        timeout_ms: i32,
+    ) -> io::Result<Option<Client>> {
+        let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        stream.set_nodelay(true)?;
+        let req = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: last_zxid,
+            time_out: timeout_ms,
+            session_id: session,
+            passwd: Some(passwd),
+            read_only: Some(false),
+        };
+        let body = req.encode();
+        let mut msg = (body.len() as i32).to_be_bytes().to_vec();
+        msg.extend_from_slice(&body);
+        stream.write_all(&msg)?;
+        let resp = ConnectResponse::decode(read_frame(&mut stream)?, usize::MAX).map_err(bad)?;
+        if resp.time_out <= 0 {
+            return Ok(None);
+        }
+        Ok(Some(Client {
+            stream,
+            xid: 0,
+            session: resp.session_id,
+            passwd: resp.passwd.unwrap_or_default(),
+            last_zxid,
+        }))
+    }
+
+    /// Sends one request; returns its reply header and body.
+    pub fn call(&mut self, req: &Request) -> io::Result<(ReplyHeader, Bytes)> {
+        self.xid += 1;
+        let body = req.encode(self.xid);
+        let mut msg = (body.len() as i32).to_be_bytes().to_vec();
+        msg.extend_from_slice(&body);
+        self.stream.write_all(&msg)?;
+        loop {
+            let mut frame = read_frame(&mut self.stream)?;
+            if frame.len() < 16 {
+                return Err(bad("short reply"));
+            }
+            let h = ReplyHeader {
+                xid: frame.get_i32(),
+                zxid: frame.get_i64(),
+                err: frame.get_i32(),
+            };
+            if h.xid == -1 {
+                continue; // a watch notification
+            }
+            if h.xid != self.xid {
+                return Err(bad(format!("reply xid {} for request {}", h.xid, self.xid)));
+            }
+            self.last_zxid = self.last_zxid.max(h.zxid);
+            return Ok((h, frame));
+        }
+    }
+
+    /// create; Ok(Err(code)) for a ZooKeeper error.
+    pub fn create(
+        &mut self,
+        path: &str,
+        data: &[u8],
+        flags: i32,
+    ) -> io::Result<Result<String, i32>> {
+        let req = Request::Create(CreateRequest {
+            path: JStr::from(path),
+            data: Some(Bytes::copy_from_slice(data)),
+            acl: Some(open_acl()),
+            flags,
+        });
+        let (h, body) = self.call(&req)?;
+        if h.err != 0 {
+            return Ok(Err(h.err));
+        }
+        let r = CreateResponse::decode(body, usize::MAX).map_err(bad)?;
+        Ok(Ok(r.path.as_str().unwrap_or("").to_string()))
+    }
+
+    pub fn delete(&mut self, path: &str) -> io::Result<Result<(), i32>> {
+        let req = Request::Delete(DeleteRequest {
+            path: JStr::from(path),
+            version: -1,
+        });
+        let (h, _) = self.call(&req)?;
+        Ok(if h.err == 0 { Ok(()) } else { Err(h.err) })
+    }
+
+    pub fn exists(&mut self, path: &str) -> io::Result<Result<Stat, i32>> {
+        let req = Request::Exists(ExistsRequest {
+            path: JStr::from(path),
+            watch: false,
+        });
+        let (h, body) = self.call(&req)?;
+        if h.err != 0 {
+            return Ok(Err(h.err));
+        }
+        Ok(Ok(Stat::decode(body, usize::MAX).map_err(bad)?))
+    }
+
+    pub fn children(&mut self, path: &str) -> io::Result<Result<Vec<String>, i32>> {
+        let req = Request::GetChildren(GetChildrenRequest {
+            path: JStr::from(path),
+            watch: false,
+        });
+        let (h, body) = self.call(&req)?;
+        if h.err != 0 {
+            return Ok(Err(h.err));
+        }
+        let r = GetChildrenResponse::decode(body, usize::MAX).map_err(bad)?;
+        Ok(Ok(r
+            .children
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.as_str().unwrap_or("").to_string())
+            .collect()))
+    }
+
+    /// A multi; Ok(Ok(created paths)) when every op succeeded, Ok(Err(first error)) otherwise.
+    pub fn multi(&mut self, ops: Vec<Request>) -> io::Result<Result<Vec<String>, i32>> {
+        let (h, body) = self.call(&Request::Multi(MultiRequest::new(ops)))?;
+        if h.err != 0 {
+            return Ok(Err(h.err));
+        }
+        let m = Response::decode(OpCode::Multi, body, usize::MAX).map_err(bad)?;
+        let Response::Multi(m) = m else {
+            return Err(bad("not a multi response"));
+        };
+        let mut paths = Vec::new();
+        for (_, r) in m.results {
+            match r {
+                OpResult::Create(c) => paths.push(c.path.as_str().unwrap_or("").to_string()),
+                OpResult::Create2(c) => paths.push(c.path.as_str().unwrap_or("").to_string()),
+                OpResult::Error(e) if e.err != 0 => return Ok(Err(e.err)),
+                _ => {}
+            }
+        }
+        Ok(Ok(paths))
+    }
+
+    pub fn close_session(&mut self) -> io::Result<()> {
+        let (h, _) = self.call(&Request::CloseSession)?;
+        if h.err != 0 {
+            return Err(bad(format!("closeSession: {}", h.err)));
+        }
+        Ok(())
+    }
+
+    /// Drops the connection without closing the session.
+    pub fn disconnect(self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
