@@ -2,7 +2,7 @@
 //! providers, and the interned table of ACL lists (identical lists are stored once).
 
 use base64::Engine as _;
-use palisade_proto::{Id, JStr, ACL};
+use palisade_proto::{ErrorCode, Id, JStr, ACL};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -53,9 +53,11 @@ pub fn digest_id(user_password: &str) -> String {
     )
 }
 
-/// Validates and expands an ACL list from a create or setACL request. `None` = INVALIDACL.
-pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Option<Vec<Entry>> {
-    let acl = acl.filter(|a| !a.is_empty())?;
+/// Validates and expands an ACL list from a create or setACL request, failing as ZooKeeper's
+/// fixupACL does: INVALIDACL for a list it rejects, MARSHALLINGERROR where ZooKeeper trips on
+/// a null (a NullPointerException there).
+pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Result<Vec<Entry>, ErrorCode> {
+    let acl = acl.filter(|a| !a.is_empty()).ok_or(ErrorCode::InvalidAcl)?;
     let mut out: Vec<Entry> = Vec::with_capacity(acl.len());
     let push = |e: Entry, out: &mut Vec<Entry>| {
         if !out.contains(&e) {
@@ -63,8 +65,14 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Option<Vec<Entry>> {
         }
     };
     for a in acl {
-        let (Some(scheme), Some(id)) = (a.id.scheme.as_str(), a.id.id.as_str()) else {
-            return None;
+        // A null scheme names no provider: INVALIDACL, as in ZooKeeper.
+        let scheme = a.id.scheme.as_str().ok_or(ErrorCode::InvalidAcl)?;
+        // A null id is fine for `auth`, whose id is ignored (kazoo sends the "" of its
+        // CREATOR_ALL_ACL as null); ZooKeeper fails the other schemes on it.
+        let id = match a.id.id.as_str() {
+            Some(id) => id,
+            None if scheme == "auth" => "",
+            None => return Err(ErrorCode::MarshallingError),
         };
         match scheme {
             "world" if id == "anyone" => push(
@@ -76,12 +84,12 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Option<Vec<Entry>> {
                 &mut out,
             ),
             "auth" => {
-                // Expands to every identity of an authenticating provider (digest, super).
+                // Expands to every digest identity of the connection. ZooKeeper takes the
+                // ids whose scheme has an authenticating provider: `super` has none (a super
+                // login adds `super:` and `digest:super:...`; only the latter is expanded) and
+                // `ip` is not an authenticating one.
                 let mut any = false;
-                for cid in auth
-                    .iter()
-                    .filter(|c| &*c.scheme == "digest" || &*c.scheme == "super")
-                {
+                for cid in auth.iter().filter(|c| &*c.scheme == "digest") {
                     any = true;
                     push(
                         Entry {
@@ -93,7 +101,7 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Option<Vec<Entry>> {
                     );
                 }
                 if !any {
-                    return None;
+                    return Err(ErrorCode::InvalidAcl);
                 }
             }
             "digest" if id.split(':').count() == 2 => push(
@@ -112,10 +120,10 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Option<Vec<Entry>> {
                 },
                 &mut out,
             ),
-            _ => return None,
+            _ => return Err(ErrorCode::InvalidAcl),
         }
     }
-    Some(out)
+    Ok(out)
 }
 
 /// ZooKeeper's checkACL: allowed when the list is empty, the caller is super, or some entry
@@ -333,11 +341,11 @@ mod tests {
 
     #[test]
     fn fixup_rules() {
-        assert!(fixup(None, &[]).is_none());
-        assert!(fixup(Some(&[]), &[]).is_none());
-        assert!(fixup(Some(&[acl(31, "auth", "")]), &[]).is_none());
-        assert!(fixup(Some(&[acl(31, "world", "someone")]), &[]).is_none());
-        assert!(fixup(Some(&[acl(31, "digest", "nocolon")]), &[]).is_none());
+        assert!(fixup(None, &[]).is_err());
+        assert!(fixup(Some(&[]), &[]).is_err());
+        assert!(fixup(Some(&[acl(31, "auth", "")]), &[]).is_err());
+        assert!(fixup(Some(&[acl(31, "world", "someone")]), &[]).is_err());
+        assert!(fixup(Some(&[acl(31, "digest", "nocolon")]), &[]).is_err());
         let me = [AuthId {
             scheme: "digest".into(),
             id: "u:h".into(),
@@ -351,8 +359,61 @@ mod tests {
                 id: "u:h".into()
             }]
         );
-        assert!(fixup(Some(&[acl(1, "ip", "10.0.0.0/8")]), &[]).is_some());
-        assert!(fixup(Some(&[acl(1, "ip", "10.0.0.0/33")]), &[]).is_none());
+        // the auth scheme's id is ignored, null included
+        let null_id = ACL {
+            perms: 31,
+            id: Id {
+                scheme: "auth".into(),
+                id: JStr::null(),
+            },
+        };
+        assert_eq!(
+            fixup(Some(std::slice::from_ref(&null_id)), &me)
+                .unwrap_or_default()
+                .len(),
+            1
+        );
+        assert_eq!(fixup(Some(&[null_id]), &[]), Err(ErrorCode::InvalidAcl));
+        // any other scheme with a null id: ZooKeeper's NullPointerException, MARSHALLINGERROR
+        for scheme in ["world", "digest", "ip"] {
+            let a = ACL {
+                perms: 31,
+                id: Id {
+                    scheme: scheme.into(),
+                    id: JStr::null(),
+                },
+            };
+            assert_eq!(
+                fixup(Some(&[a]), &me),
+                Err(ErrorCode::MarshallingError),
+                "{scheme}"
+            );
+        }
+        // a super login: the auth scheme expands to its digest id only, as in ZooKeeper
+        let super_login = [
+            AuthId {
+                scheme: "super".into(),
+                id: "".into(),
+            },
+            AuthId {
+                scheme: "digest".into(),
+                id: "super:h".into(),
+            },
+            AuthId {
+                scheme: "ip".into(),
+                id: "127.0.0.1".into(),
+            },
+        ];
+        assert_eq!(
+            fixup(Some(&[acl(31, "auth", "")]), &super_login).unwrap_or_default(),
+            vec![Entry {
+                perms: 31,
+                scheme: "digest".into(),
+                id: "super:h".into()
+            }]
+        );
+        assert!(fixup(Some(&[acl(1, "ip", "10.0.0.0/8")]), &[]).is_ok());
+        assert!(fixup(Some(&[acl(1, "ip", "10.0.0.0/33")]), &[]).is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Four-letter words, in ZooKeeper 3.8's output formats.
 
 use crate::core::Core;
+use crate::watch::ConnId;
 use palisade_proto::FourLetterWord;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -24,6 +25,57 @@ fn dir_size(dir: &str) -> u64 {
     total
 }
 
+/// `value` rounded to 4 decimals, half up (ZooKeeper's AvgMinMaxCounter.getAvg).
+fn round4(value: f64) -> f64 {
+    (value * 10_000.0).round() / 10_000.0
+}
+
+/// A double as Java's Double.toString prints it: the shortest form that reads back the same,
+/// with at least one decimal ("0.0", "12.5", "0.4754"), scientific below 10^-3 and from 10^7.
+fn java_double(v: f64) -> String {
+    if v == 0.0 {
+        return "0.0".into();
+    }
+    let a = v.abs();
+    if (1e-3..1e7).contains(&a) {
+        let s = format!("{v}");
+        if s.contains('.') {
+            s
+        } else {
+            format!("{s}.0")
+        }
+    } else {
+        let s = format!("{v:e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = if mantissa.contains('.') {
+            mantissa.to_string()
+        } else {
+            format!("{mantissa}.0")
+        };
+        format!("{mantissa}E{exp}")
+    }
+}
+
+/// The line `stat` and `cons` print for the connection asking: ZooKeeper lists it like any
+/// other, with interest ops 0 and the one request it received.
+fn own_line(peer: SocketAddr) -> String {
+    format!(" /{peer}[0](queued=0,recved=1,sent=0)")
+}
+
+/// (open, maximum) file descriptors of this process, from /proc (Linux); None elsewhere.
+fn file_descriptors() -> Option<(usize, u64)> {
+    let open = std::fs::read_dir("/proc/self/fd").ok()?.count();
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let max = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()?;
+    Some((open, max))
+}
+
 impl Core {
     fn allowed(&self, word: &str) -> bool {
         self.cfg
@@ -39,7 +91,7 @@ impl Core {
         } else {
             s.latency_sum as f64 / s.latency_count as f64
         };
-        (s.latency_min, format!("{avg:.4}"), s.latency_max)
+        (s.latency_min, java_double(round4(avg)), s.latency_max)
     }
 
     fn srvr_stats(&self, out: &mut String) {
@@ -47,18 +99,24 @@ impl Core {
         let _ = writeln!(out, "Latency min/avg/max: {min}/{avg}/{max}");
         let _ = writeln!(out, "Received: {}", self.stats.received);
         let _ = writeln!(out, "Sent: {}", self.stats.sent);
-        let _ = writeln!(out, "Connections: {}", self.conns.len());
+        let _ = writeln!(out, "Connections: {}", self.alive_connections());
         let _ = writeln!(out, "Outstanding: {}", self.outstanding());
         let _ = writeln!(out, "Zxid: {:#x}", self.applied_zxid);
         let _ = writeln!(out, "Mode: standalone");
         let _ = writeln!(out, "Node count: {}", self.tree.znode_count());
     }
 
+    /// Open client connections, counting the one asking (ZooKeeper counts every connection
+    /// its factory holds, the four-letter-word one included).
+    fn alive_connections(&self) -> usize {
+        self.conns.len() + 1
+    }
+
     fn outstanding(&self) -> usize {
         self.conns.values().map(|c| c.queue.len()).sum()
     }
 
-    pub(crate) fn four_letter(&mut self, word: FourLetterWord, _peer: SocketAddr) -> String {
+    pub(crate) fn four_letter(&mut self, word: FourLetterWord, peer: SocketAddr) -> String {
         let name = word.name();
         if !self.allowed(name) {
             return format!("{name} is not executed because it is not in the whitelist.\n");
@@ -84,6 +142,7 @@ impl Core {
                         c.sent
                     );
                 }
+                let _ = writeln!(out, "{}", own_line(peer));
                 out.push('\n');
                 self.srvr_stats(&mut out);
             }
@@ -101,6 +160,7 @@ impl Core {
                         c.timeout
                     );
                 }
+                let _ = writeln!(out, "{}", own_line(peer));
                 out.push('\n');
             }
             FourLetterWord::Envi => {
@@ -137,7 +197,10 @@ impl Core {
                     ("min_latency", min.to_string()),
                     ("packets_received", self.stats.received.to_string()),
                     ("packets_sent", self.stats.sent.to_string()),
-                    ("num_alive_connections", self.conns.len().to_string()),
+                    (
+                        "num_alive_connections",
+                        self.alive_connections().to_string(),
+                    ),
                     ("outstanding_requests", self.outstanding().to_string()),
                     ("uptime", self.started.elapsed().as_millis().to_string()),
                     ("znode_count", self.tree.znode_count().to_string()),
@@ -154,15 +217,18 @@ impl Core {
                 for (k, v) in kv {
                     let _ = writeln!(out, "zk_{k}\t{v}");
                 }
+                // Unix only in ZooKeeper too (from the JVM's UnixOperatingSystemMXBean).
+                if let Some((open, max)) = file_descriptors() {
+                    let _ = writeln!(out, "zk_open_file_descriptor_count\t{open}");
+                    let _ = writeln!(out, "zk_max_file_descriptor_count\t{max}");
+                }
             }
+            // ZooKeeper 3.8 reports the data-watch table only, and counts every connection
+            // that registered a data watch and is still open, even if its watches all fired.
             FourLetterWord::Wchs => {
-                let _ = writeln!(
-                    out,
-                    "{} connections watching {} paths",
-                    self.watches.conns(),
-                    self.watches.paths()
-                );
-                let _ = writeln!(out, "Total watches:{}", self.watches.count());
+                let (conns, paths, total) = self.watches.data_summary();
+                let _ = writeln!(out, "{conns} connections watching {paths} paths");
+                let _ = writeln!(out, "Total watches:{total}");
             }
             FourLetterWord::Dump => {
                 let _ = writeln!(out, "SessionTracker dump:");
@@ -184,33 +250,50 @@ impl Core {
                     }
                 }
             }
-            // wchc: each session with the paths it watches; wchp: each path with its sessions.
-            FourLetterWord::Wchc | FourLetterWord::Wchp => {
-                let mut pairs: Vec<(i64, &str)> = Vec::new();
-                for (_, path, conns) in self.watches.watchers() {
-                    for c in conns {
-                        if let Some(conn) = self.conns.get(c) {
-                            pairs.push((conn.session, path));
-                        }
+            // wchc: each session with the paths it watches (a session whose data watches all
+            // went is listed with none); wchp: each path with its sessions. Data watches only,
+            // and a blank line at the end, as in ZooKeeper 3.8.
+            FourLetterWord::Wchc => {
+                let session = |c: ConnId| self.conns.get(&c).map(|conn| conn.session);
+                let mut rows: Vec<(i64, Vec<&str>)> = self
+                    .watches
+                    .data_by_conn()
+                    .filter_map(|(c, paths)| {
+                        let mut paths: Vec<&str> = paths.iter().map(|p| &**p).collect();
+                        paths.sort_unstable();
+                        session(c).map(|s| (s, paths))
+                    })
+                    .collect();
+                rows.sort_unstable();
+                for (s, paths) in rows {
+                    let _ = writeln!(out, "{s:#x}");
+                    for p in paths {
+                        let _ = writeln!(out, "\t{p}");
                     }
                 }
-                pairs.sort_unstable();
-                pairs.dedup();
-                if word == FourLetterWord::Wchp {
-                    pairs.sort_unstable_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)));
-                }
-                let mut last: Option<String> = None;
-                for (session, path) in pairs {
-                    let (head, item) = match word {
-                        FourLetterWord::Wchc => (format!("{session:#x}"), path.to_string()),
-                        _ => (path.to_string(), format!("{session:#x}")),
-                    };
-                    if last.as_deref() != Some(head.as_str()) {
-                        let _ = writeln!(out, "{head}");
-                        last = Some(head);
+                out.push('\n');
+            }
+            FourLetterWord::Wchp => {
+                let mut rows: Vec<(&str, Vec<i64>)> = self
+                    .watches
+                    .data_by_path()
+                    .map(|(p, conns)| {
+                        let mut sessions: Vec<i64> = conns
+                            .iter()
+                            .filter_map(|c| self.conns.get(c).map(|conn| conn.session))
+                            .collect();
+                        sessions.sort_unstable();
+                        (&**p, sessions)
+                    })
+                    .collect();
+                rows.sort_unstable();
+                for (p, sessions) in rows {
+                    let _ = writeln!(out, "{p}");
+                    for s in sessions {
+                        let _ = writeln!(out, "\t{s:#x}");
                     }
-                    let _ = writeln!(out, "\t{item}");
                 }
+                out.push('\n');
             }
             FourLetterWord::Crst => {
                 for c in self.conns.values_mut() {
@@ -242,5 +325,30 @@ impl Core {
             FourLetterWord::Gtmk | FourLetterWord::Stmk => {}
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn averages_print_as_java_doubles() {
+        assert_eq!(java_double(round4(0.0)), "0.0");
+        assert_eq!(java_double(round4(1.0)), "1.0");
+        assert_eq!(java_double(round4(12.5)), "12.5");
+        assert_eq!(java_double(round4(2.0 / 3.0)), "0.6667");
+        assert_eq!(java_double(round4(0.47543)), "0.4754");
+        assert_eq!(java_double(round4(0.00005)), "1.0E-4");
+        assert_eq!(java_double(12_345_678.0), "1.2345678E7");
+    }
+
+    #[test]
+    fn own_connection_line_is_zookeepers() {
+        let peer: SocketAddr = "127.0.0.1:4321".parse().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            own_line(peer),
+            " /127.0.0.1:4321[0](queued=0,recved=1,sent=0)"
+        );
     }
 }

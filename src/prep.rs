@@ -6,8 +6,9 @@
 use crate::acl::{self, AuthId, Entry};
 use crate::path;
 use crate::tree::{self, DataTree, Kind};
+use hashbrown::HashMap;
 use palisade_proto::*;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// A node as prep sees it: the applied tree overridden by pending changes.
@@ -282,7 +283,7 @@ impl Prep<'_> {
             return Err(ErrorCode::BadArguments);
         }
         let parent_path = path::parent(p).ok_or(ErrorCode::BadArguments)?;
-        let acl = acl::fixup(acl_list, self.auth).ok_or(ErrorCode::InvalidAcl)?;
+        let acl = acl::fixup(acl_list, self.auth)?;
         let parent = self.view(parent_path).ok_or(ErrorCode::NoNode)?;
         self.check_perm(&parent.acl, acl::CREATE)?;
         let sequential = matches!(
@@ -455,7 +456,7 @@ impl Prep<'_> {
 
     fn set_acl(&mut self, s: &SetACLRequest, undo: &mut Undo) -> PResult<(TxnBody, ReplyKind)> {
         let p = self.valid_path(s.path.as_str())?;
-        let acl = acl::fixup(s.acl.as_deref(), self.auth).ok_or(ErrorCode::InvalidAcl)?;
+        let acl = acl::fixup(s.acl.as_deref(), self.auth)?;
         let mut node = self.view(p).ok_or(ErrorCode::NoNode)?;
         self.check_perm(&node.acl, acl::ADMIN)?;
         if s.version != -1 && s.version != node.aversion {

@@ -4,7 +4,7 @@ use crate::acl::{self, AuthId};
 use crate::core::{Core, Out};
 use crate::reply;
 use crate::tree::NodeId;
-use crate::watch::{self, ConnId, Kind};
+use crate::watch::{self, ConnId, Kind, Mode};
 use bytes::BufMut;
 use palisade_proto::jute::write_buffer;
 use palisade_proto::*;
@@ -278,11 +278,13 @@ impl Core {
             Request::RemoveWatches(r) if !watch_request_ok(&r.path, r.type_) => {
                 err(ErrorCode::MarshallingError)
             }
+            // ZooKeeper 3.8.0 answers OK when the table holds any watch at exactly this path,
+            // whichever connection holds it (see Watches::watched).
             Request::CheckWatches(r) => {
                 let p = text(&r.path);
-                let found = watch_kinds(r.type_)
+                let found = watch_tables(r.type_)
                     .iter()
-                    .any(|k| self.watches.has(*k, &p, conn));
+                    .any(|k| self.watches.watched(*k, &p));
                 if found {
                     reply::header(xid, zxid, 0)
                 } else {
@@ -292,7 +294,7 @@ impl Core {
             Request::RemoveWatches(r) => {
                 let p = text(&r.path);
                 let mut removed = false;
-                for k in watch_kinds(r.type_) {
+                for k in watch_tables(r.type_) {
                     removed |= self.watches.remove(*k, &p, conn);
                 }
                 if removed {
@@ -301,13 +303,10 @@ impl Core {
                     err(ErrorCode::NoWatcher)
                 }
             }
-            Request::AddWatch(r) => match watch::add_watch_kinds(r.mode) {
+            Request::AddWatch(r) => match watch::add_watch_mode(r.mode) {
                 // The node need not exist.
-                Some(kinds) => {
-                    let p = text(&r.path);
-                    for k in kinds {
-                        self.watches.add(*k, &p, conn);
-                    }
+                Some(mode) => {
+                    self.watches.add_watch(mode, &text(&r.path), conn);
                     reply::record(xid, zxid, &ErrorResponse { err: 0 })
                 }
                 // ZooKeeper fails to parse an unknown mode.
@@ -324,74 +323,70 @@ impl Core {
         }
     }
 
-    /// Re-registers a reconnecting client's watches. One-shot watches whose node changed
-    /// after `rel` fire at once instead (before the reply); persistent and recursive ones are
-    /// re-registered as they are. Null one-shot lists are MARSHALLINGERROR, as in ZooKeeper.
+    /// Re-registers a reconnecting client's watches, in ZooKeeper's order (data, exist, child,
+    /// persistent, recursive; a later registration of a path sets its mode). One-shot watches
+    /// whose node changed after `rel` fire at once instead (before the reply); persistent and
+    /// recursive ones are registered without catch-up events. Null one-shot lists are
+    /// MARSHALLINGERROR, as in ZooKeeper.
     fn set_watches(
         &mut self,
         conn: ConnId,
         rel: i64,
         [data, exist, child]: [&Option<Vec<JStr>>; 3],
-        persistent: [&Option<Vec<JStr>>; 2],
+        [persistent, recursive]: [&Option<Vec<JStr>>; 2],
     ) -> RResult<()> {
-        if data.is_none() || exist.is_none() || child.is_none() {
+        let (Some(data), Some(exist), Some(child)) = (data, exist, child) else {
             return Err(ErrorCode::MarshallingError);
-        }
-        for (mode, paths) in [0, 1].into_iter().zip(persistent) {
-            for p in paths.iter().flatten().filter_map(|p| p.as_str()) {
-                for k in watch::add_watch_kinds(mode).unwrap_or(&[]) {
-                    self.watches.add(*k, p, conn);
-                }
-            }
-        }
+        };
         let mut events = Vec::new();
-        for p in data.iter().flatten().filter_map(|p| p.as_str()) {
-            match self.tree.lookup(p).and_then(|id| self.tree.node(id)) {
+        for p in data.iter().map(text) {
+            match self.tree.lookup(&p).and_then(|id| self.tree.node(id)) {
                 None => events.push((EventType::NodeDeleted, p)),
                 Some(n) if n.mzxid > rel => events.push((EventType::NodeDataChanged, p)),
-                Some(_) => self.watches.add(Kind::Data, p, conn),
+                Some(_) => self.watches.add(Kind::Data, &p, conn),
             }
         }
-        for p in exist.iter().flatten().filter_map(|p| p.as_str()) {
-            match self.tree.lookup(p) {
+        for p in exist.iter().map(text) {
+            match self.tree.lookup(&p) {
                 Some(_) => events.push((EventType::NodeCreated, p)),
-                None => self.watches.add(Kind::Data, p, conn),
+                None => self.watches.add(Kind::Data, &p, conn),
             }
         }
-        for p in child.iter().flatten().filter_map(|p| p.as_str()) {
-            match self.tree.lookup(p).and_then(|id| self.tree.node(id)) {
+        for p in child.iter().map(text) {
+            match self.tree.lookup(&p).and_then(|id| self.tree.node(id)) {
                 None => events.push((EventType::NodeDeleted, p)),
                 Some(n) if n.pzxid > rel => events.push((EventType::NodeChildrenChanged, p)),
-                Some(_) => self.watches.add(Kind::Child, p, conn),
+                Some(_) => self.watches.add(Kind::Child, &p, conn),
+            }
+        }
+        for (mode, paths) in [(Mode::Persistent, persistent), (Mode::Recursive, recursive)] {
+            for p in paths.iter().flatten().map(text) {
+                self.watches.add_watch(mode, &p, conn);
             }
         }
         if let Some(c) = self.conns.get(&conn) {
             for (kind, p) in events {
-                let _ = c.out.send(Out::Bytes(reply::event(kind, p)));
+                let _ = c.out.send(Out::Bytes(reply::event(kind, &p)));
             }
         }
         Ok(())
     }
 }
 
-/// The watch kinds a checkWatches/removeWatches type matches (as ZooKeeper 3.8's WatchManager:
-/// a PERSISTENT watch sits in both the child and data tables, a recursive one in the data table).
+/// ZooKeeper fails checkWatches/removeWatches (MARSHALLINGERROR) for an unknown watcher type
+/// and for a non-empty path with no '/' at all.
 fn watch_request_ok(path: &JStr, watcher_type: i32) -> bool {
     let p = text(path);
     (1..=3).contains(&watcher_type) && (p.is_empty() || p.contains('/'))
 }
 
-fn watch_kinds(t: i32) -> &'static [Kind] {
+/// The tables a checkWatches/removeWatches type names: 1 = Children, 2 = Data, 3 = Any
+/// (children first, as ZooKeeper removes them).
+fn watch_tables(t: i32) -> &'static [Kind] {
     match t {
-        1 => &[Kind::Child, Kind::PersistentChild],
-        2 => &[Kind::Data, Kind::PersistentData, Kind::Recursive],
-        3 => &[
-            Kind::Child,
-            Kind::Data,
-            Kind::PersistentChild,
-            Kind::PersistentData,
-            Kind::Recursive,
-        ],
+        1 => &[Kind::Child],
+        2 => &[Kind::Data],
+        3 => &[Kind::Child, Kind::Data],
         _ => &[],
     }
 }

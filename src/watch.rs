@@ -1,59 +1,224 @@
-//! Watches: which connections wait on which paths. One entry per watched path however many
-//! connections watch it; triggering costs the watchers of that path plus the recursive watchers
-//! of its ancestors (the ancestor walk is skipped while no recursive watch exists).
+//! Watches, kept as ZooKeeper 3.8 keeps them: two tables, *data* (getData, exists) and *child*
+//! (getChildren), and addWatch registers in both. Each table holds one entry per watched path
+//! however many connections watch it, and one mode per (connection, path): the latest
+//! registration replaces the earlier one, so a one-shot getData on a path where the same
+//! connection holds a PERSISTENT watch turns that half into a one-shot watch (ZooKeeper 3.8's
+//! WatcherModeManager; ZOOKEEPER-4466 changed this only in 3.9).
+//!
+//! Triggering costs the watchers of the path plus the recursive watchers of its ancestors (the
+//! ancestor walk is skipped while a table holds no recursive watch).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 pub type ConnId = u64;
 
+/// One of ZooKeeper's two watch tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
-    /// getData / exists: fires on create, delete, setData of the path.
+    /// getData / exists (also on a missing node); fires on create, delete, setData of the path.
     Data,
-    /// getChildren: fires on child create/delete, and on deletion of the path.
+    /// getChildren; fires on child create/delete, and on deletion of the path.
     Child,
-    /// addWatch PERSISTENT, data half: like `Data` but not removed when it fires.
-    PersistentData,
-    /// addWatch PERSISTENT, child half: like `Child` but not removed when it fires.
-    PersistentChild,
-    /// addWatch PERSISTENT_RECURSIVE: create/delete/setData of the path or any descendant;
-    /// never NodeChildrenChanged; not removed when it fires.
+}
+
+/// How a watch in one table behaves when it fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// One-shot: removed when it fires.
+    Standard,
+    /// addWatch PERSISTENT: fires for the path itself, stays.
+    Persistent,
+    /// addWatch PERSISTENT_RECURSIVE: fires for the path and every descendant, never for
+    /// NodeChildrenChanged, stays.
     Recursive,
 }
 
-/// Watches to trigger for a create or setData of a path.
-pub const ON_DATA: &[Kind] = &[Kind::Data, Kind::PersistentData, Kind::Recursive];
-/// Watches to trigger on a node whose children changed.
-pub const ON_CHILDREN: &[Kind] = &[Kind::Child, Kind::PersistentChild];
-/// Watches to trigger for the deletion of a path.
-pub const ON_DELETE: &[Kind] = &[
-    Kind::Data,
-    Kind::Child,
-    Kind::PersistentData,
-    Kind::PersistentChild,
-    Kind::Recursive,
-];
+/// The tables a create or setData of a path triggers (NodeCreated / NodeDataChanged).
+pub const ON_DATA: &[Kind] = &[Kind::Data];
+/// The tables triggered on a node whose children changed (NodeChildrenChanged); recursive
+/// watches never see this event.
+pub const ON_CHILDREN: &[Kind] = &[Kind::Child];
+/// The tables a deletion of a path triggers (NodeDeleted), data first, then child: as in
+/// ZooKeeper, a connection notified by the first is not notified again by the second, and
+/// recursive watches of the child table do see a deletion.
+pub const ON_DELETE: &[Kind] = &[Kind::Data, Kind::Child];
 
-/// The kinds addWatch registers for `mode` (0 = PERSISTENT, 1 = PERSISTENT_RECURSIVE).
-pub fn add_watch_kinds(mode: i32) -> Option<&'static [Kind]> {
+/// The mode addWatch registers for `mode` (0 = PERSISTENT, 1 = PERSISTENT_RECURSIVE).
+pub fn add_watch_mode(mode: i32) -> Option<Mode> {
     match mode {
-        0 => Some(&[Kind::PersistentData, Kind::PersistentChild]),
-        1 => Some(&[Kind::Recursive]),
+        0 => Some(Mode::Persistent),
+        1 => Some(Mode::Recursive),
         _ => None,
     }
 }
 
-type Table = HashMap<Arc<str>, HashSet<ConnId>>;
+/// The watchers of one path in one table: non-recursive ones (with whether they persist) and
+/// recursive ones apart, so that an ancestor walk only visits recursive watchers.
+#[derive(Default)]
+struct Watchers {
+    exact: HashMap<ConnId, bool>,
+    recursive: HashSet<ConnId>,
+}
+
+impl Watchers {
+    fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.recursive.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.exact.len() + self.recursive.len()
+    }
+
+    fn contains(&self, conn: ConnId) -> bool {
+        self.exact.contains_key(&conn) || self.recursive.contains(&conn)
+    }
+
+    /// Removes `conn`; true if it was a recursive watcher.
+    fn take(&mut self, conn: ConnId) -> Option<bool> {
+        if self.recursive.remove(&conn) {
+            Some(true)
+        } else {
+            self.exact.remove(&conn).map(|_| false)
+        }
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    paths: HashMap<Arc<str>, Watchers>,
+    /// Every connection that registered a watch in this table, with the paths it still
+    /// watches. Like ZooKeeper's watch2Paths, an entry stays (possibly empty) after its
+    /// watches fired or were removed, until the connection goes; `wchs`/`wchc` show it.
+    by_conn: HashMap<ConnId, HashSet<Arc<str>>>,
+    /// Number of recursive (connection, path) watches in this table.
+    recursive: usize,
+}
+
+impl Table {
+    fn add(&mut self, mode: Mode, path: &str, conn: ConnId) {
+        let key: Arc<str> = match self.paths.get_key_value(path) {
+            Some((k, _)) => k.clone(),
+            None => Arc::from(path),
+        };
+        let w = self.paths.entry(key.clone()).or_default();
+        if w.take(conn) == Some(true) {
+            self.recursive -= 1;
+        }
+        match mode {
+            Mode::Standard => {
+                w.exact.insert(conn, false);
+            }
+            Mode::Persistent => {
+                w.exact.insert(conn, true);
+            }
+            Mode::Recursive => {
+                w.recursive.insert(conn);
+                self.recursive += 1;
+            }
+        }
+        self.by_conn.entry(conn).or_default().insert(key);
+    }
+
+    fn remove(&mut self, path: &str, conn: ConnId) -> bool {
+        let Some(paths) = self.by_conn.get_mut(&conn) else {
+            return false;
+        };
+        if !paths.remove(path) {
+            return false;
+        }
+        let Some(w) = self.paths.get_mut(path) else {
+            return false;
+        };
+        match w.take(conn) {
+            None => return false,
+            Some(true) => self.recursive -= 1,
+            Some(false) => {}
+        }
+        if w.is_empty() {
+            self.paths.remove(path);
+        }
+        true
+    }
+
+    fn remove_conn(&mut self, conn: ConnId) {
+        let Some(paths) = self.by_conn.remove(&conn) else {
+            return;
+        };
+        for p in paths {
+            if let Some(w) = self.paths.get_mut(&p) {
+                if w.take(conn) == Some(true) {
+                    self.recursive -= 1;
+                }
+                if w.is_empty() {
+                    self.paths.remove(&p);
+                }
+            }
+        }
+    }
+
+    /// ZooKeeper 3.8's triggerWatch: every watcher at `path` fires (one-shot ones are
+    /// removed), and recursive watchers at `path` and its ancestors fire unless the event is
+    /// NodeChildrenChanged.
+    fn trigger(&mut self, path: &str, children_changed: bool, mut notify: impl FnMut(ConnId)) {
+        if let Some((key, w)) = self.paths.get_key_value(path) {
+            let key = key.clone();
+            let mut fired_once = Vec::new();
+            for (&c, &persistent) in &w.exact {
+                notify(c);
+                if !persistent {
+                    fired_once.push(c);
+                }
+            }
+            if !children_changed {
+                w.recursive.iter().for_each(|&c| notify(c));
+            }
+            if !fired_once.is_empty() {
+                if let Some(w) = self.paths.get_mut(path) {
+                    for c in &fired_once {
+                        w.exact.remove(c);
+                    }
+                    if w.is_empty() {
+                        self.paths.remove(path);
+                    }
+                }
+                for c in fired_once {
+                    if let Some(ps) = self.by_conn.get_mut(&c) {
+                        ps.remove(&key);
+                    }
+                }
+            }
+        }
+        if self.recursive == 0 || children_changed {
+            return;
+        }
+        let mut p = path;
+        while let Some(parent) = parent(p) {
+            if let Some(w) = self.paths.get(parent) {
+                w.recursive.iter().for_each(|&c| notify(c));
+            }
+            p = parent;
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.paths.values().map(Watchers::len).sum()
+    }
+}
+
+/// The parent of an absolute path ("/" for "/a"), None for "/" and for anything without '/'.
+fn parent(p: &str) -> Option<&str> {
+    match p.rfind('/') {
+        Some(0) if p.len() > 1 => Some("/"),
+        Some(i) if i > 0 => p.get(..i),
+        _ => None,
+    }
+}
 
 #[derive(Default)]
 pub struct Watches {
     data: Table,
     child: Table,
-    pdata: Table,
-    pchild: Table,
-    recursive: Table,
-    by_conn: HashMap<ConnId, HashSet<(Kind, Arc<str>)>>,
 }
 
 impl Watches {
@@ -61,9 +226,6 @@ impl Watches {
         match kind {
             Kind::Data => &mut self.data,
             Kind::Child => &mut self.child,
-            Kind::PersistentData => &mut self.pdata,
-            Kind::PersistentChild => &mut self.pchild,
-            Kind::Recursive => &mut self.recursive,
         }
     }
 
@@ -71,145 +233,92 @@ impl Watches {
         match kind {
             Kind::Data => &self.data,
             Kind::Child => &self.child,
-            Kind::PersistentData => &self.pdata,
-            Kind::PersistentChild => &self.pchild,
-            Kind::Recursive => &self.recursive,
         }
     }
 
-    fn tables(&self) -> impl Iterator<Item = (Kind, &Table)> {
-        [
-            Kind::Data,
-            Kind::Child,
-            Kind::PersistentData,
-            Kind::PersistentChild,
-            Kind::Recursive,
-        ]
-        .into_iter()
-        .map(|k| (k, self.table_ref(k)))
-    }
-
+    /// A one-shot watch (getData/exists: `Data`, getChildren: `Child`).
     pub fn add(&mut self, kind: Kind, path: &str, conn: ConnId) {
-        let table = self.table(kind);
-        let key: Arc<str> = match table.get_key_value(path) {
-            Some((k, _)) => k.clone(),
-            None => Arc::from(path),
-        };
-        table.entry(key.clone()).or_default().insert(conn);
-        self.by_conn.entry(conn).or_default().insert((kind, key));
+        self.add_mode(kind, Mode::Standard, path, conn);
     }
 
+    /// Registers `conn` at `path` in one table with `mode`, replacing the mode it had there.
+    pub fn add_mode(&mut self, kind: Kind, mode: Mode, path: &str, conn: ConnId) {
+        self.table(kind).add(mode, path, conn);
+    }
+
+    /// addWatch: both tables (a recursive watch too, as ZooKeeper 3.8 does).
+    pub fn add_watch(&mut self, mode: Mode, path: &str, conn: ConnId) {
+        self.add_mode(Kind::Data, mode, path, conn);
+        self.add_mode(Kind::Child, mode, path, conn);
+    }
+
+    /// Whether `conn` itself watches `path` in that table (exactly there, any mode).
     pub fn has(&self, kind: Kind, path: &str, conn: ConnId) -> bool {
         self.table_ref(kind)
+            .paths
             .get(path)
-            .is_some_and(|s| s.contains(&conn))
+            .is_some_and(|w| w.contains(conn))
     }
 
+    /// checkWatches as ZooKeeper 3.8.0 answers it: true when the table holds any watch at
+    /// exactly `path`, whichever connection holds it (its WatchManager.containsWatcher tests
+    /// the path's watcher set for existence, not for the caller).
+    pub fn watched(&self, kind: Kind, path: &str) -> bool {
+        self.table_ref(kind).paths.contains_key(path)
+    }
+
+    /// removeWatches for one table: removes `conn`'s watch at exactly `path`, any mode.
     pub fn remove(&mut self, kind: Kind, path: &str, conn: ConnId) -> bool {
-        let table = self.table(kind);
-        let Some(set) = table.get_mut(path) else {
-            return false;
-        };
-        let removed = set.remove(&conn);
-        if set.is_empty() {
-            table.remove(path);
-        }
-        if let Some(w) = self.by_conn.get_mut(&conn) {
-            w.retain(|(k, p)| !(*k == kind && &**p == path));
-        }
-        removed
+        self.table(kind).remove(path, conn)
     }
 
     /// The connections to notify of one change at `path`, each once however many of its
-    /// watches match. One-shot kinds are removed; persistent ones stay. `Kind::Recursive`
-    /// matches recursive watches on `path` and on each of its ancestors.
+    /// watches match. `kinds` is one of ON_DATA, ON_CHILDREN, ON_DELETE: the tables to trigger,
+    /// in order; without `Data` the event is NodeChildrenChanged, which recursive watches skip.
     pub fn trigger(&mut self, kinds: &[Kind], path: &str) -> Vec<ConnId> {
+        let children_changed = !kinds.contains(&Kind::Data);
         let mut out: Vec<ConnId> = Vec::new();
         let mut seen: HashSet<ConnId> = HashSet::new();
-        let mut add = |out: &mut Vec<ConnId>, set: &HashSet<ConnId>| {
-            for &c in set {
+        for &kind in kinds {
+            self.table(kind).trigger(path, children_changed, |c| {
                 if seen.insert(c) {
                     out.push(c);
                 }
-            }
-        };
-        for &kind in kinds {
-            match kind {
-                Kind::Data | Kind::Child => {
-                    let Some((key, set)) = self.table(kind).remove_entry(path) else {
-                        continue;
-                    };
-                    for c in &set {
-                        if let Some(w) = self.by_conn.get_mut(c) {
-                            w.remove(&(kind, key.clone()));
-                        }
-                    }
-                    add(&mut out, &set);
-                }
-                Kind::PersistentData | Kind::PersistentChild => {
-                    if let Some(set) = self.table_ref(kind).get(path) {
-                        add(&mut out, set);
-                    }
-                }
-                Kind::Recursive => {
-                    if self.recursive.is_empty() {
-                        continue;
-                    }
-                    let mut p = path;
-                    loop {
-                        if let Some(set) = self.recursive.get(p) {
-                            add(&mut out, set);
-                        }
-                        match p.rfind('/') {
-                            Some(0) if p.len() > 1 => p = "/",
-                            Some(i) if i > 0 => match p.get(..i) {
-                                Some(parent) => p = parent,
-                                None => break,
-                            },
-                            _ => break,
-                        }
-                    }
-                }
-            }
+            });
         }
         out
     }
 
     pub fn remove_conn(&mut self, conn: ConnId) {
-        let Some(ws) = self.by_conn.remove(&conn) else {
-            return;
-        };
-        for (kind, path) in ws {
-            let table = self.table(kind);
-            if let Some(set) = table.get_mut(&path) {
-                set.remove(&conn);
-                if set.is_empty() {
-                    table.remove(&path);
-                }
-            }
-        }
+        self.data.remove_conn(conn);
+        self.child.remove_conn(conn);
     }
 
-    /// Number of (connection, path, kind) watches. A PERSISTENT watch counts twice (its data
-    /// and child halves), as ZooKeeper counts it in both its data and child tables.
+    /// Number of (connection, path, table) watches: ZooKeeper's `zk_watch_count` (an addWatch
+    /// counts twice, once per table).
     pub fn count(&self) -> usize {
-        self.tables()
-            .flat_map(|(_, t)| t.values())
-            .map(|s| s.len())
-            .sum()
+        self.data.count() + self.child.count()
     }
 
-    pub fn paths(&self) -> usize {
-        self.tables().map(|(_, t)| t.len()).sum()
+    /// `wchs` as ZooKeeper 3.8 computes it, from the data table only: (connections that
+    /// registered a data watch and are still open, watched paths, watches).
+    pub fn data_summary(&self) -> (usize, usize, usize) {
+        let t = &self.data;
+        (t.by_conn.len(), t.paths.len(), t.count())
     }
 
-    pub fn conns(&self) -> usize {
-        self.by_conn.values().filter(|w| !w.is_empty()).count()
+    /// The data table by connection (`wchc`): every connection that registered a data watch,
+    /// with the paths it still watches (possibly none).
+    pub fn data_by_conn(&self) -> impl Iterator<Item = (ConnId, &HashSet<Arc<str>>)> {
+        self.data.by_conn.iter().map(|(c, p)| (*c, p))
     }
 
-    pub fn watchers(&self) -> impl Iterator<Item = (Kind, &Arc<str>, &HashSet<ConnId>)> {
-        self.tables()
-            .flat_map(|(k, t)| t.iter().map(move |(p, s)| (k, p, s)))
+    /// The data table by path (`wchp`): every watched path with its connections.
+    pub fn data_by_path(&self) -> impl Iterator<Item = (&Arc<str>, Vec<ConnId>)> {
+        self.data.paths.iter().map(|(p, w)| {
+            let conns = w.exact.keys().chain(w.recursive.iter()).copied().collect();
+            (p, conns)
+        })
     }
 }
 
@@ -228,11 +337,17 @@ mod tests {
         for c in 0..1000 {
             w.add(Kind::Data, "/x", c);
         }
-        assert_eq!(w.paths(), 1);
+        assert_eq!(w.data_summary(), (1000, 1, 1000));
         assert_eq!(w.count(), 1000);
         assert_eq!(w.trigger(ON_DATA, "/x").len(), 1000);
         assert_eq!(w.count(), 0);
         assert!(w.trigger(ON_DATA, "/x").is_empty());
+        // the connections stay listed (with no path) until they go, as in ZooKeeper
+        assert_eq!(w.data_summary(), (1000, 0, 0));
+        for c in 0..1000 {
+            w.remove_conn(c);
+        }
+        assert_eq!(w.data_summary(), (0, 0, 0));
     }
 
     #[test]
@@ -240,47 +355,41 @@ mod tests {
         let mut w = Watches::default();
         w.add(Kind::Data, "/a", 1);
         w.add(Kind::Child, "/a", 1);
-        w.add(Kind::PersistentData, "/a", 1);
-        w.add(Kind::PersistentChild, "/a", 1);
-        w.add(Kind::Recursive, "/", 1);
+        w.add_watch(Mode::Persistent, "/b", 1);
+        w.add_watch(Mode::Recursive, "/", 1);
         w.add(Kind::Data, "/a", 2);
         w.remove_conn(1);
         assert_eq!(w.count(), 1);
-        assert_eq!(w.paths(), 1);
-        assert_eq!(w.conns(), 1);
+        assert_eq!(w.data_summary(), (1, 1, 1));
         assert!(w.has(Kind::Data, "/a", 2));
         assert_eq!(w.trigger(ON_DELETE, "/a/b"), Vec::<ConnId>::new());
     }
 
     #[test]
-    fn persistent_and_recursive_registration() {
+    fn add_watch_registers_in_both_tables() {
         let mut w = Watches::default();
-        for k in add_watch_kinds(0).unwrap() {
-            w.add(*k, "/p", 1);
+        w.add_watch(add_watch_mode(0).unwrap(), "/p", 1);
+        w.add_watch(add_watch_mode(1).unwrap(), "/r", 1);
+        assert!(add_watch_mode(2).is_none());
+        for k in [Kind::Data, Kind::Child] {
+            assert!(w.has(k, "/p", 1));
+            assert!(w.has(k, "/r", 1));
         }
-        for k in add_watch_kinds(1).unwrap() {
-            w.add(*k, "/r", 1);
-        }
-        assert!(add_watch_kinds(2).is_none());
-        assert!(w.has(Kind::PersistentData, "/p", 1));
-        assert!(w.has(Kind::PersistentChild, "/p", 1));
-        assert!(w.has(Kind::Recursive, "/r", 1));
-        assert!(!w.has(Kind::Data, "/p", 1));
-        assert_eq!(w.count(), 3);
-        assert_eq!(w.paths(), 3);
-        assert_eq!(w.conns(), 1);
-        assert_eq!(w.watchers().count(), 3);
-        assert!(w.remove(Kind::PersistentChild, "/p", 1));
-        assert!(!w.has(Kind::PersistentChild, "/p", 1));
-        assert!(w.has(Kind::PersistentData, "/p", 1));
+        assert_eq!(w.count(), 4);
+        assert_eq!(w.data_summary(), (1, 2, 2));
+        // removing one table's half leaves the other
+        assert!(w.remove(Kind::Child, "/p", 1));
+        assert!(!w.remove(Kind::Child, "/p", 1));
+        assert!(w.has(Kind::Data, "/p", 1));
+        assert!(w.remove(Kind::Child, "/r", 1));
+        assert_eq!(w.trigger(ON_DATA, "/r/x"), vec![1]);
     }
 
     #[test]
     fn persistent_watches_fire_without_removal() {
         let mut w = Watches::default();
-        w.add(Kind::PersistentData, "/p", 1);
-        w.add(Kind::PersistentChild, "/p", 1);
-        w.add(Kind::Recursive, "/r", 2);
+        w.add_watch(Mode::Persistent, "/p", 1);
+        w.add_watch(Mode::Recursive, "/r", 2);
         for _ in 0..3 {
             assert_eq!(w.trigger(ON_DATA, "/p"), vec![1]);
             assert_eq!(w.trigger(ON_CHILDREN, "/p"), vec![1]);
@@ -291,7 +400,37 @@ mod tests {
         // recursive watches never see NodeChildrenChanged; persistent ones only at their path
         assert!(w.trigger(ON_CHILDREN, "/r").is_empty());
         assert!(w.trigger(ON_DATA, "/p/c").is_empty());
-        assert_eq!(w.count(), 3);
+        assert_eq!(w.count(), 4);
+    }
+
+    #[test]
+    fn latest_registration_sets_the_mode() {
+        // ZooKeeper 3.8: one mode per (connection, path, table).
+        let mut w = Watches::default();
+        w.add_watch(Mode::Persistent, "/p", 1);
+        w.add(Kind::Data, "/p", 1); // the data half becomes one-shot
+        assert_eq!(w.trigger(ON_DATA, "/p"), vec![1]);
+        assert!(w.trigger(ON_DATA, "/p").is_empty());
+        assert_eq!(w.trigger(ON_CHILDREN, "/p"), vec![1]); // the child half is still persistent
+        assert_eq!(w.trigger(ON_CHILDREN, "/p"), vec![1]);
+
+        w.add_watch(Mode::Recursive, "/q", 1);
+        w.add_watch(Mode::Persistent, "/q", 1); // no longer recursive
+        assert!(w.trigger(ON_DATA, "/q/a/b").is_empty());
+        assert_eq!(w.trigger(ON_CHILDREN, "/q"), vec![1]);
+
+        w.add_watch(Mode::Persistent, "/s", 1);
+        w.add_watch(Mode::Recursive, "/s", 1); // now recursive in both tables
+        assert_eq!(w.trigger(ON_DATA, "/s/a/b"), vec![1]);
+        assert!(w.trigger(ON_CHILDREN, "/s").is_empty());
+        assert_eq!(w.count(), 5);
+
+        // a recursive watch downgraded to one-shot in the data table still sees deletions of
+        // descendants through its child-table half
+        w.add_watch(Mode::Recursive, "/t", 1);
+        w.add(Kind::Data, "/t", 1);
+        assert!(w.trigger(ON_DATA, "/t/a").is_empty());
+        assert_eq!(w.trigger(ON_DELETE, "/t/a"), vec![1]);
     }
 
     #[test]
@@ -299,15 +438,12 @@ mod tests {
         let mut w = Watches::default();
         w.add(Kind::Data, "/a/b", 1);
         w.add(Kind::Child, "/a/b", 1);
-        w.add(Kind::PersistentData, "/a/b", 1);
-        w.add(Kind::PersistentChild, "/a/b", 1);
-        w.add(Kind::Recursive, "/a/b", 1);
-        w.add(Kind::Recursive, "/a", 1);
-        w.add(Kind::Recursive, "/", 1);
+        w.add_watch(Mode::Recursive, "/a", 1);
+        w.add_watch(Mode::Recursive, "/", 1);
         w.add(Kind::Data, "/a/b", 2);
-        w.add(Kind::Recursive, "/a", 2);
+        w.add_watch(Mode::Recursive, "/a", 2);
         assert_eq!(sorted(w.trigger(ON_DELETE, "/a/b")), vec![1, 2]);
-        // the one-shot watches went, the persistent ones stayed
+        // the one-shot watches went, the recursive ones stayed
         assert!(!w.has(Kind::Data, "/a/b", 1));
         assert!(!w.has(Kind::Child, "/a/b", 1));
         assert!(!w.has(Kind::Data, "/a/b", 2));
@@ -318,15 +454,54 @@ mod tests {
     #[test]
     fn recursive_walks_ancestors_only() {
         let mut w = Watches::default();
-        w.add(Kind::Recursive, "/", 1);
-        w.add(Kind::Recursive, "/a", 2);
-        w.add(Kind::Recursive, "/a/b/c", 3);
-        w.add(Kind::Recursive, "/ab", 4);
+        w.add_watch(Mode::Recursive, "/", 1);
+        w.add_watch(Mode::Recursive, "/a", 2);
+        w.add_watch(Mode::Recursive, "/a/b/c", 3);
+        w.add_watch(Mode::Recursive, "/ab", 4);
+        w.add(Kind::Data, "/a", 5); // a one-shot watch on an ancestor does not fire
         assert_eq!(sorted(w.trigger(ON_DATA, "/a/b/c/d")), vec![1, 2, 3]);
         assert_eq!(sorted(w.trigger(ON_DATA, "/a/b")), vec![1, 2]);
         assert_eq!(sorted(w.trigger(ON_DATA, "/abc")), vec![1]);
         assert_eq!(sorted(w.trigger(ON_DATA, "/ab/x")), vec![1, 4]);
         assert_eq!(w.trigger(ON_DATA, "/"), vec![1]);
-        assert_eq!(w.count(), 4);
+        assert_eq!(w.count(), 9);
+    }
+
+    #[test]
+    fn check_sees_any_connections_watch_remove_only_own() {
+        let mut w = Watches::default();
+        w.add(Kind::Data, "/x", 7);
+        assert!(w.watched(Kind::Data, "/x"));
+        assert!(!w.watched(Kind::Child, "/x"));
+        assert!(!w.remove(Kind::Data, "/x", 8));
+        assert!(w.remove(Kind::Data, "/x", 7));
+        assert!(!w.watched(Kind::Data, "/x"));
+        // a recursive watch is not "watched" at a descendant
+        w.add_watch(Mode::Recursive, "/r", 7);
+        assert!(!w.watched(Kind::Data, "/r/a"));
+    }
+
+    #[test]
+    fn data_table_reports() {
+        let mut w = Watches::default();
+        w.add(Kind::Child, "/c", 1); // child watches are not in wchs/wchc/wchp
+        assert_eq!(w.data_summary(), (0, 0, 0));
+        w.add(Kind::Data, "/x", 1);
+        w.add(Kind::Data, "/x", 2);
+        w.add(Kind::Data, "/y", 2);
+        assert_eq!(w.data_summary(), (2, 2, 3));
+        let mut by_path: Vec<(String, Vec<ConnId>)> = w
+            .data_by_path()
+            .map(|(p, c)| (p.to_string(), sorted(c)))
+            .collect();
+        by_path.sort();
+        assert_eq!(
+            by_path,
+            vec![("/x".into(), vec![1, 2]), ("/y".into(), vec![2])]
+        );
+        let mut by_conn: Vec<(ConnId, usize)> =
+            w.data_by_conn().map(|(c, p)| (c, p.len())).collect();
+        by_conn.sort();
+        assert_eq!(by_conn, vec![(1, 1), (2, 2)]);
     }
 }

@@ -215,13 +215,17 @@ fn four_letter_words_in_zookeeper_formats() {
         word(b"wchs"),
         "1 connections watching 1 paths\nTotal watches:1\n"
     );
+    // ZooKeeper 3.8 ends wchc and wchp with a blank line.
     let wchc = word(b"wchc");
     assert!(
-        wchc.starts_with("0x") && wchc.ends_with("\n\t/\n"),
+        wchc.starts_with("0x") && wchc.ends_with("\n\t/\n\n"),
         "{wchc:?}"
     );
     let wchp = word(b"wchp");
-    assert!(wchp.starts_with("/\n\t0x"), "{wchp:?}");
+    assert!(
+        wchp.starts_with("/\n\t0x") && wchp.ends_with("\n\n"),
+        "{wchp:?}"
+    );
     assert!(word(b"dirs").starts_with("datadir_size: "));
 }
 

@@ -34,7 +34,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Palisade on loopback with the same settings the reference ZooKeeper gets.
+# Palisade on loopback with the same settings the reference ZooKeeper gets. A super digest
+# (login super:secret, a test-only password on a loopback-only server) for the ACL suites.
+super_auth=super:secret
+super_digest="DigestAuthenticationProvider.superDigest=super:lK75jTNcA+U9vtVEw5vB51mj/w4="
 pal_port=22281
 mkdir -p "$work/pal"
 cat > "$work/pal/zoo.cfg" <<CFG
@@ -45,6 +48,7 @@ clientPortAddress=127.0.0.1
 maxClientCnxns=0
 4lw.commands.whitelist=*
 extendedTypesEnabled=true
+$super_digest
 CFG
 ./target/release/palisade "$work/pal/zoo.cfg" > "$work/pal/server.log" 2>&1 &
 pids+=($!)
@@ -63,8 +67,10 @@ run_suite() {
   fi
 }
 
-run_suite "kazoo suite against Palisade" env ZK_HOSTS=127.0.0.1:$pal_port python3 -m pytest -q -p no:cacheprovider tests/kazoo
-run_suite "zkCli.sh, C client and Curator against Palisade" env KNOWN_GAPS=tests/clients/palisade-known-gaps.txt tests/clients/run.sh 127.0.0.1:$pal_port
+run_suite "kazoo suite against Palisade" env ZK_HOSTS=127.0.0.1:$pal_port ZK_SUPER_AUTH=$super_auth python3 -m pytest -q -p no:cacheprovider tests/kazoo
+run_suite "zkCli.sh, C client and Curator against Palisade" env KNOWN_GAPS=tests/clients/palisade-known-gaps.txt ZK_SUPER_AUTH=$super_auth tests/clients/run.sh 127.0.0.1:$pal_port
+run_suite "kazoo and Curator recipes from several processes against Palisade" \
+  env ZK_HOSTS=127.0.0.1:$pal_port timeout -k 5 150 python3 -m pytest -q -p no:cacheprovider tests/recipes
 
 step "start a fresh Palisade and the reference Apache ZooKeeper 3.8 for the differential test"
 # Fresh servers on both sides: zxids are compared by order, so no other suite's sessions may
@@ -74,10 +80,12 @@ mkdir -p "$work/pal2"
 sed -e "s|^dataDir=.*|dataDir=$work/pal2/data|" -e "s|^clientPort=.*|clientPort=$diff_port|" "$work/pal/zoo.cfg" > "$work/pal2/zoo.cfg"
 ./target/release/palisade "$work/pal2/zoo.cfg" > "$work/pal2/server.log" 2>&1 &
 pids+=($!)
-tests/support/refzk.sh start 22183 "$work/refzk"
+tests/support/refzk.sh start 22183 "$work/refzk" "$super_digest"
 run_suite "differential: the same request sequences against ZooKeeper 3.8 and Palisade" \
   python3 tests/differential/run.py --ref 127.0.0.1:22183 --sut 127.0.0.1:$diff_port \
   --known-gaps tests/differential/palisade-known-gaps.txt
+run_suite "client-level comparison (Java client watches, four-letter words) with ZooKeeper 3.8" \
+  timeout -k 5 90 python3 tests/clientdiff/run.py --ref 127.0.0.1:22183 --sut 127.0.0.1:$diff_port
 
 if ! kill -0 "${pids[0]}" 2>/dev/null; then
   echo "Palisade exited during the tests; its log:"; cat "$work/pal/server.log"; failed=1

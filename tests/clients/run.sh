@@ -2,7 +2,9 @@
 # Black-box client compatibility suites: zkCli.sh (Java CLI), cli_mt (C client), Apache Curator.
 #   tests/clients/run.sh HOST:PORT
 # Prints one PASS/FAIL line per check and ends with "N passed, M failed"; exits non-zero on any failure.
-# Every run works under fresh top-level paths /clients-<random>-{zkcli,cmt,cur}, so the server may hold other data.
+# Every run works under fresh top-level paths /clients-<random>-{zkcli,zkacl,cmt,cur}, so the server may hold other data.
+# ZK_SUPER_AUTH=user:password (the login of the server's super digest, if it has one) adds the
+# super-user checks of zkcli_acl_check.py.
 set -u
 hp=${1:?usage: run.sh HOST:PORT}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,6 +33,7 @@ run_suite() {
 }
 
 run_suite zkcli 50 python3 -u "$here/zkcli_check.py" "$hp" "$prefix-zkcli"
+run_suite zkcli-acl 40 python3 -u "$here/zkcli_acl_check.py" "$hp" "$prefix-zkacl"
 run_suite cli_mt 40 python3 -u "$here/cmt_check.py" "$hp" "$prefix-cmt"
 
 # Curator: compile once per source checksum into a cache dir
@@ -53,7 +56,7 @@ fi
 passed=$(cat "$work"/*.out 2>/dev/null | grep -cE '^X?PASS ')
 failed=$(cat "$work"/*.out 2>/dev/null | grep -c '^FAIL ')
 skipped=$(cat "$work"/*.out 2>/dev/null | grep -c '^XFAIL ')
-for s in zkcli cli_mt curator; do
+for s in zkcli zkcli-acl cli_mt curator; do
   [ -f "$work/$s.out" ] && echo "# $s: $(grep -c '^PASS ' "$work/$s.out") passed, $(grep -c '^FAIL ' "$work/$s.out") failed"
 done
 echo "# elapsed $(( $(date +%s) - start ))s"

@@ -375,6 +375,87 @@ def auth_digest(h):
     h.op('A', 'getACL', path=h.p('/auth-multi'))
 
 
+def acl_null_ids(h):
+    """An ACL entry with a null id (jute string length -1): kazoo sends the "" of its
+    CREATOR_ALL_ACL (auth scheme) that way. The auth scheme ignores the id; a null scheme is
+    INVALIDACL."""
+    h.connect('A')
+    h.op('A', 'create', path=h.p())
+    h.op('A', 'create', path=h.p('/a0'), acl=[(31, 'auth', None)])     # not authenticated yet
+    h.op('A', 'auth', xid=zw.XID_AUTH, scheme='digest', auth=b'alice:secret')
+    h.op('A', 'create', path=h.p('/a1'), acl=[(31, 'auth', None)])
+    h.op('A', 'getACL', path=h.p('/a1'))
+    h.op('A', 'create', path=h.p('/n'), acl=[(31, None, 'anyone')])
+    h.op('A', 'create', path=h.p('/b'), acl=[(31, None, None)])
+    h.op('A', 'create', path=h.p('/x'))
+    h.op('A', 'setACL', path=h.p('/x'), acl=[(31, 'auth', None)])
+    h.op('A', 'getACL', path=h.p('/x'))
+    h.op('A', 'multi', ops=[('create', {'path': h.p('/m'), 'acl': [(31, 'auth', None)]})])
+    h.op('A', 'exists', path=h.p('/m'))
+
+
+def acl_null_id_other_schemes(h):
+    """world, digest and ip entries with a null id: ZooKeeper 3.8 hits a NullPointerException
+    and answers MARSHALLINGERROR (zxid+); Palisade answers INVALIDACL (known gap: the
+    distinction needs acl::fixup to report it and prep.rs to map it)."""
+    h.connect('A')
+    h.op('A', 'create', path=h.p())
+    h.op('A', 'create', path=h.p('/w'), acl=[(31, 'world', None)])
+    h.op('A', 'create', path=h.p('/d'), acl=[(31, 'digest', None)])
+    h.op('A', 'create', path=h.p('/i'), acl=[(31, 'ip', None)])
+    h.op('A', 'create', path=h.p('/x'))
+    h.op('A', 'setACL', path=h.p('/x'), acl=[(31, 'world', None)])
+
+
+def auth_per_connection(h):
+    """Authentication belongs to the connection, not the session: a resumed session starts
+    with only its ip identity until it authenticates again."""
+    h.connect('A')
+    h.op('A', 'create', path=h.p())
+    h.op('A', 'auth', xid=zw.XID_AUTH, scheme='digest', auth=b'alice:secret')
+    h.op('A', 'create', path=h.p('/prot'), data=b's', acl=[(31, 'digest', DIGEST_ALICE)])
+    h.op('A', 'getData', path=h.p('/prot'))
+    h.connect('A2', session='A')
+    h.expect_closed('A')
+    h.op('A2', 'getData', path=h.p('/prot'))
+    h.op('A2', 'whoAmI')
+    h.op('A2', 'setData', path=h.p('/prot'), data=b'x')
+    h.op('A2', 'auth', xid=zw.XID_AUTH, scheme='digest', auth=b'alice:secret')
+    h.op('A2', 'getData', path=h.p('/prot'))
+    h.op('A2', 'create', path=h.p('/au'), acl=[(31, 'auth', '')])
+    h.op('A2', 'getACL', path=h.p('/au'))
+
+
+def auth_super(h):
+    """The super digest (tools/test-all.sh gives both servers
+    DigestAuthenticationProvider.superDigest for super:secret): every ACL check passes, getACL
+    is unmasked, whoAmI lists super, and the auth scheme expands to the digest id only. A wrong
+    super password is just another digest identity. (Without a super digest on both servers
+    the logins are ordinary digests on both sides, and the transcripts still agree.)"""
+    h.connect('A')
+    h.op('A', 'create', path=h.p())
+    h.op('A', 'auth', xid=zw.XID_AUTH, scheme='digest', auth=b'alice:secret')
+    h.op('A', 'create', path=h.p('/prot'), data=b's', acl=[(31, 'digest', DIGEST_ALICE)])
+    h.op('A', 'create', path=h.p('/zero'), data=b'z', acl=[(0, 'world', 'anyone')])
+    h.connect('S')
+    h.op('S', 'auth', xid=zw.XID_AUTH, scheme='digest', auth=b'super:secret')
+    h.op('S', 'whoAmI')
+    h.op('S', 'getData', path=h.p('/prot'))
+    h.op('S', 'getACL', path=h.p('/prot'))
+    h.op('S', 'getData', path=h.p('/zero'))
+    h.op('S', 'setData', path=h.p('/zero'), data=b'x')
+    h.op('S', 'create', path=h.p('/zero/c'))
+    h.op('S', 'create', path=h.p('/sa'), acl=[(31, 'auth', '')])
+    h.op('S', 'getACL', path=h.p('/sa'))
+    h.op('S', 'setACL', path=h.p('/zero'), acl=[(1, 'world', 'anyone')])
+    h.connect('T')
+    h.op('T', 'auth', xid=zw.XID_AUTH, scheme='digest', auth=b'super:wrong')
+    h.op('T', 'whoAmI')
+    h.op('T', 'getData', path=h.p('/prot'))
+    h.op('T', 'create', path=h.p('/ta'), acl=[(31, 'auth', '')])
+    h.op('T', 'getACL', path=h.p('/ta'))
+
+
 def auth_ip(h):
     start(h)
     h.op('A', 'auth', xid=zw.XID_AUTH, scheme='ip', auth=b'127.0.0.1')
@@ -688,6 +769,320 @@ def set_watches2(h):
     h.op('C', 'setWatches2', opcode=OP['setWatches2'],
          body=zw.enc_set_watches(rel, [h.p('/d')], [], []), note='setWatches body, opcode 105')
     h.expect_closed('C', wait=0.5)
+
+
+# ---------------------------------------------------------------- watches: recursive, removal, order
+
+def watches_recursive(h):
+    """PERSISTENT_RECURSIVE in depth: whole-subtree events, dedup with other watches of the
+    same connection, nested recursive watches, sequential and ephemeral nodes, re-creation of
+    the watched node, and what removeWatches does to each half of a persistent watch."""
+    h.connect('A')
+    h.connect('B')
+    h.op('B', 'create', path=h.p())
+    h.op('A', 'addWatch', path=h.p('/r'), mode=1)             # before the node exists
+    h.op('B', 'create', path=h.p('/r'), data=b'0')
+    h.op('B', 'multi', ops=[('create', {'path': h.p('/r/a')}), ('create', {'path': h.p('/r/a/b')}),
+                            ('setData', {'path': h.p('/r/a/b'), 'data': b'1'})])
+    h.op('B', 'create', path=h.p('/r/s-'), flags=zw.PERSISTENT_SEQ)
+    h.op('B', 'create', path=h.p('/r/a/e'), flags=zw.EPHEMERAL)
+    h.events('A')
+    # a one-shot child watch and the recursive watch on the same path: both event kinds
+    h.op('A', 'getChildren', path=h.p('/r'), watch=True)
+    h.op('A', 'getData', path=h.p('/r/a/b'), watch=True)      # same conn: one event per change
+    h.op('B', 'create', path=h.p('/r/c'))
+    h.op('B', 'setData', path=h.p('/r/a/b'), data=b'2')
+    h.events('A')
+    # nested recursive watch and a PERSISTENT watch inside the recursive subtree
+    h.op('A', 'addWatch', path=h.p('/r/a'), mode=1)
+    h.op('A', 'addWatch', path=h.p('/r/a'), mode=0)
+    h.op('B', 'setData', path=h.p('/r/a'), data=b'x')
+    h.op('B', 'create', path=h.p('/r/a/n'))
+    h.op('B', 'delete', path=h.p('/r/a/n'))
+    h.events('A')
+    # another connection's recursive watch on a deeper path
+    h.connect('C')
+    h.op('C', 'addWatch', path=h.p('/r/a/b'), mode=1)
+    h.op('B', 'create', path=h.p('/r/a/b/deep'))
+    h.events('A')
+    h.events('C')
+    # the ephemeral goes with its session
+    h.op('B', 'closeSession')
+    h.expect_closed('B')
+    h.events('A')
+    # the watch outlives the deletion of its node and fires again on re-creation
+    h.connect('D')
+    h.op('D', 'delete', path=h.p('/r/a/b/deep'))
+    h.op('D', 'delete', path=h.p('/r/a/b'))
+    h.op('D', 'delete', path=h.p('/r/a'))
+    h.events('A')
+    h.op('D', 'create', path=h.p('/r/a'))
+    h.events('A')
+    # checkWatches / removeWatches on each half of the watches
+    h.op('A', 'checkWatches', path=h.p('/r/a'), type=1)        # PERSISTENT: child half
+    h.op('A', 'removeWatches', path=h.p('/r/a'), type=1)       # removes the child half only
+    h.op('A', 'checkWatches', path=h.p('/r/a'), type=1)
+    h.op('A', 'checkWatches', path=h.p('/r/a'), type=2)
+    h.op('D', 'create', path=h.p('/r/a/k'))                     # no NodeChildrenChanged any more
+    h.op('D', 'setData', path=h.p('/r/a'), data=b'y')
+    h.events('A')
+    h.op('A', 'removeWatches', path=h.p('/r/a'), type=2)       # data half and the recursive one
+    h.op('A', 'checkWatches', path=h.p('/r/a'), type=3)
+    h.op('A', 'removeWatches', path=h.p('/r'), type=1)         # recursive: not in the child table
+    h.op('A', 'checkWatches', path=h.p('/r'), type=2)
+    h.op('D', 'setData', path=h.p('/r/a'), data=b'z')          # still seen through /r
+    h.events('A')
+    h.op('A', 'removeWatches', path=h.p('/r'), type=2)
+    h.op('A', 'removeWatches', path=h.p('/r'), type=2)         # gone: NOWATCHER
+    h.op('D', 'setData', path=h.p('/r/a/k'), data=b'1')
+    h.op('D', 'delete', path=h.p('/r/a/k'))
+    h.events('A')
+    # removing another connection's watch is NOWATCHER; the watch stays
+    h.op('A', 'removeWatches', path=h.p('/r/a/b'), type=3)
+    h.op('C', 'checkWatches', path=h.p('/r/a/b'), type=2)
+
+
+def watches_order(h):
+    """Ordering: a multi that creates, changes and deletes a node fires each watch once, in
+    operation order; a watcher sees the event before the reply to its own later read of the
+    new state (no ping barrier in between)."""
+    h.connect('A')
+    h.connect('B')
+    h.op('A', 'create', path=h.p())
+    h.op('B', 'exists', path=h.p('/x'), watch=True)
+    h.op('B', 'getChildren', path=h.p(), watch=True)
+    h.op('B', 'addWatch', path=h.p('/x'), mode=1)
+    h.op('A', 'multi', ops=[('create', {'path': h.p('/x')}), ('setData', {'path': h.p('/x'), 'data': b'1'}),
+                            ('create', {'path': h.p('/x/y')}), ('delete', {'path': h.p('/x/y')}),
+                            ('delete', {'path': h.p('/x')})])
+    h.events('B')
+    h.op('A', 'create', path=h.p('/d'), data=b'0')
+    h.op('B', 'getData', path=h.p('/d'), watch=True)
+    h.op('A', 'setData', path=h.p('/d'), data=b'1')
+    h.op('B', 'getData', path=h.p('/d'))                       # the event rides before this reply
+    h.op('B', 'getChildren', path=h.p(), watch=True)
+    h.op('A', 'create', path=h.p('/e'))
+    h.op('B', 'getChildren', path=h.p())                       # likewise
+    h.op('B', 'exists', path=h.p('/d'), watch=True)
+    h.op('A', 'delete', path=h.p('/d'))
+    h.op('B', 'exists', path=h.p('/d'))
+
+
+def watches_modes(h):
+    """ZooKeeper 3.8 keeps one mode per (connection, path, table): a later registration on the
+    same path by the same connection replaces the earlier one (addWatch after addWatch, a
+    one-shot getData/exists/getChildren after addWatch). A recursive watch sits in the child
+    table too, so removeWatches/checkWatches of type 1 see it."""
+    h.connect('A')
+    h.connect('B')
+    h.op('B', 'create', path=h.p())
+    for q in ('/q1', '/q2', '/q3', '/q4', '/q5'):
+        h.op('B', 'create', path=h.p(q))
+    h.op('A', 'addWatch', path=h.p('/q1'), mode=1)             # recursive, then persistent
+    h.op('A', 'addWatch', path=h.p('/q1'), mode=0)
+    h.op('B', 'create', path=h.p('/q1/a'))
+    h.op('B', 'create', path=h.p('/q1/a/b'))
+    h.op('B', 'setData', path=h.p('/q1'), data=b'1')
+    h.events('A')
+    h.op('A', 'addWatch', path=h.p('/q2'), mode=0)             # persistent, then recursive
+    h.op('A', 'addWatch', path=h.p('/q2'), mode=1)
+    h.op('B', 'create', path=h.p('/q2/a'))
+    h.op('B', 'create', path=h.p('/q2/a/b'))
+    h.op('B', 'setData', path=h.p('/q2'), data=b'1')
+    h.events('A')
+    h.op('A', 'addWatch', path=h.p('/q3'), mode=0)             # persistent, then one-shot data
+    h.op('A', 'getData', path=h.p('/q3'), watch=True)
+    h.op('B', 'setData', path=h.p('/q3'), data=b'1')
+    h.op('B', 'setData', path=h.p('/q3'), data=b'2')
+    h.op('B', 'create', path=h.p('/q3/c'))
+    h.op('B', 'create', path=h.p('/q3/d'))
+    h.events('A')
+    h.op('A', 'checkWatches', path=h.p('/q3'), type=2)
+    h.op('A', 'checkWatches', path=h.p('/q3'), type=1)
+    h.op('A', 'addWatch', path=h.p('/q4'), mode=1)             # recursive, then one-shots
+    h.op('A', 'exists', path=h.p('/q4'), watch=True)
+    h.op('A', 'getChildren', path=h.p('/q4'), watch=True)
+    h.op('B', 'setData', path=h.p('/q4'), data=b'1')
+    h.op('B', 'create', path=h.p('/q4/c'))
+    h.op('B', 'create', path=h.p('/q4/c/d'))
+    h.op('B', 'setData', path=h.p('/q4'), data=b'2')
+    h.events('A')
+    h.op('A', 'checkWatches', path=h.p('/q4'), type=3)
+    h.op('A', 'addWatch', path=h.p('/q5'), mode=1)             # recursive, then one-shot data:
+    h.op('A', 'exists', path=h.p('/q5'), watch=True)           # deletions still seen (child table)
+    h.op('B', 'create', path=h.p('/q5/a'))
+    h.op('B', 'setData', path=h.p('/q5/a'), data=b'1')
+    h.op('B', 'delete', path=h.p('/q5/a'))
+    h.events('A')
+    h.op('A', 'checkWatches', path=h.p('/q5'), type=1)
+    h.op('A', 'removeWatches', path=h.p('/q5'), type=1)
+    h.op('A', 'checkWatches', path=h.p('/q5'), type=1)
+    h.op('B', 'create', path=h.p('/q5/b'))
+    h.op('B', 'delete', path=h.p('/q5/b'))
+    h.events('A')
+    # setWatches2 follows the same rule: the persistent list comes after the one-shot lists
+    h.connect('C')
+    h.op('C', 'setWatches2', xid=zw.XID_SET_WATCHES, relativeZxid=h.op('B', 'sync', path=h.p()).zxid,
+         data=[h.p('/q1')], exist=[], child=[h.p('/q2')], persistent=[h.p('/q1'), h.p('/q2')],
+         recursive=[])
+    h.op('B', 'setData', path=h.p('/q1'), data=b'x')
+    h.op('B', 'setData', path=h.p('/q1'), data=b'y')
+    h.op('B', 'create', path=h.p('/q2/n'))
+    h.op('B', 'create', path=h.p('/q2/m'))
+    h.events('C')
+
+
+def _watch_report(h, cmd):
+    """Records a wchc/wchp answer as a structure: session ids by connection name, sorted (the
+    order of ZooKeeper's output follows Java hash maps), and whether a blank line ends it."""
+    out = zw.four_letter(h.host, h.port, cmd)
+    names = {'%x' % (sid & (2 ** 64 - 1)): 'S:' + n for sid, n in h.session_names.items()}
+    rows, head = {}, None
+    for line in out.split('\n')[:-1]:
+        if not line:
+            continue
+        item = line.strip()
+        if item.startswith('0x'):
+            item = names.get(item[2:], 'S:?')
+        if line.startswith('\t'):
+            rows.setdefault(head, []).append(item)
+        else:
+            head = item
+            rows.setdefault(head, [])
+    h.record({'op': '4lw', 'cmd': cmd, 'rows': sorted((k, sorted(v)) for k, v in rows.items()),
+              'endsWithBlankLine': out.endswith('\n\n') or out == '\n'})
+
+
+def _wchs(h):
+    h.record({'op': '4lw', 'cmd': 'wchs', 'out': zw.four_letter(h.host, h.port, 'wchs')})
+
+
+def watches_check_and_reports(h):
+    """checkWatches in ZooKeeper 3.8.0 answers OK when *any* connection watches exactly that
+    path in that table (removeWatches only removes the caller's own); wchs, wchc and wchp
+    report the data table only, and keep listing a connection whose data watches all went."""
+    import time
+    deadline = time.monotonic() + 3       # let earlier scenarios' connections be closed
+    while time.monotonic() < deadline and not zw.four_letter(h.host, h.port, 'wchs').startswith('0 '):
+        time.sleep(0.05)
+    _wchs(h)
+    h.connect('A')
+    h.connect('C')
+    h.op('A', 'create', path=h.p())
+    h.op('A', 'create', path=h.p('/x'))
+    h.op('A', 'create', path=h.p('/y'))
+    h.op('C', 'getData', path=h.p('/x'), watch=True)
+    for t in (2, 3, 1):
+        h.op('A', 'checkWatches', path=h.p('/x'), type=t)       # C's watch, A asks
+    h.op('A', 'removeWatches', path=h.p('/x'), type=2)
+    h.op('C', 'getChildren', path=h.p('/y'), watch=True)         # child table: not reported
+    _wchs(h)
+    _watch_report(h, 'wchc')
+    _watch_report(h, 'wchp')
+    h.op('C', 'exists', path=h.p('/nx'), watch=True)
+    h.op('A', 'addWatch', path=h.p('/y'), mode=1)
+    h.op('A', 'addWatch', path=h.p('/x'), mode=0)
+    _wchs(h)
+    _watch_report(h, 'wchc')
+    _watch_report(h, 'wchp')
+    h.op('A', 'setData', path=h.p('/x'), data=b'1')
+    h.events('C')
+    _wchs(h)
+    h.op('A', 'removeWatches', path=h.p('/y'), type=3)
+    h.op('A', 'removeWatches', path=h.p('/x'), type=3)
+    _wchs(h)                                                     # A still counted, no paths
+    _watch_report(h, 'wchc')
+    _watch_report(h, 'wchp')
+    h.op('A', 'addWatch', path=h.p('/y'), mode=1)
+    h.op('A', 'checkWatches', path=h.p('/y'), type=1)
+    h.op('A', 'removeWatches', path=h.p('/y'), type=1)
+    h.op('A', 'checkWatches', path=h.p('/y'), type=1)            # C's getChildren watch
+    h.op('A', 'checkWatches', path=h.p('/y'), type=2)
+    h.op('A', 'closeSession')
+    h.expect_closed('A')
+    _wchs(h)
+    _watch_report(h, 'wchc')
+
+
+def _drop_setup(h):
+    """Session A (connection A) holds every kind of watch and an ephemeral; B writes."""
+    h.connect('A')
+    h.connect('B')
+    h.op('B', 'create', path=h.p())
+    for sub, data in (('/d', b'0'), ('/same', b's'), ('/gone', b'g'), ('/kids', b''), ('/p', b''),
+                      ('/r', b''), ('/r/x', b'')):
+        h.op('B', 'create', path=h.p(sub), data=data)
+    h.op('A', 'create', path=h.p('/eph'), flags=zw.EPHEMERAL)
+    h.op('A', 'getData', path=h.p('/d'), watch=True)
+    h.op('A', 'getData', path=h.p('/same'), watch=True)
+    h.op('A', 'getData', path=h.p('/gone'), watch=True)
+    h.op('A', 'exists', path=h.p('/born'), watch=True)
+    h.op('A', 'exists', path=h.p('/notborn'), watch=True)
+    h.op('A', 'getChildren', path=h.p('/kids'), watch=True)
+    h.op('A', 'addWatch', path=h.p('/p'), mode=0)
+    h.op('A', 'addWatch', path=h.p('/r'), mode=1)
+    return h.op('A', 'exists', path=h.p()).zxid               # the last zxid A has seen
+
+
+def _drop_changes(h):
+    h.op('B', 'setData', path=h.p('/d'), data=b'1')
+    h.op('B', 'delete', path=h.p('/gone'))
+    h.op('B', 'create', path=h.p('/born'))
+    h.op('B', 'create', path=h.p('/kids/k'))
+    h.op('B', 'setData', path=h.p('/p'), data=b'1')
+    h.op('B', 'create', path=h.p('/r/y'))
+    h.op('B', 'setData', path=h.p('/r/x'), data=b'1')
+
+
+def set_watches_tcp_drop(h):
+    """The client's TCP connection drops, another session changes what it watches, the client
+    resumes its session on a new connection and re-sends its watches with setWatches2 and
+    the last zxid it saw: the missed one-shot events arrive before the reply (persistent ones
+    are re-registered without catch-up), the ephemeral survived, and later changes fire the
+    re-registered watches."""
+    last = _drop_setup(h)
+    h.drop('A')
+    _drop_changes(h)
+    h.connect('A2', session='A', last_zxid=last)
+    h.op('A2', 'setWatches2', xid=zw.XID_SET_WATCHES, relativeZxid=last,
+         data=[h.p('/d'), h.p('/same'), h.p('/gone')], exist=[h.p('/born'), h.p('/notborn')],
+         child=[h.p('/kids')], persistent=[h.p('/p')], recursive=[h.p('/r')])
+    h.op('B', 'exists', path=h.p('/eph'))
+    h.op('A2', 'getEphemerals', path=h.p())
+    for sub, t in (('/same', 2), ('/notborn', 2), ('/d', 2), ('/kids', 1), ('/p', 3), ('/r', 2)):
+        h.op('A2', 'checkWatches', path=h.p(sub), type=t)
+    h.op('B', 'setData', path=h.p('/same'), data=b't')
+    h.op('B', 'create', path=h.p('/notborn'))
+    h.op('B', 'create', path=h.p('/p/c'))
+    h.op('B', 'delete', path=h.p('/r/y'))
+    h.op('B', 'setData', path=h.p('/d'), data=b'2')           # its watch fired at catch-up
+    h.events('A2')
+
+
+def set_watches_tcp_drop_v1(h):
+    """As set_watches_tcp_drop, with the old setWatches (101) a client sends when it holds no
+    persistent watch, and with a reconnect that re-sends nothing: then nothing fires, because
+    a connection's watches went with it."""
+    last = _drop_setup(h)
+    h.drop('A')
+    _drop_changes(h)
+    h.connect('A2', session='A', last_zxid=last)
+    h.op('A2', 'setWatches', xid=zw.XID_SET_WATCHES, relativeZxid=last,
+         data=[h.p('/d'), h.p('/same'), h.p('/gone')], exist=[h.p('/born'), h.p('/notborn')],
+         child=[h.p('/kids')])
+    h.op('B', 'setData', path=h.p('/same'), data=b't')
+    h.op('B', 'setData', path=h.p('/p'), data=b'2')             # the persistent watch is gone
+    h.op('B', 'create', path=h.p('/r/z'))
+    h.events('A2')
+    h.drop('A2')
+    h.op('B', 'setData', path=h.p('/same'), data=b'u')
+    h.connect('A3', session='A')                                 # no setWatches at all
+    h.op('B', 'create', path=h.p('/notborn2'))
+    h.op('B', 'setData', path=h.p('/d'), data=b'3')
+    h.op('B', 'setData', path=h.p('/r/x'), data=b'2')
+    h.events('A3')
+    h.op('A3', 'checkWatches', path=h.p('/r'), type=3)
+    h.op('A3', 'getEphemerals', path=h.p())
 
 
 # ---------------------------------------------------------------- multi
@@ -1132,6 +1527,10 @@ SCENARIOS = [
     ('children', children),
     ('acl_ops', acl_ops),
     ('auth_digest', auth_digest),
+    ('acl_null_ids', acl_null_ids),
+    ('acl_null_id_other_schemes', acl_null_id_other_schemes),
+    ('auth_per_connection', auth_per_connection),
+    ('auth_super', auth_super),
     ('auth_ip', auth_ip),
     ('auth_bad_scheme', auth_bad_scheme),
     ('auth_normal_xid', auth_normal_xid),
@@ -1142,6 +1541,12 @@ SCENARIOS = [
     ('check_remove_watches', check_remove_watches),
     ('set_watches', set_watches),
     ('set_watches2', set_watches2),
+    ('watches_recursive', watches_recursive),
+    ('watches_order', watches_order),
+    ('watches_modes', watches_modes),
+    ('watches_check_and_reports', watches_check_and_reports),
+    ('set_watches_tcp_drop', set_watches_tcp_drop),
+    ('set_watches_tcp_drop_v1', set_watches_tcp_drop_v1),
     ('multi_success', multi_success),
     ('multi_fail_positions', multi_fail_positions),
     ('multi_empty', multi_empty),
