@@ -144,12 +144,14 @@ impl Capture {
     /// The capture index of the node's ACL list, writing its definition first if this list
     /// has not been written yet.
     fn acl_index(&mut self, tree: &DataTree, acl: u32, out: &mut Vec<u8>) -> u32 {
-        let list = tree.acls.shared(acl);
         if let Some((written, index)) = self.acls.get(&acl) {
-            if Arc::ptr_eq(written, &list) {
+            // The same allocation: the list this id held when it was written (no refcount
+            // traffic on this per-node path).
+            if std::ptr::eq(written.as_ptr(), tree.acls.get(acl).as_ptr()) {
                 return *index;
             }
         }
+        let list = tree.acls.shared(acl);
         let index = self.acl_defs;
         self.acl_defs += 1;
         let entries: Vec<AclEntry<'_>> = list

@@ -19,9 +19,10 @@ use crate::snapshotter::SnapMsg;
 use crate::tree::DataTree;
 use crate::watch::{ConnId, Watches};
 use bytes::Bytes;
+use hashbrown::HashMap;
 use palisade_proto::*;
 use palisade_wal::RecordKind;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::mpsc as std_mpsc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -94,6 +95,15 @@ struct Snapper {
     rng: u64,
     capture: Option<(Capture, Vec<u8>)>,
     started: Instant,
+    /// Chunk buffers the snapshot thread has written and handed back.
+    spare: std_mpsc::Receiver<Vec<u8>>,
+}
+
+/// A chunk buffer: one the snapshot thread gave back, or a new one.
+fn chunk_buffer(spare: &std_mpsc::Receiver<Vec<u8>>) -> Vec<u8> {
+    spare
+        .try_recv()
+        .unwrap_or_else(|_| Vec::with_capacity(SNAP_BLOCK))
 }
 
 impl Snapper {
@@ -303,10 +313,17 @@ impl Core {
         }
     }
 
-    /// Turns on fuzzy snapshots, written by the thread behind `tx`.
-    pub fn enable_snapshots(&mut self, tx: std_mpsc::SyncSender<SnapMsg>, snap_count: u64) {
+    /// Turns on fuzzy snapshots, written by the thread behind `tx`, which hands written
+    /// chunk buffers back through `spare`.
+    pub fn enable_snapshots(
+        &mut self,
+        tx: std_mpsc::SyncSender<SnapMsg>,
+        spare: std_mpsc::Receiver<Vec<u8>>,
+        snap_count: u64,
+    ) {
         let mut s = Snapper {
             tx,
+            spare,
             count: snap_count.max(2),
             due: 0,
             since: 0,
@@ -325,7 +342,7 @@ impl Core {
             return None;
         }
         let start = self.applied_zxid;
-        let mut buf = Vec::with_capacity(SNAP_BLOCK);
+        let mut buf = chunk_buffer(&s.spare);
         let sessions = self.sessions.iter().map(|(id, s)| (*id, s.timeout_ms));
         let capture = Capture::begin(&self.tree, sessions, start, &mut buf);
         if s.tx.send(SnapMsg::Begin { start_zxid: start }).is_err() {
@@ -348,7 +365,8 @@ impl Core {
         };
         let done = capture.step(&self.tree, SNAP_STEP, buf);
         if buf.len() >= SNAP_BLOCK || (done && !buf.is_empty()) {
-            let block = std::mem::replace(buf, Vec::with_capacity(SNAP_BLOCK));
+            let fresh = chunk_buffer(&s.spare);
+            let block = std::mem::replace(buf, fresh);
             let _ = s.tx.send(SnapMsg::Block(block));
         }
         if done {

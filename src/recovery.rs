@@ -160,6 +160,12 @@ impl Replayer {
         &self.tree
     }
 
+    /// Digests checked so far (the capture's, and the log's digest records): lets an offline
+    /// checker tell a digest record that was compared from one that was not.
+    pub fn digests_checked(&self) -> u64 {
+        self.checked
+    }
+
     /// Applies the next txn of the log.
     pub fn txn(&mut self, txn: &Txn) -> Result<(), RecoveryError> {
         let z = txn.header.zxid;

@@ -76,7 +76,7 @@ fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
 
 /// The log accepts any txn the core can build; a closeSession of a session with very many
 /// ephemerals can exceed jute.maxbuffer, so the bound is far above it.
-const MAX_TXN_BYTES: u32 = 1 << 30;
+pub const MAX_TXN_BYTES: u32 = 1 << 30;
 
 pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     let secret = load_secret(&cfg)?;
@@ -111,14 +111,18 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
         };
         let _ = durable_tx.blocking_send(msg);
     })?;
-    let snap_tx = snapshotter::spawn(SnapDirs {
-        snap_dir: cfg.snap_dir(),
-        log_dir: cfg.log_dir(),
-        retain: cfg.snap_retain_count.max(1) as usize,
-    })?;
+    let (spare_tx, spare_rx) = std::sync::mpsc::channel();
+    let snap_tx = snapshotter::spawn(
+        SnapDirs {
+            snap_dir: cfg.snap_dir(),
+            log_dir: cfg.log_dir(),
+            retain: cfg.snap_retain_count.max(1) as usize,
+        },
+        spare_tx,
+    )?;
     let mut core = Core::new(core_cfg, log_tx);
     core.restore(restored);
-    core.enable_snapshots(snap_tx, cfg.snap_count);
+    core.enable_snapshots(snap_tx, spare_rx, cfg.snap_count);
     let (core_done_tx, mut core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()
         .name("palisade-core".into())

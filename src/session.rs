@@ -1,7 +1,7 @@
 //! Sessions: ids as ZooKeeper builds them, passwords derived from the id and a server secret
 //! (so they survive restart), and expiry in tickTime buckets.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 pub struct Session {
     pub timeout_ms: i32,

@@ -25,7 +25,12 @@ pub struct SnapDirs {
 /// capture rather than filling memory.
 const QUEUE: usize = 8;
 
-pub fn spawn(dirs: SnapDirs) -> std::io::Result<mpsc::SyncSender<SnapMsg>> {
+/// Starts the thread. Written chunks go back through `recycle`, so the capture reuses warm
+/// buffers instead of faulting in fresh memory for every block.
+pub fn spawn(
+    dirs: SnapDirs,
+    recycle: mpsc::Sender<Vec<u8>>,
+) -> std::io::Result<mpsc::SyncSender<SnapMsg>> {
     let (tx, rx) = mpsc::sync_channel::<SnapMsg>(QUEUE);
     std::thread::Builder::new()
         .name("palisade-snap".into())
@@ -43,7 +48,7 @@ pub fn spawn(dirs: SnapDirs) -> std::io::Result<mpsc::SyncSender<SnapMsg>> {
                             .map_err(|e| e.to_string());
                         current = Some((start_zxid, Instant::now(), w));
                     }
-                    SnapMsg::Block(b) => {
+                    SnapMsg::Block(mut b) => {
                         if let Some((_, _, w)) = current.as_mut() {
                             if let Ok(writer) = w {
                                 if let Err(e) = writer.write_block(&b) {
@@ -52,6 +57,8 @@ pub fn spawn(dirs: SnapDirs) -> std::io::Result<mpsc::SyncSender<SnapMsg>> {
                                 crate::crashpoint::hit("snapshot.mid");
                             }
                         }
+                        b.clear();
+                        let _ = recycle.send(b);
                     }
                     SnapMsg::Finish(trailer) => {
                         let Some((start_zxid, t0, w)) = current.take() else {
@@ -59,11 +66,13 @@ pub fn spawn(dirs: SnapDirs) -> std::io::Result<mpsc::SyncSender<SnapMsg>> {
                         };
                         match w.and_then(|w| w.finish(trailer).map_err(|e| e.to_string())) {
                             Ok(path) => {
+                                // Begin to durable file: what a snapshot costs.
+                                let ms = t0.elapsed().as_millis() as u64;
                                 crate::crashpoint::hit("snapshot.before_purge");
                                 let purged = purge(&dirs);
                                 tracing::info!(
                                     path = %path.display(),
-                                    ms = t0.elapsed().as_millis() as u64,
+                                    ms,
                                     purged_segments = purged,
                                     "snapshot written"
                                 );

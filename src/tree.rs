@@ -6,8 +6,8 @@
 
 use crate::acl::{AclTable, Entry};
 use hashbrown::HashTable;
+use hashbrown::{HashMap, HashSet};
 use palisade_proto::Stat;
-use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 
 #[path = "tree_load.rs"]
@@ -69,8 +69,12 @@ pub struct Node {
 
 impl Node {
     pub fn name(&self) -> &str {
-        let b = self.bytes.get(..self.name_len as usize).unwrap_or(&[]);
-        std::str::from_utf8(b).unwrap_or("")
+        std::str::from_utf8(self.name_bytes()).unwrap_or("")
+    }
+    /// The name's bytes: what lookups compare and hash (no UTF-8 check on the hot path; a
+    /// name is always set from a `&str`).
+    pub fn name_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.name_len as usize).unwrap_or(&[])
     }
     pub fn data(&self) -> Option<&[u8]> {
         self.has_data
@@ -287,16 +291,17 @@ impl DataTree {
         self.nodes.get_mut(id as usize).and_then(|n| n.as_mut())
     }
 
-    fn hash(&self, name: &str) -> u64 {
+    fn hash(&self, name: &[u8]) -> u64 {
         self.hasher.hash_one(name)
     }
 
     pub fn child(&self, parent: NodeId, name: &str) -> Option<NodeId> {
         let p = self.node(parent)?;
         let table = p.children.as_ref()?;
+        let name = name.as_bytes();
         table
             .find(self.hash(name), |&c| {
-                self.node(c).is_some_and(|n| n.name() == name)
+                self.node(c).is_some_and(|n| n.name_bytes() == name)
             })
             .copied()
     }
@@ -455,7 +460,7 @@ impl DataTree {
 
     /// Adds `id` (already in the arena) to its parent's children table.
     fn link(&mut self, parent: NodeId, id: NodeId) {
-        let hash = self.hash(self.node(id).map_or("", |n| n.name()));
+        let hash = self.hash(self.node(id).map_or(&[], |n| n.name_bytes()));
         // The table is taken out of its parent while it may rehash, which reads other nodes'
         // names from the arena.
         let mut table = self
@@ -468,7 +473,7 @@ impl DataTree {
                 nodes
                     .get(c as usize)
                     .and_then(|n| n.as_ref())
-                    .map_or("", |n| n.name()),
+                    .map_or(&[][..], |n| n.name_bytes()),
             )
         });
         if let Some(p) = self.node_mut(parent) {
@@ -535,7 +540,7 @@ impl DataTree {
         self.digest_remove(id);
         let Some(node) = self.node(id) else { return };
         let (parent, owner, acl) = (node.parent, node.owner, node.acl);
-        let hash = self.hash(node.name());
+        let hash = self.hash(node.name_bytes());
         self.digest_remove(parent);
         let Some(node) = self.node(id) else { return };
         let size = node.data_len() as u64 + self.path_len(id) as u64;

@@ -1,15 +1,23 @@
-//! `palisade-bench`: load for Palisade or Apache ZooKeeper over the wire protocol. One JSON
-//! line per run on stdout.
+//! `palisade-bench`: load for Palisade or Apache ZooKeeper over the wire protocol, one JSON
+//! line per run on stdout (workload, sessions, in-flight, ops, seconds, ops/s, p50/p99/p999
+//! latency in µs, errors). tools/bench/driver.py runs it against both servers side by side.
 //!
+//!   palisade-bench run get --server 127.0.0.1:2181 --sessions 32 --inflight 64 --seconds 10
 //!   palisade-bench populate --server 127.0.0.1:2181 --nodes 1000000 --parents 300
-//!   palisade-bench wait-read --server 127.0.0.1:2181 --path /bench/p0/n0000000000
+//!   palisade-bench wait-read --server 127.0.0.1:2181 --path /bench/pop/p99/n0000999999
+//!   palisade-bench hold-watches --sessions 100 --paths 1000
 
+mod fanout;
+mod kv;
+mod lock;
 mod session;
+mod stats;
 
-use bytes::Bytes;
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use kv::Load;
 use palisade_proto::*;
-use session::{create, Session};
+use session::Session;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
@@ -19,9 +27,43 @@ struct Cli {
     cmd: Cmd,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum Workload {
+    Get,
+    Set,
+    Mixed,
+    CreateSeq,
+    CreateSeqEphemeral,
+    Lock,
+    Rwlock,
+    WatchFanout,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
-    /// Creates `nodes` persistent znodes of `data` bytes under `parents` parents of /bench.
+    /// Runs one workload for --seconds.
+    Run {
+        workload: Workload,
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        server: String,
+        #[arg(long, default_value_t = 32)]
+        sessions: u64,
+        /// Requests in flight per session (kv workloads; the recipes run one at a time).
+        #[arg(long, default_value_t = 64)]
+        inflight: usize,
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// Nodes of the key-value set (get, set, mixed).
+        #[arg(long, default_value_t = 10_000)]
+        keys: u64,
+        /// Data bytes per node written.
+        #[arg(long, default_value_t = 100)]
+        size: usize,
+        /// watch-fanout: rounds of setData → every watcher notified.
+        #[arg(long, default_value_t = 20)]
+        rounds: u64,
+    },
+    /// Creates --nodes persistent znodes of --size bytes under --parents parents.
     Populate {
         #[arg(long, default_value = "127.0.0.1:2181")]
         server: String,
@@ -30,13 +72,13 @@ enum Cmd {
         #[arg(long, default_value_t = 300)]
         parents: u64,
         #[arg(long, default_value_t = 100)]
-        data: usize,
+        size: usize,
         #[arg(long, default_value_t = 8)]
         sessions: u64,
         #[arg(long, default_value_t = 256)]
         inflight: usize,
     },
-    /// Retries `exists(path)` until it succeeds; prints how long that took (restart time).
+    /// Retries exists(path) until it succeeds; prints how long that took (restart time).
     WaitRead {
         #[arg(long, default_value = "127.0.0.1:2181")]
         server: String,
@@ -45,80 +87,122 @@ enum Cmd {
         #[arg(long, default_value_t = 120)]
         timeout_s: u64,
     },
+    /// Sets sessions × paths data watches, prints `ready N`, holds them until stdin closes.
+    HoldWatches {
+        #[arg(long, default_value = "127.0.0.1:2181")]
+        server: String,
+        #[arg(long, default_value_t = 100)]
+        sessions: u64,
+        #[arg(long, default_value_t = 1000)]
+        paths: u64,
+        #[arg(long, default_value_t = 60)]
+        hold_s: u64,
+    },
 }
 
-fn node_path(parents: u64, i: u64) -> String {
-    format!("/bench/p{}/n{i:010}", i % parents.max(1))
-}
-
-async fn populate(
-    server: String,
-    nodes: u64,
-    parents: u64,
-    data: usize,
-    sessions: u64,
-    inflight: usize,
-) -> Result<String, String> {
-    let mut s = Session::connect(&server, 30_000)
-        .await
-        .map_err(|e| e.to_string())?;
-    let setup: Vec<String> = std::iter::once("/bench".to_string())
-        .chain((0..parents).map(|p| format!("/bench/p{p}")))
-        .collect();
-    let mut failed = 0;
-    s.pipeline(
-        setup.len() as u64,
-        inflight,
-        |i| create(setup[i as usize].clone(), Bytes::new(), 0),
-        |_, r| failed += u64::from(r.header.err != 0 && r.header.err != -110),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    if failed > 0 {
-        return Err(format!("{failed} parents could not be created"));
-    }
-    let payload = Bytes::from(vec![b'x'; data]);
-    let t0 = Instant::now();
-    let mut tasks = Vec::new();
-    let sessions = sessions.max(1);
-    for k in 0..sessions {
-        let (server, payload) = (server.clone(), payload.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut s = Session::connect(&server, 30_000).await?;
-            let share = nodes / sessions + u64::from(k < nodes % sessions);
-            let mut errors = 0u64;
-            s.pipeline(
-                share,
+async fn run(cmd: Cmd) -> std::io::Result<String> {
+    match cmd {
+        Cmd::Run {
+            workload,
+            server,
+            sessions,
+            inflight,
+            seconds,
+            keys,
+            size,
+            rounds,
+        } => {
+            let load = Load {
+                server,
+                sessions,
                 inflight,
-                |j| create(node_path(parents, j * sessions + k), payload.clone(), 0),
-                |_, r| errors += u64::from(r.header.err != 0),
-            )
-            .await?;
-            Ok::<u64, std::io::Error>(errors)
-        }));
+                duration: Duration::from_secs_f64(seconds),
+            };
+            let name = workload
+                .to_possible_value()
+                .map_or("?".into(), |v| v.get_name().to_string());
+            match workload {
+                Workload::Get | Workload::Set | Workload::Mixed => {
+                    kv::prepare_kv(&load.server, keys, size).await?;
+                    let (lat, secs) = match workload {
+                        Workload::Get => kv::get(&load, keys).await?,
+                        Workload::Set => kv::set(&load, keys, size).await?,
+                        _ => kv::mixed(&load, keys, size).await?,
+                    };
+                    Ok(lat.report(&name, sessions, inflight, secs, ""))
+                }
+                Workload::CreateSeq | Workload::CreateSeqEphemeral => {
+                    let eph = matches!(workload, Workload::CreateSeqEphemeral);
+                    let (lat, secs) = kv::create_seq(&load, eph, size).await?;
+                    Ok(lat.report(&name, sessions, inflight, secs, ""))
+                }
+                Workload::Lock | Workload::Rwlock => {
+                    let (readers, dir) = match workload {
+                        Workload::Lock => (0, "/bench/lock"),
+                        _ => (80, "/bench/rwlock"),
+                    };
+                    let (lat, secs, h) = lock::run(&load, readers, dir).await?;
+                    let extra = format!(
+                        ",\"violations\":{},\"reader_overlaps\":{}",
+                        h.violations.load(Ordering::SeqCst),
+                        h.reader_overlaps.load(Ordering::SeqCst)
+                    );
+                    Ok(lat.report(&name, sessions, 1, secs, &extra))
+                }
+                Workload::WatchFanout => {
+                    let (lat, secs) = fanout::run(&load, rounds).await?;
+                    Ok(lat.report(&name, sessions, 1, secs, ""))
+                }
+            }
+        }
+        Cmd::Populate {
+            server,
+            nodes,
+            parents,
+            size,
+            sessions,
+            inflight,
+        } => {
+            let load = Load {
+                server,
+                sessions,
+                inflight,
+                duration: Duration::ZERO,
+            };
+            let (lat, secs, last) = kv::populate(&load, nodes, parents, size).await?;
+            Ok(lat.report(
+                "populate",
+                sessions,
+                inflight,
+                secs,
+                &format!(",\"last_path\":\"{last}\""),
+            ))
+        }
+        Cmd::WaitRead {
+            server,
+            path,
+            timeout_s,
+        } => wait_read(&server, &path, timeout_s).await,
+        Cmd::HoldWatches {
+            server,
+            sessions,
+            paths,
+            hold_s,
+        } => {
+            let n =
+                fanout::hold_watches(&server, sessions, paths, Duration::from_secs(hold_s)).await?;
+            Ok(format!("{{\"workload\":\"hold-watches\",\"watches\":{n}}}"))
+        }
     }
-    let mut errors = 0;
-    for t in tasks {
-        errors += t
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
-    }
-    let secs = t0.elapsed().as_secs_f64();
-    Ok(format!(
-        "{{\"workload\":\"populate\",\"sessions\":{sessions},\"inflight\":{inflight},\"ops\":{nodes},\"seconds\":{secs:.3},\"ops_per_s\":{:.0},\"errors\":{errors},\"last_path\":\"{}\"}}",
-        nodes as f64 / secs,
-        node_path(parents, nodes.saturating_sub(1))
-    ))
 }
 
-async fn wait_read(server: String, path: String, timeout_s: u64) -> Result<String, String> {
+async fn wait_read(server: &str, path: &str, timeout_s: u64) -> std::io::Result<String> {
     let t0 = Instant::now();
     let limit = Duration::from_secs(timeout_s);
     while t0.elapsed() < limit {
-        if let Ok(mut s) = Session::connect(&server, 30_000).await {
+        if let Ok(mut s) = Session::connect(server, 30_000).await {
             let req = Request::Exists(ExistsRequest {
-                path: JStr::from(path.as_str()),
+                path: JStr::from(path),
                 watch: false,
             });
             if let Ok(r) = s.call(req).await {
@@ -128,12 +212,14 @@ async fn wait_read(server: String, path: String, timeout_s: u64) -> Result<Strin
                         t0.elapsed().as_secs_f64()
                     ));
                 }
-                return Err(format!("{path}: error {}", r.header.err));
+                return Err(session::err(format!("{path}: error {}", r.header.err)));
             }
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    Err(format!("no answer from {server} within {timeout_s} s"))
+    Err(session::err(format!(
+        "no answer from {server} within {timeout_s} s"
+    )))
 }
 
 fn main() -> std::process::ExitCode {
@@ -148,24 +234,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let result = rt.block_on(async {
-        match cli.cmd {
-            Cmd::Populate {
-                server,
-                nodes,
-                parents,
-                data,
-                sessions,
-                inflight,
-            } => populate(server, nodes, parents, data, sessions, inflight).await,
-            Cmd::WaitRead {
-                server,
-                path,
-                timeout_s,
-            } => wait_read(server, path, timeout_s).await,
-        }
-    });
-    match result {
+    match rt.block_on(run(cli.cmd)) {
         Ok(line) => {
             println!("{line}");
             std::process::ExitCode::SUCCESS

@@ -1,11 +1,13 @@
-//! One pipelined session: the handshake, then requests written back to back with up to
-//! `inflight` unanswered, replies matched in order (the server answers in request order),
-//! each reply's latency recorded.
+//! One session over the wire protocol: the handshake, then either pipelined requests (up to
+//! `inflight` unanswered, replies matched in order — the server answers in request order) or
+//! one call at a time. Watch notifications are queued, never dropped, for the recipes that
+//! wait on them.
 
 use bytes::{Buf, Bytes, BytesMut};
 use palisade_proto::*;
 use std::collections::VecDeque;
 use std::io;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -13,14 +15,18 @@ pub struct Session {
     reader: BufReader<tokio::net::tcp::OwnedReadHalf>,
     writer: tokio::net::tcp::OwnedWriteHalf,
     xid: i32,
+    /// Notifications received while waiting for replies.
+    events: VecDeque<WatcherEvent>,
 }
 
-/// A reply: its header (workloads that read bodies or latencies will add them here).
+/// A reply: header, body, and the time from sending the request to reading the reply.
 pub struct Reply {
     pub header: ReplyHeader,
+    pub body: Bytes,
+    pub latency: Duration,
 }
 
-fn err(e: impl std::fmt::Display) -> io::Error {
+pub fn err(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
 }
 
@@ -32,6 +38,19 @@ async fn read_frame(r: &mut BufReader<tokio::net::tcp::OwnedReadHalf>) -> io::Re
     let mut buf = BytesMut::zeroed(n as usize);
     r.read_exact(&mut buf).await?;
     Ok(buf.freeze())
+}
+
+/// A frame split into its header and body.
+fn split(mut frame: Bytes) -> io::Result<(ReplyHeader, Bytes)> {
+    if frame.len() < 16 {
+        return Err(err("short reply"));
+    }
+    let header = ReplyHeader {
+        xid: frame.get_i32(),
+        zxid: frame.get_i64(),
+        err: frame.get_i32(),
+    };
+    Ok((header, frame))
 }
 
 impl Session {
@@ -62,67 +81,95 @@ impl Session {
             reader,
             writer,
             xid: 0,
+            events: VecDeque::new(),
         })
     }
 
-    /// Runs `n` requests from `next(i)` with at most `inflight` unanswered; `done` sees each
-    /// reply (with the index of its request) in order.
+    /// Runs requests from `next(i)` for i = 0.. until `next` returns None or `stop` is reached,
+    /// with at most `inflight` unanswered; `done` sees each reply in order with its index.
     pub async fn pipeline(
         &mut self,
-        n: u64,
         inflight: usize,
-        mut next: impl FnMut(u64) -> Request,
+        stop: Option<Instant>,
+        mut next: impl FnMut(u64) -> Option<Request>,
         mut done: impl FnMut(u64, Reply),
-    ) -> io::Result<()> {
-        let mut sent: VecDeque<(u64, i32)> = VecDeque::with_capacity(inflight);
+    ) -> io::Result<u64> {
+        let mut sent: VecDeque<(u64, i32, Instant)> = VecDeque::with_capacity(inflight);
         let mut out = BytesMut::with_capacity(64 << 10);
         let mut i = 0u64;
-        let mut answered = 0u64;
-        while answered < n {
-            // Fill the window, then flush once.
-            while i < n && sent.len() < inflight.max(1) {
+        let mut exhausted = false;
+        loop {
+            if stop.is_some_and(|s| Instant::now() >= s) {
+                exhausted = true;
+            }
+            while !exhausted && sent.len() < inflight.max(1) {
+                let Some(req) = next(i) else {
+                    exhausted = true;
+                    break;
+                };
                 self.xid = self.xid.wrapping_add(1).max(1);
-                let frame = next(i).encode(self.xid);
+                let frame = req.encode(self.xid);
                 out.extend_from_slice(&(frame.len() as i32).to_be_bytes());
                 out.extend_from_slice(&frame);
-                sent.push_back((i, self.xid));
+                sent.push_back((i, self.xid, Instant::now()));
                 i += 1;
             }
             if !out.is_empty() {
                 self.writer.write_all(&out).await?;
                 out.clear();
             }
-            let mut frame = read_frame(&mut self.reader).await?;
-            // The body is left unread: no workload here needs it yet.
-            if frame.len() < 16 {
-                return Err(err("short reply"));
+            if sent.is_empty() {
+                return Ok(i);
             }
-            let header = ReplyHeader {
-                xid: frame.get_i32(),
-                zxid: frame.get_i64(),
-                err: frame.get_i32(),
-            };
+            let (header, body) = split(read_frame(&mut self.reader).await?)?;
             if header.xid == -1 {
-                continue; // a notification
+                self.events
+                    .push_back(WatcherEvent::decode(body, usize::MAX).map_err(err)?);
+                continue;
             }
-            let Some((idx, xid)) = sent.pop_front() else {
+            let Some((idx, xid, at)) = sent.pop_front() else {
                 return Err(err("reply with nothing outstanding"));
             };
             if header.xid != xid {
                 return Err(err(format!("reply xid {} for request {xid}", header.xid)));
             }
-            answered += 1;
-            done(idx, Reply { header });
+            done(
+                idx,
+                Reply {
+                    header,
+                    body,
+                    latency: at.elapsed(),
+                },
+            );
         }
-        Ok(())
     }
 
     /// One request, waited for.
     pub async fn call(&mut self, req: Request) -> io::Result<Reply> {
+        let mut req = Some(req);
         let mut reply = None;
-        self.pipeline(1, 1, |_| req.clone(), |_, r| reply = Some(r))
+        self.pipeline(1, None, |_| req.take(), |_, r| reply = Some(r))
             .await?;
         reply.ok_or_else(|| err("no reply"))
+    }
+
+    /// The next watch notification (queued, or read from the socket), waiting at most `limit`.
+    pub async fn next_event(&mut self, limit: Duration) -> io::Result<WatcherEvent> {
+        if let Some(e) = self.events.pop_front() {
+            return Ok(e);
+        }
+        let read = async {
+            loop {
+                let (header, body) = split(read_frame(&mut self.reader).await?)?;
+                if header.xid == -1 {
+                    return WatcherEvent::decode(body, usize::MAX).map_err(err);
+                }
+                // A ping answer or a stray reply: nothing is outstanding, so ignore it.
+            }
+        };
+        tokio::time::timeout(limit, read)
+            .await
+            .map_err(|_| err("no notification in time"))?
     }
 }
 
@@ -136,11 +183,63 @@ pub fn open_acl() -> Vec<ACL> {
     }]
 }
 
-pub fn create(path: String, data: Bytes, flags: i32) -> Request {
+pub fn create(path: impl Into<String>, data: Bytes, flags: i32) -> Request {
     Request::Create(CreateRequest {
-        path: JStr::from(path),
+        path: JStr::from(path.into()),
         data: Some(data),
         acl: Some(open_acl()),
         flags,
     })
+}
+
+pub fn get_data(path: impl Into<String>, watch: bool) -> Request {
+    Request::GetData(GetDataRequest {
+        path: JStr::from(path.into()),
+        watch,
+    })
+}
+
+pub fn set_data(path: impl Into<String>, data: Bytes) -> Request {
+    Request::SetData(SetDataRequest {
+        path: JStr::from(path.into()),
+        data: Some(data),
+        version: -1,
+    })
+}
+
+pub fn exists(path: impl Into<String>, watch: bool) -> Request {
+    Request::Exists(ExistsRequest {
+        path: JStr::from(path.into()),
+        watch,
+    })
+}
+
+pub fn get_children(path: impl Into<String>) -> Request {
+    Request::GetChildren(GetChildrenRequest {
+        path: JStr::from(path.into()),
+        watch: false,
+    })
+}
+
+pub fn delete(path: impl Into<String>) -> Request {
+    Request::Delete(DeleteRequest {
+        path: JStr::from(path.into()),
+        version: -1,
+    })
+}
+
+/// The path in a create reply.
+pub fn created_path(r: &Reply) -> io::Result<String> {
+    let c = CreateResponse::decode(r.body.clone(), usize::MAX).map_err(err)?;
+    Ok(c.path.as_str().unwrap_or("").to_string())
+}
+
+/// The names in a getChildren reply.
+pub fn children(r: &Reply) -> io::Result<Vec<String>> {
+    let c = GetChildrenResponse::decode(r.body.clone(), usize::MAX).map_err(err)?;
+    Ok(c.children
+        .unwrap_or_default()
+        .iter()
+        .map(|s| s.as_str().unwrap_or("").to_string())
+        .collect())
 }

@@ -1,0 +1,415 @@
+#!/usr/bin/env python3
+"""Palisade vs Apache ZooKeeper 3.8, side by side, on this machine.
+
+    python3 tools/bench/driver.py [--quick] [--rounds N] [--seconds S] [--json OUT] [--markdown OUT]
+
+Both servers start fresh (own data dir, forceSync on — ZooKeeper's default and Palisade's),
+listen on loopback, and run the same workloads from the same load generator
+(target/release/palisade-bench), interleaved A B A B (B A B A on odd rounds) so that drift of
+the shared machine cancels out. Client and server share the machine's cores: the output says how
+many, and the server CPU seconds each run used. Every figure is the median over rounds, printed
+with the ratio Palisade/ZooKeeper (for times and memory, lower is better and the ratio is
+ZooKeeper/Palisade, so > 1 always means Palisade is better).
+
+Also measured once per server: memory per znode after `populate` (Palisade RSS; ZooKeeper RSS
+and heap used after a full GC), restart after kill -9 (process start -> a client reads the last
+node), snapshot time, write p99 during a snapshot (Palisade), memory per watch, and the
+physical bounds (fsync rate of the data dir's disk, loopback round trip).
+
+Bounded: each run is time-limited; the whole driver takes about 15 minutes, --quick about 3.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BENCH = os.path.join(ROOT, "target", "release", "palisade-bench")
+PALISADE = os.path.join(ROOT, "target", "release", "palisade")
+ZK_CP = ":".join(
+    "/usr/share/java/" + j
+    for j in ["zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-simple.jar",
+              "netty-all.jar", "jcl-over-slf4j.jar"]
+)
+
+
+def four(port, word, timeout=5):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(word.encode())
+            out = b""
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    return out.decode(errors="replace")
+                out += b
+    except OSError:
+        return ""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_stat(pid):
+    """(rss KiB, cpu seconds) of a process."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        cpu = (int(fields[11]) + int(fields[12])) / ticks
+        return rss, cpu
+    except (OSError, AttributeError, IndexError, ValueError):
+        return 0, 0.0
+
+
+class Server:
+    """One server process on its own data dir."""
+
+    def __init__(self, kind, work):
+        self.kind, self.work = kind, work
+        self.dir = tempfile.mkdtemp(prefix=f"{kind}-", dir=work)
+        self.port = free_port()
+        self.proc = None
+        self.log_path = os.path.join(self.dir, "server.log")
+        cfg = [
+            "tickTime=2000",
+            f"dataDir={self.dir}/data",
+            f"clientPort={self.port}",
+            "clientPortAddress=127.0.0.1",
+            "maxClientCnxns=0",
+            "4lw.commands.whitelist=*",
+            "forceSync=yes",
+            "globalOutstandingLimit=100000",
+        ]
+        if kind == "zookeeper":
+            cfg += ["admin.enableServer=false"]
+        os.makedirs(f"{self.dir}/data", exist_ok=True)
+        self.cfg = os.path.join(self.dir, "zoo.cfg")
+        with open(self.cfg, "w") as f:
+            f.write("\n".join(cfg) + "\n")
+
+    def start(self):
+        log = open(self.log_path, "a")
+        if self.kind == "palisade":
+            cmd = [PALISADE, self.cfg]
+        else:
+            cmd = ["java", "-Xms1g", "-Xmx6g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+                   "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+                   "-cp", ZK_CP, "org.apache.zookeeper.server.ZooKeeperServerMain", self.cfg]
+        self.started = time.time()
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if "Mode:" in four(self.port, "srvr", 1):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.kind} did not start; log: {self.log_tail()}")
+
+    def log_tail(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    def stat(self):
+        return proc_stat(self.proc.pid) if self.proc else (0, 0.0)
+
+    def heap_after_gc_kib(self):
+        """ZooKeeper only: heap used after a full GC, from jcmd."""
+        if self.kind != "zookeeper":
+            return None
+        subprocess.run(["jcmd", str(self.proc.pid), "GC.run"], capture_output=True, timeout=120)
+        out = subprocess.run(["jcmd", str(self.proc.pid), "GC.heap_info"],
+                             capture_output=True, text=True, timeout=60).stdout
+        m = re.search(r"total\s+\d+K,\s+used\s+(\d+)K", out)
+        return int(m.group(1)) if m else None
+
+
+def bench(*args, timeout=600, stdin=None):
+    r = subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=timeout, input=stdin)
+    if r.returncode != 0:
+        raise RuntimeError(f"palisade-bench {' '.join(args)}: {r.stderr.strip()}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def measured(server, *args):
+    """Runs a bench command and adds the server's CPU seconds during it."""
+    _, cpu0 = server.stat()
+    out = bench(*args, "--server", f"127.0.0.1:{server.port}")
+    _, cpu1 = server.stat()
+    out["server_cpu_s"] = round(cpu1 - cpu0, 2)
+    return out
+
+
+def fsync_rate(path, seconds=2.0):
+    fd = os.open(os.path.join(path, "fsync-probe"), os.O_CREAT | os.O_WRONLY, 0o600)
+    n, t0 = 0, time.time()
+    try:
+        while time.time() - t0 < seconds:
+            os.pwrite(fd, b"x" * 512, (n % 64) * 512)
+            os.fdatasync(fd)
+            n += 1
+    finally:
+        os.close(fd)
+    return n / (time.time() - t0)
+
+
+def loopback_rtt_us(count=2000):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def echo():
+        c, _ = srv.accept()
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while True:
+            b = c.recv(64)
+            if not b:
+                return
+            c.sendall(b)
+
+    threading.Thread(target=echo, daemon=True).start()
+    c = socket.create_connection(srv.getsockname())
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    times = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        c.sendall(b"x")
+        c.recv(64)
+        times.append((time.perf_counter() - t0) * 1e6)
+    c.close()
+    srv.close()
+    return statistics.median(times)
+
+
+WORKLOADS = [
+    # (figure name, bench args, the field that is the figure, higher is better)
+    ("get 32x64 ops/s", ["run", "get", "--sessions", "32", "--inflight", "64"], "ops_per_s", True),
+    ("set 32x64 ops/s", ["run", "set", "--sessions", "32", "--inflight", "64"], "ops_per_s", True),
+    ("mixed 32x64 ops/s", ["run", "mixed", "--sessions", "32", "--inflight", "64"], "ops_per_s", True),
+    ("create-seq 32x64 ops/s", ["run", "create-seq", "--sessions", "32", "--inflight", "64"], "ops_per_s", True),
+    ("create-seq-ephemeral 32x64 ops/s", ["run", "create-seq-ephemeral", "--sessions", "32", "--inflight", "64"], "ops_per_s", True),
+    ("lock 32 sessions acq/s", ["run", "lock", "--sessions", "32"], "ops_per_s", True),
+    ("rwlock 32 sessions acq/s", ["run", "rwlock", "--sessions", "32"], "ops_per_s", True),
+    ("get 1x1 p50 us", ["run", "get", "--sessions", "1", "--inflight", "1"], "p50_us", False),
+    ("set 32x64 p99 us", None, "p99_us", False),  # taken from the set run
+    ("watch-fanout 500 watchers p50 us", ["run", "watch-fanout", "--sessions", "500", "--rounds", "20"], "p50_us", False),
+]
+
+
+def round_of(kind, work, seconds, results):
+    s = Server(kind, work)
+    s.start()
+    try:
+        for name, args, field, _ in WORKLOADS:
+            if args is None:
+                continue
+            extra = [] if "watch-fanout" in args else ["--seconds", str(seconds)]
+            out = measured(s, *args, *extra)
+            if out.get("violations", 0):
+                raise RuntimeError(f"{kind}: lock safety violated: {out}")
+            results.setdefault(kind, {}).setdefault(name, []).append(out[field])
+            if name.startswith("set 32x64"):
+                results[kind].setdefault("set 32x64 p99 us", []).append(out["p99_us"])
+            results.setdefault(f"{kind}-raw", []).append(out)
+            print(f"  {kind:9} {name:36} {out[field]:>12} (server cpu {out['server_cpu_s']} s)", flush=True)
+    finally:
+        s.stop()
+        shutil.rmtree(s.dir, ignore_errors=True)
+
+
+def big(kind, work, nodes, results):
+    """populate, memory, restart after kill -9, snapshot, watches: once per server."""
+    s = Server(kind, work)
+    s.start()
+    r = results.setdefault(kind, {})
+    try:
+        rss0, _ = s.stat()
+        heap0 = s.heap_after_gc_kib()
+        pop = measured(s, "populate", "--nodes", str(nodes), "--parents", "300")
+        print(f"  {kind:9} populate {nodes}: {pop['ops_per_s']:.0f} creates/s", flush=True)
+        r["populate creates/s"] = [pop["ops_per_s"]]
+        time.sleep(1)
+        rss1, _ = s.stat()
+        r["RSS bytes/znode"] = [round((rss1 - rss0) * 1024 / nodes)]
+        heap1 = s.heap_after_gc_kib()
+        if heap1 is not None and heap0 is not None:
+            r["heap after GC bytes/znode"] = [round((heap1 - heap0) * 1024 / nodes)]
+        # Snapshot.
+        if kind == "palisade":
+            written = s.log_tail().count("snapshot written")
+            t0 = time.time()
+            four(s.port, "csnp")
+            ms = None
+            while time.time() - t0 < 60 and ms is None:
+                time.sleep(0.05)
+                with open(s.log_path) as f:
+                    lines = [l for l in f if "snapshot written" in l]
+                if len(lines) > written:
+                    m = re.search(r"ms\W+(\d+)", re.sub(r"\x1b\[[0-9;]*m", "", lines[-1]))
+                    ms = int(m.group(1)) if m else None
+            r["snapshot of all znodes ms"] = [ms]
+            # Write p99 with and without a snapshot running.
+            base = measured(s, "run", "set", "--sessions", "32", "--inflight", "64", "--seconds", "3")
+            t = threading.Timer(0.5, lambda: four(s.port, "csnp"))
+            t.start()
+            during = measured(s, "run", "set", "--sessions", "32", "--inflight", "64", "--seconds", "3")
+            t.join()
+            r["set p99 us, no snapshot"] = [base["p99_us"]]
+            r["set p99 us, snapshot running"] = [during["p99_us"]]
+        # Restart after kill -9.
+        s.kill9()
+        if kind == "zookeeper":
+            snaps_before = set(os.listdir(os.path.join(s.dir, "data", "version-2")))
+        s.proc = None
+        t0 = time.time()
+        log = open(s.log_path, "a")
+        if kind == "palisade":
+            cmd = [PALISADE, s.cfg]
+        else:
+            cmd = ["java", "-Xms1g", "-Xmx6g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+                   "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+                   "-cp", ZK_CP, "org.apache.zookeeper.server.ZooKeeperServerMain", s.cfg]
+        s.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
+        wr = bench("wait-read", "--server", f"127.0.0.1:{s.port}", "--path", pop["last_path"])
+        r["restart after kill -9 s"] = [wr["seconds"]]
+        print(f"  {kind:9} restart with {nodes} znodes: {wr['seconds']} s", flush=True)
+        if kind == "zookeeper":
+            # ZooKeeper writes a snapshot while starting (not fsynced): from its log line to
+            # the file's last modification.
+            new = [f for f in os.listdir(os.path.join(s.dir, "data", "version-2"))
+                   if f.startswith("snapshot.") and f not in snaps_before]
+            with open(s.log_path) as f:
+                m = re.findall(r"^(\S+) .*Snapshotting: 0x", f.read(), re.M)
+            if new and m:
+                started = time.mktime(time.strptime(m[-1][:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + m[-1][19:])
+                mtime = os.path.getmtime(os.path.join(s.dir, "data", "version-2", new[0]))
+                r["snapshot of all znodes ms"] = [round((mtime - started) * 1000)]
+        # Memory per watch: 100 sessions x 1000 paths.
+        rss_w0, _ = s.stat()
+        heap_w0 = s.heap_after_gc_kib()
+        holder = subprocess.Popen([BENCH, "hold-watches", "--server", f"127.0.0.1:{s.port}",
+                                   "--sessions", "100", "--paths", "1000", "--hold-s", "120"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = holder.stdout.readline()
+        watches = int(line.split()[1]) if line.startswith("ready") else 0
+        time.sleep(0.5)
+        rss_w1, _ = s.stat()
+        heap_w1 = s.heap_after_gc_kib()
+        holder.stdin.close()
+        holder.wait(timeout=60)
+        if watches:
+            r["RSS bytes/watch"] = [round((rss_w1 - rss_w0) * 1024 / watches)]
+            if heap_w1 is not None and heap_w0 is not None:
+                r["heap after GC bytes/watch"] = [round((heap_w1 - heap_w0) * 1024 / watches)]
+    finally:
+        s.stop()
+        shutil.rmtree(s.dir, ignore_errors=True)
+
+
+LOWER_IS_BETTER = ("us", " ms", " s", "bytes")
+
+
+def table(results):
+    names = []
+    for kind in ("palisade", "zookeeper"):
+        for n in results.get(kind, {}):
+            if n not in names:
+                names.append(n)
+    rows = ["| figure | Palisade | ZooKeeper 3.8 | ratio (>1: Palisade better) |", "|---|---:|---:|---:|"]
+    for n in names:
+        p = [v for v in results.get("palisade", {}).get(n, []) if v is not None]
+        z = [v for v in results.get("zookeeper", {}).get(n, []) if v is not None]
+        pm = statistics.median(p) if p else None
+        zm = statistics.median(z) if z else None
+        ratio = ""
+        if pm and zm:
+            lower = any(n.endswith(s) or s in n for s in LOWER_IS_BETTER) and "/s" not in n
+            ratio = f"{(zm / pm if lower else pm / zm):.2f}x"
+        fmt = lambda v: "–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.3g}")
+        rows.append(f"| {n} | {fmt(pm)} | {fmt(zm)} | {ratio} |")
+    return "\n".join(rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="one round, 2 s runs, 100k znodes (about 3 minutes)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--nodes", type=int, default=1_000_000)
+    ap.add_argument("--json", help="write raw results here")
+    ap.add_argument("--markdown", help="write the table here")
+    a = ap.parse_args()
+    if a.quick:
+        a.rounds, a.seconds, a.nodes = 1, 2, 100_000
+    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "palisade", "-p", "palisade-bench"],
+                   cwd=ROOT, check=True)
+    work = tempfile.mkdtemp(prefix="palisade-bench-")
+    t_start = time.time()
+    results = {}
+    try:
+        bounds = {
+            "cores": os.cpu_count(),
+            "fsync_per_s": round(fsync_rate(work)),
+            "loopback_rtt_us": round(loopback_rtt_us(), 1),
+        }
+        print(f"machine: {bounds['cores']} cores shared by clients and servers; fdatasync "
+              f"{bounds['fsync_per_s']}/s on the data dir's disk; loopback round trip "
+              f"{bounds['loopback_rtt_us']} us (Python echo, an upper bound)", flush=True)
+        for r in range(a.rounds):
+            order = ["palisade", "zookeeper"] if r % 2 == 0 else ["zookeeper", "palisade"]
+            print(f"round {r + 1}/{a.rounds}", flush=True)
+            for kind in order:
+                round_of(kind, work, a.seconds, results)
+        for kind in ("palisade", "zookeeper"):
+            big(kind, work, a.nodes, results)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    md = table(results)
+    print()
+    print(md)
+    print(f"\n{a.rounds} round(s), {a.seconds} s per run, {a.nodes} znodes; "
+          f"took {time.time() - t_start:.0f} s")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"bounds": bounds, "results": results, "args": vars(a)}, f, indent=1)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(md + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

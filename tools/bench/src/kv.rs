@@ -1,0 +1,194 @@
+//! Key-value workloads: populate, get, set, mixed (90% get / 10% set) over a pre-populated
+//! set of nodes, and create-seq (persistent or ephemeral sequential creates under one parent).
+
+use crate::session::{create, get_data, set_data, Session};
+use crate::stats::Latencies;
+use bytes::Bytes;
+use std::io;
+use std::time::{Duration, Instant};
+
+pub const KV_ROOT: &str = "/bench/kv";
+
+pub struct Load {
+    pub server: String,
+    pub sessions: u64,
+    pub inflight: usize,
+    pub duration: Duration,
+}
+
+/// xorshift64*, seeded per session.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// Creates `paths` (parents first) if missing, pipelined on one session.
+pub async fn ensure(server: &str, paths: &[String], data: Bytes) -> io::Result<()> {
+    let mut s = Session::connect(server, 30_000).await?;
+    let mut bad = 0;
+    s.pipeline(
+        1024,
+        None,
+        |i| {
+            paths
+                .get(i as usize)
+                .map(|p| create(p.clone(), data.clone(), 0))
+        },
+        // NODEEXISTS is fine: the set is shared by runs.
+        |_, r| bad += u64::from(r.header.err != 0 && r.header.err != -110),
+    )
+    .await?;
+    if bad > 0 {
+        return Err(crate::session::err(format!("{bad} setup creates failed")));
+    }
+    Ok(())
+}
+
+pub fn kv_path(i: u64) -> String {
+    format!("{KV_ROOT}/k{i:06}")
+}
+
+/// Makes sure the `keys` nodes of `size` bytes exist.
+pub async fn prepare_kv(server: &str, keys: u64, size: usize) -> io::Result<()> {
+    let mut paths = vec!["/bench".to_string(), KV_ROOT.to_string()];
+    paths.extend((0..keys).map(kv_path));
+    ensure(server, &paths, Bytes::from(vec![b'v'; size])).await
+}
+
+/// Runs `sessions` sessions until the deadline, each pipelining requests from `make`.
+pub async fn run_sessions(
+    load: &Load,
+    make: impl Fn(u64, &mut Rng) -> palisade_proto::Request + Send + Sync + Clone + 'static,
+) -> io::Result<(Latencies, f64)> {
+    let start = Instant::now();
+    let stop = start + load.duration;
+    let mut tasks = Vec::new();
+    for k in 0..load.sessions {
+        let (server, inflight, make) = (load.server.clone(), load.inflight, make.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut s = Session::connect(&server, 30_000).await?;
+            let mut rng = Rng::new(k + 1);
+            let mut lat = Latencies::default();
+            s.pipeline(
+                inflight,
+                Some(stop),
+                |i| Some(make(i, &mut rng)),
+                |_, r| {
+                    lat.record(r.latency);
+                    lat.errors += u64::from(r.header.err != 0);
+                },
+            )
+            .await?;
+            Ok::<Latencies, io::Error>(lat)
+        }));
+    }
+    let mut all = Latencies::default();
+    for t in tasks {
+        all.merge(t.await.map_err(crate::session::err)??);
+    }
+    Ok((all, start.elapsed().as_secs_f64()))
+}
+
+pub async fn get(load: &Load, keys: u64) -> io::Result<(Latencies, f64)> {
+    run_sessions(load, move |_, rng| {
+        get_data(kv_path(rng.below(keys)), false)
+    })
+    .await
+}
+
+pub async fn set(load: &Load, keys: u64, size: usize) -> io::Result<(Latencies, f64)> {
+    let data = Bytes::from(vec![b's'; size]);
+    run_sessions(load, move |_, rng| {
+        set_data(kv_path(rng.below(keys)), data.clone())
+    })
+    .await
+}
+
+pub async fn mixed(load: &Load, keys: u64, size: usize) -> io::Result<(Latencies, f64)> {
+    let data = Bytes::from(vec![b'm'; size]);
+    run_sessions(load, move |_, rng| {
+        let path = kv_path(rng.below(keys));
+        if rng.below(10) == 0 {
+            set_data(path, data.clone())
+        } else {
+            get_data(path, false)
+        }
+    })
+    .await
+}
+
+/// Sequential creates under one parent: persistent (flags 2) or ephemeral (flags 3).
+pub async fn create_seq(load: &Load, ephemeral: bool, size: usize) -> io::Result<(Latencies, f64)> {
+    let parent = if ephemeral {
+        "/bench/seq-e"
+    } else {
+        "/bench/seq"
+    };
+    ensure(
+        &load.server,
+        &["/bench".into(), parent.into()],
+        Bytes::new(),
+    )
+    .await?;
+    let data = Bytes::from(vec![b'c'; size]);
+    let path = format!("{parent}/n-");
+    let flags = if ephemeral { 3 } else { 2 };
+    run_sessions(load, move |_, _| create(path.clone(), data.clone(), flags)).await
+}
+
+/// `nodes` persistent znodes of `size` bytes under `parents` parents; returns the last path.
+pub async fn populate(
+    load: &Load,
+    nodes: u64,
+    parents: u64,
+    size: usize,
+) -> io::Result<(Latencies, f64, String)> {
+    let parents = parents.max(1);
+    let mut setup = vec!["/bench".to_string(), "/bench/pop".to_string()];
+    setup.extend((0..parents).map(|p| format!("/bench/pop/p{p}")));
+    ensure(&load.server, &setup, Bytes::new()).await?;
+    let path = move |i: u64| format!("/bench/pop/p{}/n{i:010}", i % parents);
+    let data = Bytes::from(vec![b'x'; size]);
+    let start = Instant::now();
+    let sessions = load.sessions.max(1);
+    let mut tasks = Vec::new();
+    for k in 0..sessions {
+        let (server, inflight, data) = (load.server.clone(), load.inflight, data.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut s = Session::connect(&server, 30_000).await?;
+            let mut lat = Latencies::default();
+            s.pipeline(
+                inflight,
+                None,
+                |j| {
+                    let i = j * sessions + k;
+                    (i < nodes).then(|| create(path(i), data.clone(), 0))
+                },
+                |_, r| {
+                    lat.record(r.latency);
+                    lat.errors += u64::from(r.header.err != 0);
+                },
+            )
+            .await?;
+            Ok::<Latencies, io::Error>(lat)
+        }));
+    }
+    let mut all = Latencies::default();
+    for t in tasks {
+        all.merge(t.await.map_err(crate::session::err)??);
+    }
+    Ok((
+        all,
+        start.elapsed().as_secs_f64(),
+        path(nodes.saturating_sub(1)),
+    ))
+}
