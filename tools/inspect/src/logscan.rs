@@ -1,0 +1,333 @@
+//! Reading a log directory without touching it: every segment goes through
+//! [`palisade_wal::scan_segment`] (never `Wal::open`, which repairs), and the rules recovery
+//! applies across segments (names continue the previous segment's last txn; a torn end is
+//! acceptable only in the last segment) are applied here to classify each file. Records of
+//! the valid prefix — what recovery would keep — are handed to a visitor in log order.
+
+use crate::datadir::{list_segments, MAX_PAYLOAD};
+use crate::error::InspectError;
+use palisade_wal::{scan_segment, End, RecordKind, RecordRef, WalError, SEGMENT_HEADER_BYTES};
+use std::io::ErrorKind;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+/// How a segment ends, judged as recovery would judge it in its place in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SegmentState {
+    /// Valid records, then zeros.
+    Clean,
+    /// The last segment ends in a write cut by a crash: recovery cuts `bytes` bytes at
+    /// `offset` (never acknowledged) and keeps them in `log/detached/`.
+    TornTail {
+        offset: u64,
+        bytes: u64,
+        reason: String,
+    },
+    /// The last segment's header is unusable and it holds no record: recovery moves the
+    /// file to `log/detached/` (its creation was cut by a crash).
+    Headerless { reason: String },
+    /// Damage that is not a torn tail: the server refuses to start.
+    Corrupt { offset: u64, reason: String },
+    /// A txn (or a segment name) that does not continue the log: the server refuses to start.
+    Gap {
+        offset: u64,
+        expected: i64,
+        found: i64,
+    },
+}
+
+impl SegmentState {
+    /// Damage that stops the server (as opposed to what recovery repairs by itself).
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            SegmentState::Corrupt { .. } | SegmentState::Gap { .. }
+        )
+    }
+
+    /// The offset where valid data stops, if the segment does not end cleanly.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            SegmentState::Clean => None,
+            SegmentState::Headerless { .. } => Some(0),
+            SegmentState::TornTail { offset, .. }
+            | SegmentState::Corrupt { offset, .. }
+            | SegmentState::Gap { offset, .. } => Some(*offset),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            SegmentState::Clean => "clean".into(),
+            SegmentState::TornTail {
+                offset,
+                bytes,
+                reason,
+            } => format!("torn at offset {offset}: {bytes} bytes ({reason}); recovery cuts them"),
+            SegmentState::Headerless { reason } => {
+                format!("headerless last segment ({reason}); recovery moves it to detached/")
+            }
+            SegmentState::Corrupt { offset, reason } => {
+                format!("corrupt at offset {offset}: {reason}")
+            }
+            SegmentState::Gap {
+                offset,
+                expected,
+                found,
+            } => format!("zxid gap at offset {offset}: expected {expected:#x}, found {found:#x}"),
+        }
+    }
+
+    /// A short tag for JSON.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            SegmentState::Clean => "clean",
+            SegmentState::TornTail { .. } => "torn",
+            SegmentState::Headerless { .. } => "headerless",
+            SegmentState::Corrupt { .. } => "corrupt",
+            SegmentState::Gap { .. } => "gap",
+        }
+    }
+}
+
+/// One segment file as read.
+#[derive(Debug, Clone)]
+pub struct SegmentReport {
+    pub path: PathBuf,
+    /// The zxid in the file name.
+    pub name_zxid: i64,
+    pub file_len: u64,
+    /// Where the segment's valid data ends (the zeros start, or the damage).
+    pub end_offset: u64,
+    /// Valid records before the end (txns + meta).
+    pub records: u64,
+    pub txns: u64,
+    pub metas: u64,
+    pub first_txn: Option<i64>,
+    pub last_txn: Option<i64>,
+    pub state: SegmentState,
+    /// It comes after damage in an earlier segment: none of it is part of the valid log.
+    pub after_damage: bool,
+}
+
+/// What a walk over the log found.
+#[derive(Debug, Clone, Default)]
+pub struct LogScan {
+    /// Every segment in zxid order (fewer if the visitor stopped the walk).
+    pub segments: Vec<SegmentReport>,
+    /// First and last txn of the valid prefix (what recovery would keep).
+    pub first_txn: Option<i64>,
+    pub last_txn: Option<i64>,
+    /// The first damage that stops the server: (file, offset, what).
+    pub damage: Option<(PathBuf, u64, String)>,
+    /// The visitor asked to stop before the end.
+    pub stopped_early: bool,
+}
+
+impl LogScan {
+    /// The valid log begins with zxid 1 (or there is no log at all): replaying it from the
+    /// empty tree rebuilds everything.
+    pub fn starts_at_zxid_1(&self) -> bool {
+        match self.first_txn {
+            Some(first) => first == 1,
+            None => self
+                .segments
+                .first()
+                .is_none_or(|s| s.name_zxid == 1 && !s.state.is_damage()),
+        }
+    }
+}
+
+/// Scans every segment of `log_dir` and hands each record of the valid prefix to `visit`,
+/// in log order, until it returns `Break`. Read-only.
+pub fn walk(
+    log_dir: &Path,
+    mut visit: impl FnMut(RecordRef<'_>) -> ControlFlow<()>,
+) -> Result<LogScan, InspectError> {
+    let listed = list_segments(log_dir)?;
+    let mut out = LogScan::default();
+    let mut prev_txn: Option<i64> = None;
+    let count = listed.len();
+    for (i, (name, path)) in listed.into_iter().enumerate() {
+        let is_last = i.saturating_add(1) == count;
+        let scan = match scan_segment(&path, MAX_PAYLOAD) {
+            Ok(s) => s,
+            // A live server's purge removed it since the listing (oldest first): the log
+            // simply starts later.
+            Err(WalError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let state = classify(
+            scan.first_zxid.is_some(),
+            &scan.end,
+            name,
+            prev_txn,
+            is_last,
+        );
+        let after_damage = out.damage.is_some();
+        let keeps_records =
+            !after_damage && state.offset().is_none_or(|o| o >= SEGMENT_HEADER_BYTES);
+        let mut report = SegmentReport {
+            path: path.clone(),
+            name_zxid: name,
+            file_len: scan.file_len,
+            end_offset: scan.end.offset(),
+            records: 0,
+            txns: 0,
+            metas: 0,
+            first_txn: None,
+            last_txn: None,
+            state: state.clone(),
+            after_damage,
+        };
+        let mut stop = false;
+        for rec in scan.records() {
+            count_record(&mut report, &rec);
+            if keeps_records && !stop {
+                if rec.kind == RecordKind::Txn {
+                    out.first_txn.get_or_insert(rec.zxid);
+                    out.last_txn = Some(rec.zxid);
+                }
+                stop = visit(rec).is_break();
+            }
+        }
+        if keeps_records {
+            prev_txn = report.last_txn.or(prev_txn);
+        }
+        if state.is_damage() && out.damage.is_none() {
+            let offset = state.offset().unwrap_or(0);
+            out.damage = Some((path, offset, state.describe()));
+        }
+        out.segments.push(report);
+        if stop {
+            out.stopped_early = true;
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Scans without visiting: the classification of every segment and the valid range.
+pub fn scan(log_dir: &Path) -> Result<LogScan, InspectError> {
+    walk(log_dir, |_| ControlFlow::Continue(()))
+}
+
+fn count_record(r: &mut SegmentReport, rec: &RecordRef<'_>) {
+    r.records = r.records.saturating_add(1);
+    match rec.kind {
+        RecordKind::Txn => {
+            r.txns = r.txns.saturating_add(1);
+            r.first_txn.get_or_insert(rec.zxid);
+            r.last_txn = Some(rec.zxid);
+        }
+        RecordKind::Meta => r.metas = r.metas.saturating_add(1),
+    }
+}
+
+/// Recovery's judgement of one segment (wal/src/recovery.rs `damage_of`): a segment is named
+/// after the txn following the previous segment's last txn; a torn end is a torn tail only in
+/// the last segment, and a torn header there (no records) is a headerless segment.
+pub fn classify(
+    header_valid: bool,
+    end: &End,
+    name: i64,
+    prev_txn: Option<i64>,
+    is_last: bool,
+) -> SegmentState {
+    if let (true, Some(prev)) = (header_valid, prev_txn) {
+        let expected = prev.checked_add(1);
+        if expected != Some(name) {
+            return SegmentState::Gap {
+                offset: 0,
+                expected: expected.unwrap_or(i64::MAX),
+                found: name,
+            };
+        }
+    }
+    match end {
+        End::Clean { .. } => SegmentState::Clean,
+        End::Gap {
+            offset,
+            expected,
+            found,
+        } => SegmentState::Gap {
+            offset: *offset,
+            expected: *expected,
+            found: *found,
+        },
+        End::Corrupt { offset, reason } => SegmentState::Corrupt {
+            offset: *offset,
+            reason: reason.clone(),
+        },
+        End::Torn {
+            offset: 0, reason, ..
+        } if is_last => SegmentState::Headerless {
+            reason: reason.clone(),
+        },
+        End::Torn {
+            offset,
+            bytes,
+            reason,
+        } if is_last => SegmentState::TornTail {
+            offset: *offset,
+            bytes: *bytes,
+            reason: reason.clone(),
+        },
+        End::Torn { offset, reason, .. } => SegmentState::Corrupt {
+            offset: *offset,
+            reason: format!("{reason}; not the last segment"),
+        },
+    }
+}
+
+/// The log of a single segment file, for `log FILE`: its records and how it ends (judged as
+/// if it were the last segment, since nothing else is known).
+pub fn walk_file(
+    path: &Path,
+    mut visit: impl FnMut(RecordRef<'_>) -> ControlFlow<()>,
+) -> Result<LogScan, InspectError> {
+    let scan = scan_segment(path, MAX_PAYLOAD)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(crate::datadir::segment_name_zxid);
+    let state = classify(
+        scan.first_zxid.is_some(),
+        &scan.end,
+        name.unwrap_or_default(),
+        None,
+        true,
+    );
+    let mut report = SegmentReport {
+        path: path.to_path_buf(),
+        name_zxid: name.or(scan.first_zxid).unwrap_or_default(),
+        file_len: scan.file_len,
+        end_offset: scan.end.offset(),
+        records: 0,
+        txns: 0,
+        metas: 0,
+        first_txn: None,
+        last_txn: None,
+        state: state.clone(),
+        after_damage: false,
+    };
+    let mut out = LogScan::default();
+    for rec in scan.records() {
+        count_record(&mut report, &rec);
+        if visit(rec).is_break() {
+            out.stopped_early = true;
+            break;
+        }
+    }
+    out.first_txn = report.first_txn;
+    out.last_txn = report.last_txn;
+    if state.is_damage() {
+        out.damage = Some((
+            path.to_path_buf(),
+            state.offset().unwrap_or(0),
+            state.describe(),
+        ));
+    }
+    out.segments.push(report);
+    Ok(out)
+}
