@@ -22,8 +22,8 @@ python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 step "cargo test (unit, property, golden-vector and black-box tests)"
 cargo test --workspace --locked --release
 
-step "build the server"
-cargo build --release --locked --bin palisade
+step "build the server and the tools"
+cargo build --release --locked -p palisade -p palisade-failover -p palisade-client -p palisade-bench
 
 work=$(mktemp -d /tmp/palisade-test.XXXXXX)
 pids=()
@@ -71,6 +71,8 @@ run_suite "kazoo suite against Palisade" env ZK_HOSTS=127.0.0.1:$pal_port ZK_SUP
 run_suite "zkCli.sh, C client and Curator against Palisade" env KNOWN_GAPS=tests/clients/palisade-known-gaps.txt ZK_SUPER_AUTH=$super_auth tests/clients/run.sh 127.0.0.1:$pal_port
 run_suite "kazoo and Curator recipes from several processes against Palisade" \
   env ZK_HOSTS=127.0.0.1:$pal_port timeout -k 5 150 python3 -m pytest -q -p no:cacheprovider tests/recipes
+run_suite "lock recipes with fencing tokens: palisade-lock with Curator and kazoo holders" \
+  tests/locks/run.sh 127.0.0.1:$pal_port
 
 step "start a fresh Palisade and the reference Apache ZooKeeper 3.8 for the differential test"
 # Fresh servers on both sides: zxids are compared by order, so no other suite's sessions may
@@ -90,4 +92,30 @@ run_suite "client-level comparison (Java client watches, four-letter words) with
 if ! kill -0 "${pids[0]}" 2>/dev/null; then
   echo "Palisade exited during the tests; its log:"; cat "$work/pal/server.log"; failed=1
 fi
+tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
+
+# The failover-replay tool: kill -9 cycles (random moments, after bursts, mid-snapshot, at
+# crash points, during recovery) against a Palisade of its own, with the offline invariants
+# checked after every cycle. More cycles: PALISADE_FAILOVER_CYCLES.
+fo=$work/failover
+mkdir -p "$fo"
+cat > "$fo/zoo.cfg" <<CFG
+tickTime=1000
+dataDir=$fo/data
+clientPort=22290
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+4lw.commands.whitelist=*
+snapCount=200
+preAllocSize=64
+CFG
+run_suite "failover-replay: kill -9 cycles against Palisade" \
+  ./target/release/palisade-failover live --start "exec $root/target/release/palisade $fo/zoo.cfg" \
+  --server 127.0.0.1:22290 --data-dir "$fo/data" --cycles "${PALISADE_FAILOVER_CYCLES:-14}" \
+  --max-seconds 240 --seed 1 --snapshot-word csnp --crash-points --offline-checks \
+  --server-log "$fo/server.log"
+
+# The benchmark still works (not a speed test: --quick, both servers, about a minute).
+run_suite "benchmark driver, quick mode (Palisade and ZooKeeper 3.8)" \
+  timeout -k 5 300 python3 tools/bench/driver.py --quick
 exit $failed

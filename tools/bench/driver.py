@@ -150,9 +150,13 @@ class Server:
         """ZooKeeper only: heap used after a full GC, from jcmd."""
         if self.kind != "zookeeper":
             return None
-        subprocess.run(["jcmd", str(self.proc.pid), "GC.run"], capture_output=True, timeout=120)
-        out = subprocess.run(["jcmd", str(self.proc.pid), "GC.heap_info"],
-                             capture_output=True, text=True, timeout=60).stdout
+        try:
+            subprocess.run(["jcmd", str(self.proc.pid), "GC.run"], capture_output=True, timeout=30)
+            out = subprocess.run(["jcmd", str(self.proc.pid), "GC.heap_info"],
+                                 capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print(f"  (jcmd failed: {e}; no heap figure)", flush=True)
+            return None
         m = re.search(r"total\s+\d+K,\s+used\s+(\d+)K", out)
         return int(m.group(1)) if m else None
 

@@ -199,27 +199,47 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
 async fn wait_read(server: &str, path: &str, timeout_s: u64) -> std::io::Result<String> {
     let t0 = Instant::now();
     let limit = Duration::from_secs(timeout_s);
-    while t0.elapsed() < limit {
-        if let Ok(mut s) = Session::connect(server, 30_000).await {
-            let req = Request::Exists(ExistsRequest {
-                path: JStr::from(path),
-                watch: false,
-            });
-            if let Ok(r) = s.call(req).await {
-                if r.header.err == 0 {
+    // A starting server may accept a connection and answer nothing until it has loaded its
+    // data (ZooKeeper does), or close it: a new attempt starts every 10 ms while earlier ones
+    // keep waiting, and the first answer ends the wait, so the figure is exact either way.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    loop {
+        tokio::select! {
+            r = rx.recv() => match r {
+                Some(Ok(secs)) => {
                     return Ok(format!(
-                        "{{\"workload\":\"wait-read\",\"path\":\"{path}\",\"seconds\":{:.3}}}",
-                        t0.elapsed().as_secs_f64()
-                    ));
+                        "{{\"workload\":\"wait-read\",\"path\":\"{path}\",\"seconds\":{secs:.3}}}"
+                    ))
                 }
-                return Err(session::err(format!("{path}: error {}", r.header.err)));
+                Some(Err(e)) => return Err(e),
+                None => {}
+            },
+            _ = tick.tick() => {
+                if t0.elapsed() > limit {
+                    return Err(session::err(format!("no answer from {server} within {timeout_s} s")));
+                }
+                let (tx, server, path) = (tx.clone(), server.to_string(), path.to_string());
+                tokio::spawn(async move {
+                    let attempt = async {
+                        let mut s = Session::connect(&server, 30_000).await?;
+                        let req = Request::Exists(ExistsRequest {
+                            path: JStr::from(path.as_str()),
+                            watch: false,
+                        });
+                        s.call(req).await
+                    };
+                    if let Ok(Ok(r)) = tokio::time::timeout(Duration::from_secs(30), attempt).await {
+                        let _ = tx.send(if r.header.err == 0 {
+                            Ok(t0.elapsed().as_secs_f64())
+                        } else {
+                            Err(session::err(format!("{path}: error {}", r.header.err)))
+                        });
+                    }
+                });
             }
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    Err(session::err(format!(
-        "no answer from {server} within {timeout_s} s"
-    )))
 }
 
 fn main() -> std::process::ExitCode {
