@@ -134,18 +134,7 @@ impl Default for DataTree {
 impl DataTree {
     /// ZooKeeper's fresh tree: `/`, `/zookeeper`, `/zookeeper/quota`, `/zookeeper/config`.
     pub fn new() -> Self {
-        let mut t = DataTree {
-            nodes: Vec::new(),
-            free: Vec::new(),
-            hasher: Default::default(),
-            acls: AclTable::default(),
-            ephemerals: HashMap::new(),
-            reapable: HashSet::new(),
-            count: 0,
-            data_size: 0,
-            quota_roots: Default::default(),
-            digest: 0,
-        };
+        let mut t = Self::empty();
         let open = vec![Entry {
             perms: crate::acl::ALL,
             scheme: "world".into(),
