@@ -26,6 +26,8 @@ pub struct Config {
     pub container_check_interval_ms: u64,
     pub super_digest: Option<String>,
     pub max_outstanding_per_connection: usize,
+    /// Palisade's `spinWaitMicros`: how long the core and log threads poll before parking.
+    pub spin_wait_micros: u64,
     /// `--truncate-corrupt-log`: the operator accepts losing the log from a corrupt record on.
     pub truncate_corrupt_log: bool,
 }
@@ -53,6 +55,7 @@ impl Default for Config {
             container_check_interval_ms: 60_000,
             super_digest: None,
             max_outstanding_per_connection: 1000,
+            spin_wait_micros: crate::spin::DEFAULT_SPIN_MICROS,
             truncate_corrupt_log: false,
         }
     }
@@ -149,6 +152,15 @@ impl Config {
                     self.super_digest = Some(v.clone())
                 }
                 "maxOutstandingPerConnection" => self.max_outstanding_per_connection = parse(k, v)?,
+                "spinWaitMicros" => {
+                    self.spin_wait_micros = parse::<u64>(k, v).and_then(|n| {
+                        if n <= 10_000 {
+                            Ok(n)
+                        } else {
+                            Err(format!("invalid value for {k}: {v:?} (0 to 10000)"))
+                        }
+                    })?
+                }
                 // Accepted for compatibility; they have no effect on a standalone server.
                 "initLimit"
                 | "syncLimit"
@@ -223,5 +235,18 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("forceSync"), "{e}");
+    }
+
+    #[test]
+    fn spin_wait_is_bounded() {
+        let mut c = Config::default();
+        assert_eq!(c.spin_wait_micros, crate::spin::DEFAULT_SPIN_MICROS);
+        assert_eq!(c.apply_zoo_cfg("spinWaitMicros=0\n"), Ok(vec![]));
+        assert_eq!(c.spin_wait_micros, 0);
+        let e = c
+            .apply_zoo_cfg("spinWaitMicros=20000\n")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("spinWaitMicros") && e.contains("20000"), "{e}");
     }
 }

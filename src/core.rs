@@ -16,6 +16,7 @@ use crate::recovery::Restored;
 use crate::reply;
 use crate::session::Sessions;
 use crate::snapshotter::SnapMsg;
+use crate::spin;
 use crate::tree::DataTree;
 use crate::watch::{ConnId, Watches};
 use bytes::Bytes;
@@ -25,7 +26,7 @@ use palisade_wal::RecordKind;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::mpsc as std_mpsc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot};
 
 /// What the core writes to a connection.
@@ -134,6 +135,8 @@ pub struct CoreConfig {
     pub max_client_cnxns: usize,
     /// How often containers and TTL nodes are checked for reaping (znode.container.checkIntervalMs).
     pub container_check_ms: u64,
+    /// How long the core polls for its next message before it parks (spin.rs).
+    pub spin_wait: Duration,
 }
 
 pub(crate) enum Slot {
@@ -400,7 +403,12 @@ impl Core {
                     Err(mpsc::error::TryRecvError::Disconnected) => break,
                 }
             } else {
-                match inbox.blocking_recv() {
+                let polled = spin::poll_for(self.cfg.spin_wait, || match inbox.try_recv() {
+                    Ok(m) => Some(Some(m)),
+                    Err(mpsc::error::TryRecvError::Empty) => None,
+                    Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
+                });
+                match polled.unwrap_or_else(|| inbox.blocking_recv()) {
                     Some(m) => Some(m),
                     None => break,
                 }

@@ -46,6 +46,7 @@ fn cfg() -> CoreConfig {
         data_log_dir: "data".into(),
         max_client_cnxns: 0,
         container_check_ms: 0,
+        spin_wait: std::time::Duration::ZERO,
     }
 }
 

@@ -35,6 +35,7 @@ pub mod reply;
 pub mod server;
 pub mod session;
 pub mod snapshotter;
+pub mod spin;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod tree;

@@ -2,10 +2,12 @@
 //! durable. Every batch waiting when the thread wakes is appended, then one sync covers them
 //! all. The sink is the WAL (palisade-wal) in the server; tests use `MemorySink`.
 
+use crate::spin;
 use bytes::Bytes;
 use palisade_wal::RecordKind;
 use std::io;
 use std::sync::mpsc;
+use std::time::Duration;
 
 /// One record for the log: a txn (zxid = its zxid) or a meta record (a tree digest).
 pub struct LogRecord {
@@ -51,15 +53,25 @@ pub struct Batch {
 /// txn zxid)`. After a failed write or sync it reports the error and stops: nothing later
 /// may be acknowledged, and a retried fsync could lie (the page cache may have dropped the
 /// data), so the server stops and recovery decides what survived.
+/// Between batches it polls for `spin_wait` before it parks (spin.rs).
 pub fn spawn_writer(
     mut sink: Box<dyn LogSink>,
+    spin_wait: Duration,
     durable: impl Fn(Result<i64, io::Error>) + Send + 'static,
 ) -> io::Result<mpsc::Sender<Batch>> {
     let (tx, rx) = mpsc::channel::<Batch>();
     std::thread::Builder::new()
         .name("palisade-log".into())
         .spawn(move || {
-            while let Ok(first) = rx.recv() {
+            let next = || {
+                let polled = spin::poll_for(spin_wait, || match rx.try_recv() {
+                    Ok(b) => Some(Some(b)),
+                    Err(mpsc::TryRecvError::Empty) => None,
+                    Err(mpsc::TryRecvError::Disconnected) => Some(None),
+                });
+                polled.unwrap_or_else(|| rx.recv().ok())
+            };
+            while let Some(first) = next() {
                 let mut last_txn = None;
                 let mut result = Ok(());
                 for batch in std::iter::once(first).chain(rx.try_iter()) {

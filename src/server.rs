@@ -81,6 +81,7 @@ pub const MAX_TXN_BYTES: u32 = 1 << 30;
 pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     let secret = load_secret(&cfg)?;
     let (wal, restored) = open_data(&cfg)?;
+    let spin_wait = Duration::from_micros(cfg.spin_wait_micros);
     let core_cfg = CoreConfig {
         tick_ms: cfg.tick_time,
         min_session_timeout: cfg.min_timeout(),
@@ -100,11 +101,12 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
             .to_string(),
         max_client_cnxns: cfg.max_client_cnxns,
         container_check_ms: cfg.container_check_interval_ms,
+        spin_wait,
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
     let durable_tx = core_tx.clone();
     let sink: Box<dyn LogSink> = Box::new(wal);
-    let log_tx = log::spawn_writer(sink, move |r| {
+    let log_tx = log::spawn_writer(sink, spin_wait, move |r| {
         let msg = match r {
             Ok(z) => CoreMsg::Durable(z),
             Err(e) => CoreMsg::LogFailed(e.to_string()),
