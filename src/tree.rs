@@ -50,8 +50,9 @@ pub fn kind_of(owner: i64) -> Kind {
 pub struct Node {
     /// The name, then the data, in one allocation.
     bytes: Box<[u8]>,
-    name_len: u32,
-    has_data: bool,
+    /// The name's length, and in the top bit whether the node has data (null data is not
+    /// empty data). One field rather than two keeps a node at 96 bytes, not 104.
+    layout: u32,
     pub czxid: i64,
     pub mzxid: i64,
     pub pzxid: i64,
@@ -67,6 +68,19 @@ pub struct Node {
     children: Option<Box<HashTable<NodeId>>>,
 }
 
+/// `Node::layout`'s flag bit.
+const HAS_DATA: u32 = 1 << 31;
+
+/// A name longer than 2^31 − 1 bytes cannot arrive (frames are bounded by jute.maxbuffer).
+fn layout(name_len: usize, has_data: bool) -> u32 {
+    let len = u32::try_from(name_len).unwrap_or(u32::MAX) & !HAS_DATA;
+    if has_data {
+        len | HAS_DATA
+    } else {
+        len
+    }
+}
+
 impl Node {
     pub fn name(&self) -> &str {
         std::str::from_utf8(self.name_bytes()).unwrap_or("")
@@ -74,14 +88,20 @@ impl Node {
     /// The name's bytes: what lookups compare and hash (no UTF-8 check on the hot path; a
     /// name is always set from a `&str`).
     pub fn name_bytes(&self) -> &[u8] {
-        self.bytes.get(..self.name_len as usize).unwrap_or(&[])
+        self.bytes.get(..self.name_len()).unwrap_or(&[])
     }
     pub fn data(&self) -> Option<&[u8]> {
-        self.has_data
-            .then(|| self.bytes.get(self.name_len as usize..).unwrap_or(&[]))
+        self.has_data()
+            .then(|| self.bytes.get(self.name_len()..).unwrap_or(&[]))
     }
     pub fn data_len(&self) -> usize {
-        self.bytes.len() - self.name_len as usize
+        self.bytes.len().saturating_sub(self.name_len())
+    }
+    fn name_len(&self) -> usize {
+        (self.layout & !HAS_DATA) as usize
+    }
+    fn has_data(&self) -> bool {
+        self.layout & HAS_DATA != 0
     }
     pub fn num_children(&self) -> usize {
         self.children.as_ref().map_or(0, |c| c.len())
@@ -95,8 +115,7 @@ impl Node {
         v.extend_from_slice(name.as_bytes());
         v.extend_from_slice(d);
         self.bytes = v.into_boxed_slice();
-        self.name_len = name.len() as u32;
-        self.has_data = data.is_some();
+        self.layout = layout(name.len(), data.is_some());
     }
 }
 
@@ -143,8 +162,7 @@ impl DataTree {
         let acl = t.acls.intern(open.clone());
         let mut root = Node {
             bytes: Box::new([]),
-            name_len: 0,
-            has_data: true,
+            layout: HAS_DATA,
             czxid: 0,
             mzxid: 0,
             pzxid: 0,
@@ -409,8 +427,7 @@ impl DataTree {
         let acl = self.acls.intern(new.acl);
         let mut node = Node {
             bytes: Box::new([]),
-            name_len: 0,
-            has_data: false,
+            layout: 0,
             czxid: new.zxid,
             mzxid: new.zxid,
             pzxid: new.zxid,
@@ -487,7 +504,7 @@ impl DataTree {
         let mut len = 0;
         while id != ROOT {
             let Some(n) = self.node(id) else { break };
-            len += 1 + n.name_len as usize;
+            len += 1 + n.name_len();
             id = n.parent;
         }
         len
@@ -607,11 +624,12 @@ impl DataTree {
         let n = self.node_mut(id)?;
         let old = n.data_len();
         let d = data.unwrap_or(&[]);
-        let mut v = Vec::with_capacity(n.name_len as usize + d.len());
-        v.extend_from_slice(n.bytes.get(..n.name_len as usize).unwrap_or(&[]));
+        let name_len = n.name_len();
+        let mut v = Vec::with_capacity(name_len + d.len());
+        v.extend_from_slice(n.bytes.get(..name_len).unwrap_or(&[]));
         v.extend_from_slice(d);
         n.bytes = v.into_boxed_slice();
-        n.has_data = data.is_some();
+        n.layout = layout(name_len, data.is_some());
         let new = n.data_len();
         self.data_size = self.data_size.saturating_sub(old as u64) + new as u64;
         Some((old, new))
@@ -730,5 +748,19 @@ mod tests {
             create(&mut t, "/", &format!("n{i}"), i + 1);
         }
         assert_eq!(t.acls.len(), before);
+    }
+
+    #[test]
+    fn null_and_empty_data_stay_apart_and_names_survive_data_changes() {
+        // The layout packing is what keeps a node at 96 bytes (memory per znode, BENCHMARKS.md).
+        assert_eq!(std::mem::size_of::<Option<Node>>(), 96);
+        let mut t = DataTree::new();
+        let id = create(&mut t, "/", "name", 1);
+        for data in [None, Some(&b""[..]), Some(&b"abc"[..]), None] {
+            t.write_data(id, data);
+            let n = t.node(id);
+            assert_eq!(n.map(|n| (n.name(), n.data())), Some(("name", data)));
+            assert_eq!(n.map(|n| n.data_len()), Some(data.map_or(0, |d| d.len())));
+        }
     }
 }

@@ -94,8 +94,7 @@ impl TreeLoader {
         self.tree.acls.add_ref(acl);
         let mut node = Node {
             bytes: Box::new([]),
-            name_len: 0,
-            has_data: false,
+            layout: 0,
             czxid: item.czxid,
             mzxid: item.mzxid,
             pzxid: item.pzxid,
