@@ -16,7 +16,7 @@ and heap used after a full GC), restart after kill -9 (process start -> a client
 node), snapshot time, write p99 during a snapshot (Palisade), memory per watch, and the
 physical bounds (fsync rate of the data dir's disk, loopback round trip).
 
-Bounded: each run is time-limited; the whole driver takes about 15 minutes, --quick about 3.
+Bounded: each run is time-limited; the whole driver takes about 8 minutes, --quick about 2.
 """
 
 import argparse
