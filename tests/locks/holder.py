@@ -20,7 +20,7 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "recipes"))  # eventlog.py
 
 from eventlog import EventLog, count, fenced_write, wait_for  # noqa: E402
 

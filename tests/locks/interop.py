@@ -6,8 +6,9 @@
 Prints `PASS [locks] <scenario>` or `FAIL [locks] <scenario>: <why>` per scenario and ends with
 `N passed, M failed`; exits 1 on any failure. Every participant is its own OS process (a
 palisade-lock per Rust holding, a JVM per Curator worker, a Python process per kazoo worker);
-they share an append-only event log and a fenced resource file (eventlog.py). Everything runs
-under /locks-interop-<random>, deleted at the end. run.sh is the entry point.
+they share an append-only event log and a fenced resource file (eventlog.py). The kazoo and
+Curator workers and eventlog.py are tests/recipes' own. Everything runs under
+/locks-interop-<random>, deleted at the end. run.sh is the entry point.
 """
 
 import argparse
@@ -23,11 +24,12 @@ import traceback
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+RECIPES = os.path.join(os.path.dirname(HERE), "recipes")
+sys.path.insert(0, RECIPES)
 
 from kazoo.client import KazooClient  # noqa: E402
 
-from eventlog import Violation, check_exclusion, check_tokens, read_events, wait_for  # noqa: E402
+from eventlog import Violation, check_exclusion, check_fencing, read_events, wait_for  # noqa: E402
 
 ARGS = None
 
@@ -55,7 +57,7 @@ class Run:
 
     def kazoo(self, wid, **cfg):
         cfg = self.common(wid, cfg)
-        self.spawn(wid, [sys.executable, "-u", os.path.join(HERE, "kworker.py"), json.dumps(cfg)])
+        self.spawn(wid, [sys.executable, "-u", os.path.join(RECIPES, "kworker.py"), json.dumps(cfg)])
 
     def curator(self, wid, **cfg):
         cfg = self.common(wid, cfg)
@@ -136,7 +138,7 @@ def by_impl(events, kind):
 def exclusive_mix(run, zk, naming, expect_impls):
     events = run.wait(90)
     counts, _ = check_exclusion(events)
-    accepted, rejected = check_tokens(events)
+    accepted, rejected = check_fencing(events)
     if rejected:
         raise Violation("tokens rejected without a lost lock: %s" % rejected)
     if len(accepted) != counts.get("mutex", 0):
@@ -185,7 +187,7 @@ def scenario_mutex_kazoo(base, zk):
 def rw_mix(run, zk, readers, writers):
     events = run.wait(90)
     counts, max_readers = check_exclusion(events)
-    accepted, rejected = check_tokens(events)
+    accepted, rejected = check_fencing(events)
     if rejected:
         raise Violation("tokens rejected without a lost lock: %s" % rejected)
     if len(accepted) != counts.get("write", 0):
@@ -296,7 +298,7 @@ def scenario_paused_rust_holder_fenced_by_curator_and_kazoo(base, zk):
         events = r.wait(30, expect={"r0": rc})
         if rc != 76:
             raise Violation(r.diagnose("palisade-lock exited %s, not 76 (lock lost)" % rc))
-        accepted, rejected = check_tokens(events)
+        accepted, rejected = check_fencing(events)
         t_a = [int(a_[1]) for w, e, a_ in events if w == "r0" and e == "ENTER"][0]
         if rejected != [t_a] or len(accepted) != 2 or min(accepted) <= t_a:
             raise Violation(r.diagnose("accepted %s rejected %s (A's token %d)" % (accepted, rejected, t_a)))
@@ -318,7 +320,7 @@ def scenario_checkers_can_fail(base, zk):
     for name, events in bad.items():
         try:
             check_exclusion(events)
-            check_tokens(events)
+            check_fencing(events)
         except Violation:
             continue
         raise Violation("the checkers accepted a log with %s" % name)

@@ -30,8 +30,8 @@ if [ ! -x "$lock_bin" ]; then
   fi
 fi
 
-# LockWorker.java compiled once per source checksum.
-src=$here/curator/LockWorker.java
+# The Curator worker of tests/recipes, compiled once per source checksum.
+src=$root/tests/recipes/curator/LockWorker.java
 sum=$(sha256sum "$src" | cut -c1-16)
 cache=${TMPDIR:-/tmp}/palisade-locks-curator-$sum
 if [ ! -f "$cache/LockWorker.class" ]; then

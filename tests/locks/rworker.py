@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "recipes"))  # eventlog.py
 
 from eventlog import EventLog, count, wait_for  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 ZK_HOSTS (default 127.0.0.1:2181) names the server. Every test works under its own top-level
 node /recipes-<uuid>, removed afterwards. Workers are separate OS processes (kworker.py for
-kazoo, LockWorker.java for Curator); they write one shared event log (see recipelog.py).
+kazoo, LockWorker.java for Curator); they write one shared event log (see eventlog.py).
 """
 
 import json
@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from recipelog import read_events, wait_for  # noqa: E402
+from eventlog import check_exclusion, check_fencing, read_events, wait_for  # noqa: E402
 
 ZK_HOSTS = os.environ.get("ZK_HOSTS", "127.0.0.1:2181")
 
@@ -62,10 +62,14 @@ class Run:
         self.procs[wid] = (subprocess.Popen(argv, stdout=err, stderr=subprocess.STDOUT, cwd=self.dir), err)
 
     def events(self):
-        return read_events(self.log) if os.path.exists(self.log) else []
+        return read_events(self.log)
 
     def count(self, event, wid=None):
         return sum(1 for w, e, _ in self.events() if e == event and (wid is None or w == wid))
+
+    def wait_event(self, event, timeout, wid=None, n=1):
+        """True once the log has n `event` lines (of worker `wid`, if given) within `timeout` s."""
+        return wait_for(lambda: self.count(event, wid) >= n, timeout)
 
     def start(self, ready_timeout=30):
         """Waits until every worker is connected (READY), then lets them all go at once."""
@@ -112,6 +116,16 @@ class Run:
             if tail.strip():
                 parts.append("--- %s output:\n%s" % (wid, tail))
         return "\n".join(parts)
+
+
+def check_locks(events, grants, min_readers=0):
+    """The lock tests' checks: exclusion with `grants` entries per kind, at least `min_readers`
+    readers inside together, one accepted token per exclusive grant and no rejection."""
+    counts, max_readers = check_exclusion(events)
+    assert counts == grants
+    assert max_readers >= min_readers, "readers never held the lock together"
+    accepted, rejected = check_fencing(events)
+    assert len(accepted) == grants.get("mutex", 0) + grants.get("write", 0) and rejected == []
 
 
 @pytest.fixture

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""One kazoo recipe participant, run as its own OS process by the tests:
+"""One kazoo recipe participant, run as its own OS process by tests/recipes and tests/locks:
 
     kworker.py '<json config>'
 
-Common keys: hosts, log (event log), id (worker name), go (start file), role, path,
-deadline (seconds before the process gives up, default 40), session (kazoo timeout, s).
-The worker connects, logs READY, waits for the go file, plays its role, logs DONE.
-Every blocking call is bounded by the deadline (SIGALRM ends the process with status 3).
+Common keys: hosts, log (event log), id (worker name), go (start file), role (default lock),
+path, deadline (seconds before the process gives up, default 40), session (kazoo timeout, s).
+The worker connects, logs READY, waits for the go file, plays its role, logs DONE. It logs
+session changes as STATE, and LOST and SUSPENDED also as LOST (a rejected stale write is then
+attributed, see eventlog.check_fencing). Every blocking call is bounded by the deadline
+(SIGALRM ends the process with status 3).
 """
 
 import json
@@ -26,7 +28,7 @@ from kazoo.recipe.election import Election  # noqa: E402
 from kazoo.recipe.lock import Lock, ReadLock, WriteLock  # noqa: E402
 from kazoo.recipe.queue import LockingQueue, Queue  # noqa: E402
 
-from recipelog import EventLog, fenced_write, wait_for  # noqa: E402
+from eventlog import EventLog, count, fenced_write, wait_for  # noqa: E402
 
 
 # Contenders named like Curator's: the lock name right before the sequence suffix, so that
@@ -59,8 +61,12 @@ LOCKS = {
 
 def lock_role(zk, cfg, log):
     """ENTER/EXIT around each holding; exclusive holders offer the czxid of their lock node
-    to the fenced resource (when cfg['resource'] is set)."""
-    kind = cfg.get("kind", "mutex")
+    to the fenced resource (when cfg['resource'] is set). Keys: mode (mutex|read|write), naming
+    (kazoo: stock classes; curator: the Curator-compatible ones above), iterations, hold (s),
+    gap (s between holdings), try (acquire with this timeout, logging TIMEOUT on failure),
+    extra_patterns, resource, readers_first, rendezvous, hold_until (hold until this file
+    exists)."""
+    kind = cfg.get("mode", "mutex")
     cls = LOCKS[(cfg.get("naming", "kazoo"), kind)]
     lock = cls(zk, cfg["path"], cfg["id"], extra_lock_patterns=cfg.get("extra_patterns", ()))
     hold = cfg.get("hold", 0.02)
@@ -68,8 +74,8 @@ def lock_role(zk, cfg, log):
     # rendezvous: in the first round, hold until that many readers hold it (readers). Bounded,
     # so readers that exclude each other show up as max_readers == 1, not as a hang.
     if cfg.get("readers_first"):
-        wait_for(lambda: _count_enters(cfg["log"], "read") >= cfg["readers_first"], 10)
-    for i in range(cfg.get("iterations", 5)):
+        wait_for(lambda: count(cfg["log"], "ENTER", "read") >= cfg["readers_first"], 10)
+    for i in range(cfg.get("iterations", 4)):
         if cfg.get("try") is not None:
             try:
                 got = lock.acquire(timeout=cfg["try"])
@@ -86,7 +92,7 @@ def lock_role(zk, cfg, log):
         if cfg.get("resource") and kind != "read":
             fenced_write(cfg["resource"], token, log)
         if i == 0 and cfg.get("rendezvous"):
-            wait_for(lambda: _count_enters(cfg["log"], "read") >= cfg["rendezvous"], 10)
+            wait_for(lambda: count(cfg["log"], "ENTER", "read") >= cfg["rendezvous"], 10)
         if cfg.get("hold_until"):
             wait_for(lambda: os.path.exists(cfg["hold_until"]), cfg.get("deadline", 40))
         time.sleep(hold * (0.5 + random.random()))
@@ -116,12 +122,12 @@ def barrier_role(zk, cfg, log):
         log.write("CREATED")
         waiters = cfg["waiters"]
         # release once every waiter is blocked in wait()
-        wait_for(lambda: _count(cfg["log"], "WAITING") >= waiters, cfg.get("deadline", 40))
+        wait_for(lambda: count(cfg["log"], "WAITING") >= waiters, cfg.get("deadline", 40))
         time.sleep(0.3)
         log.write("RELEASE")
         b.remove()
     else:
-        wait_for(lambda: _count(cfg["log"], "CREATED") >= 1, cfg.get("deadline", 40))
+        wait_for(lambda: count(cfg["log"], "CREATED") >= 1, cfg.get("deadline", 40))
         log.write("WAITING")
         if b.wait(timeout=cfg.get("deadline", 40)):
             log.write("PASSED")
@@ -177,22 +183,6 @@ def queue_role(zk, cfg, log):
             return
 
 
-def _count_enters(path, kind):
-    try:
-        with open(path) as f:
-            return sum(1 for line in f if line.split()[1:3] == ["ENTER", kind])
-    except OSError:
-        return 0
-
-
-def _count(path, event):
-    try:
-        with open(path) as f:
-            return sum(1 for line in f if line.split()[1:2] == [event])
-    except OSError:
-        return 0
-
-
 ROLES = {
     "lock": lock_role,
     "election": election_role,
@@ -207,16 +197,22 @@ def main():
     cfg = json.loads(sys.argv[1])
     deadline = cfg.get("deadline", 40)
     signal.signal(signal.SIGALRM, lambda *_: os._exit(3))
-    signal.alarm(int(deadline) + 5)
+    signal.alarm(int(deadline) + 10)
     log = EventLog(cfg["log"], cfg["id"])
     zk = KazooClient(hosts=cfg["hosts"], timeout=cfg.get("session", 10.0))
-    zk.add_listener(lambda state: log.write("STATE", state))
+
+    def listener(state):
+        log.write("STATE", state)
+        if state in ("LOST", "SUSPENDED"):
+            log.write("LOST")
+
+    zk.add_listener(listener)
     zk.start(timeout=15)
     log.write("READY")
     if not wait_for(lambda: os.path.exists(cfg["go"]), deadline, 0.005):
         log.write("NO_GO")
         return 2
-    ROLES[cfg["role"]](zk, cfg, log)
+    ROLES[cfg.get("role", "lock")](zk, cfg, log)
     log.write("DONE")
     zk.stop()
     zk.close()

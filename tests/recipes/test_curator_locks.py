@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from conftest import HERE, ZK_HOSTS
-from recipelog import check_exclusion, check_fencing
+from conftest import HERE, ZK_HOSTS, check_locks
+from eventlog import check_fencing
 
 J = "/usr/share/java"
 CP = ":".join(J + "/" + j for j in (
@@ -52,15 +52,6 @@ def curator(run, classes, wid, **kw):
     run.java(wid, argv)
 
 
-def wait_event(run, event, timeout, wid=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if run.count(event, wid):
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_curator_mutex_from_several_jvms(run, base, zk, classes):
     path = base + "/mutex"
     zk.create(path)
@@ -69,10 +60,7 @@ def test_curator_mutex_from_several_jvms(run, base, zk, classes):
                 resource=run.resource)
     run.start()
     events = run.wait(60)
-    counts, _ = check_exclusion(events)
-    assert counts == {"mutex": 12}
-    accepted, rejected = check_fencing(events)
-    assert len(accepted) == 12 and rejected == []
+    check_locks(events, {"mutex": 12})
     # Curator's names: _c_<uuid>-lock-<seq>
     assert all("/_c_" in a[2] and "-lock-" in a[2] for w, e, a in events if e == "ENTER")
     assert zk.get_children(path) == []
@@ -89,11 +77,7 @@ def test_curator_read_write_lock_from_several_jvms(run, base, zk, classes):
                 readersFirst=2, resource=run.resource)
     run.start()
     events = run.wait(60)
-    counts, max_readers = check_exclusion(events)
-    assert counts == {"read": 6, "write": 6}
-    assert max_readers >= 2, "readers never held the lock together"
-    accepted, rejected = check_fencing(events)
-    assert len(accepted) == 6 and rejected == []
+    check_locks(events, {"read": 6, "write": 6}, min_readers=2)
     names = [a[2] for w, e, a in events if e == "ENTER"]
     assert all("__READ__" in n or "__WRIT__" in n for n in names)
 
@@ -106,14 +90,11 @@ def test_mixed_curator_and_kazoo_mutex(run, base, zk, classes):
     for i in range(2):
         curator(run, classes, "j%d" % i, path=path, mode="mutex", iterations=4, holdMs=20,
                 resource=run.resource)
-        run.kazoo("k%d" % i, "lock", path=path, kind="mutex", naming="curator", iterations=4,
+        run.kazoo("k%d" % i, "lock", path=path, mode="mutex", naming="curator", iterations=4,
                   hold=0.02, resource=run.resource)
     run.start()
     events = run.wait(60)
-    counts, _ = check_exclusion(events)
-    assert counts == {"mutex": 16}
-    accepted, rejected = check_fencing(events)
-    assert len(accepted) == 16 and rejected == []
+    check_locks(events, {"mutex": 16})
     holders = [w for w, e, _ in events if e == "ENTER"]
     assert {h[0] for h in holders} == {"j", "k"}
 
@@ -126,17 +107,12 @@ def test_mixed_curator_and_kazoo_read_write_lock(run, base, zk, classes):
     curator(run, classes, "jr", path=path, mode="read", iterations=3, holdMs=100, rendezvous=2)
     curator(run, classes, "jw", path=path, mode="write", iterations=3, holdMs=20, readersFirst=2,
             resource=run.resource)
-    run.kazoo("kr", "lock", path=path, kind="read", naming="curator", iterations=3, hold=0.1,
+    run.kazoo("kr", "lock", path=path, mode="read", naming="curator", iterations=3, hold=0.1,
               rendezvous=2)
-    run.kazoo("kw", "lock", path=path, kind="write", naming="curator", iterations=3, hold=0.02,
+    run.kazoo("kw", "lock", path=path, mode="write", naming="curator", iterations=3, hold=0.02,
               readers_first=2, gap=0.05, resource=run.resource)
     run.start()
-    events = run.wait(60)
-    counts, max_readers = check_exclusion(events)
-    assert counts == {"read": 6, "write": 6}
-    assert max_readers >= 2
-    accepted, rejected = check_fencing(events)
-    assert len(accepted) == 6 and rejected == []
+    check_locks(run.wait(60), {"read": 6, "write": 6}, min_readers=2)
 
 
 def test_naming_interop_matrix(run, base, zk, classes):
@@ -151,18 +127,18 @@ def test_naming_interop_matrix(run, base, zk, classes):
     zk.create(p1)
     zk.create(p2)
     release = os.path.join(run.dir, "release")
-    run.kazoo("kstock", "lock", path=p1, kind="mutex", iterations=1, hold=0, hold_until=release)
+    run.kazoo("kstock", "lock", path=p1, mode="mutex", iterations=1, hold=0, hold_until=release)
     curator(run, classes, "jholder", path=p2, mode="mutex", iterations=1, holdMs=0, holdUntil=release)
     run.start()
-    assert wait_event(run, "ENTER", 20, "kstock") and wait_event(run, "ENTER", 20, "jholder"), \
+    assert run.wait_event("ENTER", 20, "kstock") and run.wait_event("ENTER", 20, "jholder"), \
         run.diagnose("holders did not get their locks")
     curator(run, classes, "jtry", path=p1, mode="mutex", iterations=1, tryMs=1500, holdMs=0)
     # one kazoo probe after the other: a waiting kazoo contender would block the next one
-    run.kazoo("ktry_stock", "lock", path=p2, kind="mutex", iterations=1, hold=0, **{"try": 1.5})
-    assert wait_event(run, "DONE", 30, "ktry_stock"), run.diagnose("stock kazoo probe did not finish")
-    run.kazoo("ktry_patterns", "lock", path=p2, kind="mutex", iterations=1, hold=0,
+    run.kazoo("ktry_stock", "lock", path=p2, mode="mutex", iterations=1, hold=0, **{"try": 1.5})
+    assert run.wait_event("DONE", 30, "ktry_stock"), run.diagnose("stock kazoo probe did not finish")
+    run.kazoo("ktry_patterns", "lock", path=p2, mode="mutex", iterations=1, hold=0,
               extra_patterns=["-lock-"], **{"try": 1.5})
-    assert wait_event(run, "DONE", 30, "jtry") and wait_event(run, "DONE", 30, "ktry_patterns"), \
+    assert run.wait_event("DONE", 30, "jtry") and run.wait_event("DONE", 30, "ktry_patterns"), \
         run.diagnose("probes did not finish")
     open(release, "w").close()
     events = run.wait(40)
@@ -180,22 +156,22 @@ def test_fencing_rejects_a_paused_holder_that_lost_its_session(run, base, zk, cl
     curator(run, classes, "victim", path=path, mode="mutex", iterations=1, holdMs=0, session=4000,
             pauseFirstMs=1000, resource=run.resource)
     run.start()
-    assert wait_event(run, "PAUSEPOINT", 30, "victim"), run.diagnose("victim never held the lock")
+    assert run.wait_event("PAUSEPOINT", 30, "victim"), run.diagnose("victim never held the lock")
     victim = run.procs["victim"][0]
     victim.send_signal(signal.SIGSTOP)
     try:
         t_stop = time.monotonic()
         curator(run, classes, "next", path=path, mode="mutex", iterations=2, holdMs=20,
                 resource=run.resource)
-        run.kazoo("knext", "lock", path=path, kind="mutex", naming="curator", iterations=2,
+        run.kazoo("knext", "lock", path=path, mode="mutex", naming="curator", iterations=2,
                   hold=0.02, resource=run.resource)
-        assert wait_event(run, "DONE", 30, "next") and wait_event(run, "DONE", 30, "knext"), \
+        assert run.wait_event("DONE", 30, "next") and run.wait_event("DONE", 30, "knext"), \
             run.diagnose("the others never got the lock of the stopped holder")
         assert time.monotonic() - t_stop >= 3.0, "the stopped holder's node went before its session expired"
     finally:
         victim.send_signal(signal.SIGCONT)
-    assert wait_event(run, "DONE", 30, "victim"), run.diagnose("victim did not finish")
-    assert wait_event(run, "STATE", 1, "victim")
+    assert run.wait_event("DONE", 30, "victim"), run.diagnose("victim did not finish")
+    assert run.wait_event("STATE", 1, "victim")
     events = run.wait(40)
     accepted, rejected = check_fencing(events)  # the rejection must come with a LOST session
     victim_token = int(next(a[1] for w, e, a in events if w == "victim" and e == "ENTER"))

@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from recipelog import Violation, check_exclusion, check_fencing
+from conftest import check_locks
+from eventlog import Violation, check_exclusion, check_fencing
 
 
 # ---------------------------------------------------------------- the checkers themselves
@@ -24,7 +25,7 @@ def test_checkers_detect_violations():
     assert check_exclusion(ok) == ({"read": 2, "write": 1}, 2)
     with pytest.raises(Violation):
         check_fencing([("a", "ACCEPT", ["5"]), ("b", "REJECT", ["4", "5"])])
-    assert check_fencing([("a", "ACCEPT", ["5"]), ("b", "STATE", ["LOST"]),
+    assert check_fencing([("a", "ACCEPT", ["5"]), ("b", "LOST", []),
                           ("b", "REJECT", ["4", "5"])]) == ([5], [4])
 
 
@@ -35,14 +36,10 @@ def test_lock_mutual_exclusion_and_fencing(run, base, zk):
     zk.create(path)
     n, iters = 4, 5
     for i in range(n):
-        run.kazoo("k%d" % i, "lock", path=path, kind="mutex", iterations=iters, hold=0.02,
+        run.kazoo("k%d" % i, "lock", path=path, mode="mutex", iterations=iters, hold=0.02,
                   resource=run.resource)
     run.start()
-    events = run.wait(60)
-    counts, _ = check_exclusion(events)
-    assert counts == {"mutex": n * iters}
-    accepted, rejected = check_fencing(events)
-    assert len(accepted) == n * iters and rejected == []
+    check_locks(run.wait(60), {"mutex": n * iters})
     # the lock is free again and its nodes are gone
     assert zk.get_children(path) == []
 
@@ -53,18 +50,13 @@ def test_read_write_lock(run, base, zk):
     path = base + "/rw"
     zk.create(path)
     for i in range(3):
-        run.kazoo("r%d" % i, "lock", path=path, kind="read", iterations=3, hold=0.1, rendezvous=3)
+        run.kazoo("r%d" % i, "lock", path=path, mode="read", iterations=3, hold=0.1, rendezvous=3)
     for i in range(2):
         # writers queue up once the three readers hold the lock (bounded wait)
-        run.kazoo("w%d" % i, "lock", path=path, kind="write", iterations=3, hold=0.02, gap=0.05,
+        run.kazoo("w%d" % i, "lock", path=path, mode="write", iterations=3, hold=0.02, gap=0.05,
                   readers_first=3, resource=run.resource)
     run.start()
-    events = run.wait(60)
-    counts, max_readers = check_exclusion(events)
-    assert counts == {"read": 9, "write": 6}
-    assert max_readers >= 2, "readers never held the lock together"
-    accepted, rejected = check_fencing(events)
-    assert len(accepted) == 6 and rejected == []
+    check_locks(run.wait(60), {"read": 9, "write": 6}, min_readers=2)
 
 
 # ---------------------------------------------------------------- Election
@@ -92,24 +84,15 @@ def test_crashed_leader_holds_until_its_session_expires(run, base, zk):
     zk.create(path)
     run.kazoo("crasher", "election", path=path, crash=True, session=4.0)
     run.start()
-    assert _wait_event(run, "CRASH", 20), run.diagnose("the first contender never led")
+    assert run.wait_event("CRASH", 20), run.diagnose("the first contender never led")
     t_crash = time.monotonic()
     run.kazoo("next", "election", path=path, hold=0.05)
-    assert _wait_event(run, "ENTER", 20, wid="next"), run.diagnose("no new leader")
+    assert run.wait_event("ENTER", 20, wid="next"), run.diagnose("no new leader")
     waited = time.monotonic() - t_crash
     assert waited >= 3.0, "new leader %.1fs after the crash: the session's node went early" % waited
     assert waited < 15.0
     run.wait(30)
     assert zk.get_children(path) == []
-
-
-def _wait_event(run, event, timeout, wid=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if run.count(event, wid):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 # ---------------------------------------------------------------- Barrier / DoubleBarrier
@@ -175,7 +158,7 @@ def test_queue_every_item_consumed_exactly_once(run, base, locking):
     for i in range(3):
         run.kazoo("q%d" % i, "queue", path=path, done=done, locking=locking)
     run.start()
-    assert _wait_count(run, "PUT", producers * items, 30), run.diagnose("producers stalled")
+    assert run.wait_event("PUT", 30, n=producers * items), run.diagnose("producers stalled")
     open(done, "w").close()
     events = run.wait(60)
     put = sorted(a[0] for w, e, a in events if e == "PUT")
@@ -186,12 +169,3 @@ def test_queue_every_item_consumed_exactly_once(run, base, locking):
     assert not any(e == "CONSUME_FAILED" for _, e, _ in events)
     # more than one consumer took part
     assert len({w for w, e, _ in events if e == "GOT"}) >= 2
-
-
-def _wait_count(run, event, n, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if run.count(event) >= n:
-            return True
-        time.sleep(0.02)
-    return False

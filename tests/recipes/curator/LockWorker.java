@@ -14,11 +14,12 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
-import org.apache.zookeeper.data.Stat;
 
 /**
- * One Curator lock participant, run as its own JVM by tests/recipes/test_curator_locks.py.
+ * One Curator lock participant, run as its own JVM by tests/recipes/test_curator_locks.py and
+ * tests/locks/interop.py.
  *
  *   java LockWorker key=value ...
  *
@@ -29,9 +30,10 @@ import org.apache.zookeeper.data.Stat;
  * first fenced write: the test stops the JVM there), readersFirst / rendezvous (see below),
  * deadline (s).
  *
- * Writes the same event log lines as kworker.py (see recipelog.py): READY, ENTER kind token node,
- * ACCEPT/REJECT (under the resource's file lock), EXIT, STATE (Curator connection states),
- * DONE. The token is the czxid of the lock node this holder created.
+ * Writes the same event log lines as kworker.py (see eventlog.py): READY, ENTER kind token node,
+ * ACCEPT/REJECT (under the resource's file lock, the same POSIX lock Python's fcntl.lockf
+ * takes), EXIT, STATE (Curator connection states; SUSPENDED and LOST also as LOST), DONE. The
+ * token is the czxid of the lock node this holder created.
  */
 public class LockWorker {
     static Map<String, String> cfg = new HashMap<>();
@@ -52,7 +54,7 @@ public class LockWorker {
         return v == null ? dflt : Long.parseLong(v);
     }
 
-    static boolean fencedWrite(String resource, long token) throws Exception {
+    static void fencedWrite(String resource, long token) throws Exception {
         try (RandomAccessFile f = new RandomAccessFile(resource, "rw");
              FileChannel ch = f.getChannel();
              FileLock lock = ch.lock()) {
@@ -64,10 +66,9 @@ public class LockWorker {
                 f.seek(0);
                 f.write((token + "\n").getBytes(StandardCharsets.US_ASCII));
                 log("ACCEPT " + token);
-                return true;
+            } else {
+                log("REJECT " + token + " " + highest);
             }
-            log("REJECT " + token + " " + highest);
-            return false;
         }
     }
 
@@ -93,7 +94,7 @@ public class LockWorker {
         long deadline = num("deadline", 40);
         Thread watchdog = new Thread(() -> {
             try {
-                Thread.sleep(deadline * 1000 + 5000);
+                Thread.sleep(deadline * 1000 + 10000);
             } catch (InterruptedException e) {
                 return;
             }
@@ -109,7 +110,12 @@ public class LockWorker {
                 .connectionTimeoutMs(5000)
                 .retryPolicy(new RetryNTimes(50, 200))
                 .build();
-        client.getConnectionStateListenable().addListener((c, state) -> log("STATE " + state));
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            log("STATE " + state);
+            if (state == ConnectionState.SUSPENDED || state == ConnectionState.LOST) {
+                log("LOST");
+            }
+        });
         client.start();
         if (!client.blockUntilConnected(15, TimeUnit.SECONDS)) {
             log("NOT_CONNECTED");
@@ -140,7 +146,7 @@ public class LockWorker {
         String resource = cfg.get("resource");
         long tryMs = num("tryMs", -1);
         long pauseFirst = num("pauseFirstMs", 0);
-        long iterations = num("iterations", 5);
+        long iterations = num("iterations", 4);
         long holdMs = num("holdMs", 20);
         // readersFirst: wait until that many readers hold the lock before queueing (writers);
         // rendezvous: in the first round, hold until that many readers hold it (readers).
@@ -157,8 +163,7 @@ public class LockWorker {
                 System.exit(5);
             }
             String node = (String) lockPath.invoke(lock);
-            Stat st = client.checkExists().forPath(node);
-            long token = st.getCzxid();
+            long token = client.checkExists().forPath(node).getCzxid();
             log("ENTER " + mode + " " + token + " " + node);
             if (i == 0 && pauseFirst > 0) {
                 log("PAUSEPOINT");

@@ -1,4 +1,5 @@
-"""The shared event log, the fenced resource and the checkers of the lock interop tests.
+"""The event log, the fenced resource and the checkers shared by the workers and the checks of
+tests/recipes and tests/locks.
 
 Event log: one line per event, `<worker> <EVENT> [args...]`, appended with O_APPEND in a single
 write(2), so writers in different processes and languages (Python, Java, the command run by
@@ -31,7 +32,7 @@ def fenced_write(resource, token, log):
     """Offers `token`; True if accepted (above every token accepted before)."""
     fd = os.open(resource, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.lockf(fd, fcntl.LOCK_EX)
+        fcntl.lockf(fd, fcntl.LOCK_EX)  # released by the close
         raw = os.pread(fd, 64, 0).decode().strip()
         highest = int(raw) if raw else -1
         if token > highest:
@@ -46,7 +47,7 @@ def fenced_write(resource, token, log):
 
 
 def read_events(path):
-    """The log as a list of (worker, EVENT, [args])."""
+    """The log as a list of (worker, EVENT, [args]); [] before the first write."""
     if not os.path.exists(path):
         return []
     out = []
@@ -59,6 +60,7 @@ def read_events(path):
 
 
 def count(path, event, kind=None):
+    """How many `event` lines the log has (with `kind` as first argument, if given)."""
     return sum(1 for _, e, a in read_events(path) if e == event and (kind is None or a[:1] == [kind]))
 
 
@@ -69,7 +71,7 @@ class Violation(AssertionError):
 def check_exclusion(events):
     """ENTER/EXIT pairs: a mutex or write holder overlaps nobody; readers overlap only readers.
     Returns (entries per kind, most readers inside at once)."""
-    inside = {}
+    inside = {}  # worker -> kind
     counts = {}
     max_readers = 0
     for worker, ev, args in events:
@@ -92,7 +94,7 @@ def check_exclusion(events):
     return counts, max_readers
 
 
-def check_tokens(events):
+def check_fencing(events):
     """Accepted tokens strictly increase; every rejection is of a worker that was told it lost
     the lock (LOST event: palisade-lock exit 76, kazoo/Curator session LOST or SUSPENDED).
     Also, the ENTER tokens of exclusive grants strictly increase in ENTER order. Returns
