@@ -1,5 +1,7 @@
 //! Shared by the process tests: the server binary started on a data dir, four-letter words,
 //! and a small blocking client speaking the wire protocol through palisade-proto.
+//! The inspector's tests (tools/inspect/tests/support) include this file too, so it must
+//! build in either package; each test binary uses only part of it.
 #![allow(dead_code)]
 
 use bytes::{Buf, Bytes};
@@ -8,9 +10,62 @@ use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_palisade");
+/// The server binary. Cargo names it only to the palisade package's own tests; elsewhere
+/// (the inspector's tests) it is `$PALISADE_BIN`, else `palisade` in this test's profile
+/// directory, brought up to date first with the cargo running these tests (a no-op taking
+/// ~0.1 s when `cargo test --workspace` already built it; without it a stale binary could
+/// be tested).
+pub fn server_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = option_env!("CARGO_BIN_EXE_palisade") {
+            return PathBuf::from(p);
+        }
+        if let Some(p) = std::env::var_os("PALISADE_BIN") {
+            return PathBuf::from(p);
+        }
+        // target/<profile>/deps/<test> → target/<profile>/palisade
+        let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or_else(|| panic!("{}: no profile dir", exe.display()));
+        let bin = profile_dir.join("palisade");
+        build_server(profile_dir);
+        assert!(bin.is_file(), "{} missing", bin.display());
+        bin
+    })
+    .clone()
+}
+
+fn build_server(profile_dir: &Path) {
+    let target = profile_dir
+        .parent()
+        .unwrap_or_else(|| panic!("{}: no target dir", profile_dir.display()));
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    // Any member's manifest names the workspace; `-p palisade` picks the server in it.
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args([
+        "build",
+        "--offline",
+        "--bin",
+        "palisade",
+        "-p",
+        "palisade",
+        "--manifest-path",
+    ])
+    .arg(&manifest)
+    .env("CARGO_TARGET_DIR", target);
+    if release {
+        cmd.arg("--release");
+    }
+    let st = cmd.status().unwrap_or_else(|e| panic!("cargo build: {e}"));
+    assert!(st.success(), "building the server failed");
+}
 
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -57,7 +112,8 @@ impl Server {
     pub fn spawn(dir: &Path, port: u16, env: &[(&str, &str)], args: &[&str]) -> Server {
         let log = dir.join(format!("server-{}.log", now_ns()));
         let err = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
-        let mut cmd = Command::new(BIN);
+        let bin = server_bin();
+        let mut cmd = Command::new(&bin);
         cmd.arg(dir.join("zoo.cfg"))
             .args(args)
             .stdout(Stdio::null())
@@ -65,7 +121,9 @@ impl Server {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("{BIN}: {e}"));
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
         Server {
             child,
             port,
@@ -134,6 +192,9 @@ pub fn four_letter(port: u16, word: &[u8]) -> Option<String> {
     Some(out)
 }
 
+/// A node as getData answers it: its data and its stat.
+pub type NodeData = (Option<Vec<u8>>, Stat);
+
 /// A blocking client: one request at a time, notifications skipped.
 pub struct Client {
     stream: TcpStream,
@@ -144,6 +205,10 @@ pub struct Client {
     pub last_zxid: i64,
 }
 
+pub const PERSISTENT: i32 = 0;
+pub const EPHEMERAL: i32 = 1;
+pub const SEQUENTIAL: i32 = 2;
+
 pub fn open_acl() -> Vec<ACL> {
     vec![ACL {
         perms: 31,
@@ -152,6 +217,24 @@ pub fn open_acl() -> Vec<ACL> {
             id: JStr::from("anyone"),
         },
     }]
+}
+
+/// A create with the open ACL, for `Client::create` and for the ops of a multi.
+pub fn create_req(path: &str, data: &[u8], flags: i32) -> Request {
+    Request::Create(CreateRequest {
+        path: JStr::from(path),
+        data: Some(Bytes::copy_from_slice(data)),
+        acl: Some(open_acl()),
+        flags,
+    })
+}
+
+/// A delete of any version.
+pub fn delete_req(path: &str) -> Request {
+    Request::Delete(DeleteRequest {
+        path: JStr::from(path),
+        version: -1,
+    })
 }
 
 fn read_frame(s: &mut TcpStream) -> io::Result<Bytes> {
@@ -250,6 +333,19 @@ impl Client {
         }
     }
 
+    /// Sends one request; Ok(Err(code)) for a ZooKeeper error, else the body decoded.
+    fn call_ok<T>(
+        &mut self,
+        req: &Request,
+        decode: impl FnOnce(Bytes) -> io::Result<T>,
+    ) -> io::Result<Result<T, i32>> {
+        let (h, body) = self.call(req)?;
+        if h.err != 0 {
+            return Ok(Err(h.err));
+        }
+        decode(body).map(Ok)
+    }
+
     /// create; Ok(Err(code)) for a ZooKeeper error.
     pub fn create(
         &mut self,
@@ -257,27 +353,23 @@ impl Client {
         data: &[u8],
         flags: i32,
     ) -> io::Result<Result<String, i32>> {
-        let req = Request::Create(CreateRequest {
-            path: JStr::from(path),
-            data: Some(Bytes::copy_from_slice(data)),
-            acl: Some(open_acl()),
-            flags,
-        });
-        let (h, body) = self.call(&req)?;
-        if h.err != 0 {
-            return Ok(Err(h.err));
-        }
-        let r = CreateResponse::decode(body, usize::MAX).map_err(bad)?;
-        Ok(Ok(r.path.as_str().unwrap_or("").to_string()))
+        self.call_ok(&create_req(path, data, flags), |body| {
+            let r = CreateResponse::decode(body, usize::MAX).map_err(bad)?;
+            Ok(r.path.as_str().unwrap_or("").to_string())
+        })
     }
 
     pub fn delete(&mut self, path: &str) -> io::Result<Result<(), i32>> {
-        let req = Request::Delete(DeleteRequest {
+        self.call_ok(&delete_req(path), |_| Ok(()))
+    }
+
+    pub fn set_data(&mut self, path: &str, data: &[u8]) -> io::Result<Result<(), i32>> {
+        let req = Request::SetData(SetDataRequest {
             path: JStr::from(path),
+            data: Some(Bytes::copy_from_slice(data)),
             version: -1,
         });
-        let (h, _) = self.call(&req)?;
-        Ok(if h.err == 0 { Ok(()) } else { Err(h.err) })
+        self.call_ok(&req, |_| Ok(()))
     }
 
     pub fn exists(&mut self, path: &str) -> io::Result<Result<Stat, i32>> {
@@ -285,11 +377,19 @@ impl Client {
             path: JStr::from(path),
             watch: false,
         });
-        let (h, body) = self.call(&req)?;
-        if h.err != 0 {
-            return Ok(Err(h.err));
-        }
-        Ok(Ok(Stat::decode(body, usize::MAX).map_err(bad)?))
+        self.call_ok(&req, |body| Stat::decode(body, usize::MAX).map_err(bad))
+    }
+
+    /// getData: the data and the stat.
+    pub fn get_data(&mut self, path: &str) -> io::Result<Result<NodeData, i32>> {
+        let req = Request::GetData(GetDataRequest {
+            path: JStr::from(path),
+            watch: false,
+        });
+        self.call_ok(&req, |body| {
+            let r = GetDataResponse::decode(body, usize::MAX).map_err(bad)?;
+            Ok((r.data.map(|d| d.to_vec()), r.stat))
+        })
     }
 
     pub fn children(&mut self, path: &str) -> io::Result<Result<Vec<String>, i32>> {
@@ -297,17 +397,14 @@ impl Client {
             path: JStr::from(path),
             watch: false,
         });
-        let (h, body) = self.call(&req)?;
-        if h.err != 0 {
-            return Ok(Err(h.err));
-        }
-        let r = GetChildrenResponse::decode(body, usize::MAX).map_err(bad)?;
-        Ok(Ok(r
-            .children
-            .unwrap_or_default()
-            .iter()
-            .map(|c| c.as_str().unwrap_or("").to_string())
-            .collect()))
+        self.call_ok(&req, |body| {
+            let r = GetChildrenResponse::decode(body, usize::MAX).map_err(bad)?;
+            Ok(r.children
+                .unwrap_or_default()
+                .iter()
+                .map(|c| c.as_str().unwrap_or("").to_string())
+                .collect())
+        })
     }
 
     /// A multi; Ok(Ok(created paths)) when every op succeeded, Ok(Err(first error)) otherwise.

@@ -41,7 +41,7 @@ fn last_txn_record(seg: &Path) -> (u64, u64, i64) {
 #[test]
 fn recover_report_tells_what_the_server_did_with_each_damage() {
     let tmp = temp_dir("damage");
-    let mut server = Server::start(tmp.path(), "");
+    let mut server = Server::start_small(tmp.path(), "");
     workload(server.port, 31, 250);
     server.kill9();
     let data = server.data();

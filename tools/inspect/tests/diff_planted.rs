@@ -15,11 +15,13 @@ fn diff_finds_planted_differences_and_nothing_else() {
     let tmp = temp_dir("diff");
     let a_dir = tmp.path().join("a");
     std::fs::create_dir_all(&a_dir).unwrap();
-    let mut a = Server::start(&a_dir, "");
+    let mut a = Server::start_small(&a_dir, "");
     workload(a.port, 21, 150);
-    let mut c = Client::connect(a.port);
-    c.create("/app/victim", b"same", PERSISTENT).unwrap();
-    c.create("/app/gone", b"", PERSISTENT).unwrap();
+    let mut c = connect(a.port);
+    c.create("/app/victim", b"same", PERSISTENT)
+        .unwrap()
+        .unwrap();
+    c.create("/app/gone", b"", PERSISTENT).unwrap().unwrap();
     a.kill9();
 
     let same = tmp.path().join("same");
@@ -30,13 +32,13 @@ fn diff_finds_planted_differences_and_nothing_else() {
 
     let b_dir = tmp.path().join("b");
     damage::prepare(&a.data(), &b_dir.join("data")).unwrap();
-    let mut b = Server::start(&b_dir, "");
-    let mut c = Client::connect(b.port);
-    c.set_data("/app/victim", b"changed").unwrap();
-    c.create("/planted", b"", PERSISTENT).unwrap();
-    c.create("/planted/x", b"", PERSISTENT).unwrap();
-    c.create("/planted/y", b"", PERSISTENT).unwrap();
-    c.delete("/app/gone").unwrap();
+    let mut b = Server::start_small(&b_dir, "");
+    let mut c = connect(b.port);
+    c.set_data("/app/victim", b"changed").unwrap().unwrap();
+    c.create("/planted", b"", PERSISTENT).unwrap().unwrap();
+    c.create("/planted/x", b"", PERSISTENT).unwrap().unwrap();
+    c.create("/planted/y", b"", PERSISTENT).unwrap().unwrap();
+    c.delete("/app/gone").unwrap().unwrap();
     let b_session = c.session;
     b.kill9();
 

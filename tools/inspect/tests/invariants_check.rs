@@ -12,7 +12,7 @@ use support::*;
 #[test]
 fn a_real_workload_keeps_every_invariant() {
     let tmp = temp_dir("inv-real");
-    let mut server = Server::start(tmp.path(), "preAllocSize=1024\n");
+    let mut server = Server::start_small(tmp.path(), "preAllocSize=1024\n");
     workload(server.port, 9, 300);
     server.kill9();
     let r = invariants(&DataDir::new(server.data())).unwrap();

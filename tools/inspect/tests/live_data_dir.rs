@@ -13,7 +13,7 @@ use support::*;
 #[test]
 fn read_only_tools_stay_correct_while_the_server_writes_and_purges() {
     let tmp = temp_dir("live");
-    let server = Server::start(tmp.path(), "");
+    let server = Server::start_small(tmp.path(), "");
     let port = server.port;
     let writer = std::thread::spawn(move || workload(port, 4, 1200));
     let dir = DataDir::new(server.data());

@@ -18,14 +18,14 @@ fn lines_json(out: &str) -> Vec<Value> {
 #[test]
 fn log_and_snapshot_show_zxids_paths_and_counters() {
     let tmp = temp_dir("output");
-    let mut server = Server::start(tmp.path(), "preAllocSize=1024\n");
-    let mut c = Client::connect(server.port);
-    c.create("/t", b"top", PERSISTENT).unwrap();
-    c.create("/t/x", b"", PERSISTENT).unwrap();
-    let seq1 = c.create("/t/s-", b"one", SEQUENTIAL).unwrap();
+    let mut server = Server::start_small(tmp.path(), "preAllocSize=1024\n");
+    let mut c = connect(server.port);
+    c.create("/t", b"top", PERSISTENT).unwrap().unwrap();
+    c.create("/t/x", b"", PERSISTENT).unwrap().unwrap();
+    let seq1 = c.create("/t/s-", b"one", SEQUENTIAL).unwrap().unwrap();
     let z_seq1 = c.last_zxid;
-    c.delete("/t/x").unwrap();
-    let seq2 = c.create("/t/s-", b"two", SEQUENTIAL).unwrap();
+    c.delete("/t/x").unwrap().unwrap();
+    let seq2 = c.create("/t/s-", b"two", SEQUENTIAL).unwrap().unwrap();
     let z_seq2 = c.last_zxid;
     assert_eq!(
         (seq1.as_str(), seq2.as_str()),

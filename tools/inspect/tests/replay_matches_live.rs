@@ -24,10 +24,12 @@ fn read_all(c: &mut Client) -> (Live, i64) {
     while let Some(p) = stack.pop() {
         let (data, stat) = c
             .get_data(&p)
+            .unwrap()
             .unwrap_or_else(|e| panic!("getData {p}: {e}"));
         zxids.push(c.last_zxid);
         for child in c
             .children(&p)
+            .unwrap()
             .unwrap_or_else(|e| panic!("getChildren {p}: {e}"))
         {
             stack.push(if p == "/" {
@@ -49,12 +51,12 @@ fn read_all(c: &mut Client) -> (Live, i64) {
 #[test]
 fn replay_to_a_zxid_matches_a_live_read_at_that_zxid() {
     let tmp = temp_dir("replay");
-    let mut server = Server::start(
+    let mut server = Server::start_small(
         tmp.path(),
         "preAllocSize=1024\nautopurge.snapRetainCount=50\n",
     );
     workload(server.port, 5, 200);
-    let mut reader = Client::connect(server.port);
+    let mut reader = connect(server.port);
     let (live, z) = read_all(&mut reader);
     workload(server.port, 6, 120);
     server.kill9();

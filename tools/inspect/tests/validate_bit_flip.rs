@@ -14,7 +14,7 @@ use support::*;
 #[test]
 fn validate_passes_then_fails_on_a_flipped_bit_naming_file_and_offset() {
     let tmp = temp_dir("validate");
-    let mut server = Server::start(tmp.path(), "");
+    let mut server = Server::start_small(tmp.path(), "");
     let last = workload(server.port, 3, 250);
     server.kill9();
     let data = server.data();
