@@ -53,6 +53,7 @@ pub struct Batch {
 /// txn zxid)`. After a failed write or sync it reports the error and stops: nothing later
 /// may be acknowledged, and a retried fsync could lie (the page cache may have dropped the
 /// data), so the server stops and recovery decides what survived.
+///
 /// Between batches it polls for `spin_wait` before it parks (spin.rs).
 pub fn spawn_writer(
     mut sink: Box<dyn LogSink>,

@@ -50,7 +50,7 @@ mod tests {
     }
 
     #[test]
-    fn gives_up_after_the_budget_and_never_polls_with_none() {
+    fn gives_up_after_the_budget_and_a_zero_budget_never_polls() {
         let mut polls = 0;
         let got: Option<()> = poll_for(Duration::from_millis(2), || {
             polls += 1;
