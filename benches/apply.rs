@@ -1,12 +1,10 @@
-//! The apply hot path: txns applied to the data tree (creates under one parent, setData on
-//! existing nodes, deletes), watches empty, as the core runs them after the log reports them
-//! durable. `cargo bench -p palisade --bench apply`.
+//! The apply hot path: txns applied to the state (creates under one parent, setData on
+//! existing nodes) through `State::apply`, as the core commits them after the log reports them
+//! durable (watch lookups are the core's, not measured here). `cargo bench -p palisade --bench apply`.
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use palisade::apply::Applier;
-use palisade::tree::DataTree;
-use palisade::watch::Watches;
+use palisade::state::State;
 use palisade_proto::*;
 
 fn header(zxid: i64, type_: OpCode) -> TxnHeader {
@@ -39,70 +37,67 @@ fn create(path: String, pcv: i32) -> TxnBody {
     })
 }
 
-/// A tree with /p and `n` children of 100 bytes.
-fn tree(n: i32) -> DataTree {
-    let mut t = DataTree::new();
-    let (mut w, mut ev) = (Watches::default(), Vec::new());
-    let mut a = Applier {
-        tree: &mut t,
-        watches: &mut w,
-        events: &mut ev,
-    };
-    a.apply(&header(1, OpCode::Create), &create("/p".into(), 1));
+fn txn(zxid: i64, type_: OpCode, body: TxnBody) -> Txn {
+    Txn {
+        header: header(zxid, type_),
+        body,
+    }
+}
+
+/// A state with /p and `n` children of 100 bytes.
+fn state(n: i32) -> State {
+    let mut s = State::new();
+    s.apply(&txn(1, OpCode::Create, create("/p".into(), 1)));
     for i in 0..n {
         let z = i64::from(i) + 2;
-        a.apply(
-            &header(z, OpCode::Create),
-            &create(format!("/p/n{i:010}"), i + 1),
-        );
+        s.apply(&txn(
+            z,
+            OpCode::Create,
+            create(format!("/p/n{i:010}"), i + 1),
+        ));
     }
-    t
+    s
 }
 
 fn bench(c: &mut Criterion) {
     let n = 100_000;
     c.bench_function("apply create (tree of 100k)", |b| {
         b.iter_batched(
-            || (tree(n), Watches::default(), Vec::new()),
-            |(mut t, mut w, mut ev)| {
-                let mut a = Applier {
-                    tree: &mut t,
-                    watches: &mut w,
-                    events: &mut ev,
-                };
-                for i in n..n + 1000 {
-                    let z = i64::from(i) + 2;
-                    a.apply(
-                        &header(z, OpCode::Create),
-                        &create(format!("/p/n{i:010}"), i + 1),
-                    );
+            || {
+                let txns: Vec<Txn> = (n..n + 1000)
+                    .map(|i| {
+                        let z = i64::from(i) + 2;
+                        txn(z, OpCode::Create, create(format!("/p/n{i:010}"), i + 1))
+                    })
+                    .collect();
+                (state(n), txns)
+            },
+            |(mut s, txns)| {
+                for t in &txns {
+                    s.apply(t);
                 }
-                t
+                s
             },
             BatchSize::LargeInput,
         )
     });
-    let mut t = tree(n);
-    let (mut w, mut ev) = (Watches::default(), Vec::new());
+    let mut s = state(n);
     let mut z = i64::from(n) + 10;
     let paths: Vec<String> = (0..1000).map(|i| format!("/p/n{:010}", i * 97)).collect();
     c.bench_function("apply setData x1000 (tree of 100k)", |b| {
         b.iter(|| {
-            let mut a = Applier {
-                tree: &mut t,
-                watches: &mut w,
-                events: &mut ev,
-            };
             for p in &paths {
                 z += 1;
-                a.apply(
-                    &header(z, OpCode::SetData),
-                    &TxnBody::SetData(SetDataTxn {
+                let t = txn(
+                    z,
+                    OpCode::SetData,
+                    TxnBody::SetData(SetDataTxn {
                         path: JStr::from(p.as_str()),
                         data: Some(Bytes::from_static(&[b'y'; 100])),
                         version: 1,
                     }),
                 );
+                s.apply(&t);
             }
         })
     });

@@ -101,9 +101,9 @@ impl Core {
         let _ = writeln!(out, "Sent: {}", self.stats.sent);
         let _ = writeln!(out, "Connections: {}", self.alive_connections());
         let _ = writeln!(out, "Outstanding: {}", self.outstanding());
-        let _ = writeln!(out, "Zxid: {:#x}", self.applied_zxid);
+        let _ = writeln!(out, "Zxid: {:#x}", self.state.zxid());
         let _ = writeln!(out, "Mode: standalone");
-        let _ = writeln!(out, "Node count: {}", self.tree.znode_count());
+        let _ = writeln!(out, "Node count: {}", self.state.tree.znode_count());
     }
 
     /// Open client connections, counting the one asking (ZooKeeper counts every connection
@@ -203,14 +203,14 @@ impl Core {
                     ),
                     ("outstanding_requests", self.outstanding().to_string()),
                     ("uptime", self.started.elapsed().as_millis().to_string()),
-                    ("znode_count", self.tree.znode_count().to_string()),
+                    ("znode_count", self.state.tree.znode_count().to_string()),
                     ("watch_count", self.watches.count().to_string()),
-                    ("ephemerals_count", self.tree.ephemeral_count().to_string()),
+                    ("ephemerals_count", self.state.tree.ephemeral_count().to_string()),
                     (
                         "approximate_data_size",
-                        self.tree.approximate_data_size().to_string(),
+                        self.state.tree.approximate_data_size().to_string(),
                     ),
-                    ("global_sessions", self.sessions.len().to_string()),
+                    ("global_sessions", self.liveness.len().to_string()),
                     ("local_sessions", "0".into()),
                     ("connection_drop_probability", "0.0".into()),
                 ];
@@ -232,15 +232,16 @@ impl Core {
             }
             FourLetterWord::Dump => {
                 let _ = writeln!(out, "SessionTracker dump:");
-                let _ = writeln!(out, "Session Sets ({}):", self.sessions.len());
+                let _ = writeln!(out, "Session Sets ({}):", self.liveness.len());
                 let _ = writeln!(out, "ephemeral nodes dump:");
-                let mut sessions: Vec<i64> = self.sessions.iter().map(|(id, _)| *id).collect();
+                let mut sessions: Vec<i64> = self.liveness.iter().map(|(id, _)| *id).collect();
                 sessions.sort_unstable();
                 for s in sessions {
                     let paths: Vec<String> = self
+                        .state
                         .tree
                         .ephemerals_of(s)
-                        .map(|id| self.tree.path_of(id))
+                        .map(|id| self.state.tree.path_of(id))
                         .collect();
                     if !paths.is_empty() {
                         let _ = writeln!(out, "{s:#x}:");
@@ -319,7 +320,7 @@ impl Core {
             // ZooKeeper's layout (`<zxid hex>: <digest>`), with Palisade's digest of the
             // current tree (see digest.rs; not the same function as ZooKeeper's).
             FourLetterWord::Hash => {
-                let _ = writeln!(out, "{:x}: {}", self.applied_zxid, self.tree.digest());
+                let _ = writeln!(out, "{:x}: {}", self.state.zxid(), self.state.tree.digest());
             }
             // Not supported: answered with nothing, as ZooKeeper answers a word it does not run.
             FourLetterWord::Gtmk | FourLetterWord::Stmk => {}

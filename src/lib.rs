@@ -1,10 +1,13 @@
 //! Palisade: a ZooKeeper-compatible coordination server.
 //!
-//! Data flows one way: [`connection`] (socket → frames → decoded requests) → [`core`]
-//! ([`prep`] → [`log`] → [`apply`] on the [`tree`] → reply and [`watch`] events) → back
-//! to the connection's writer. Durability: [`log`] writes the WAL, [`capture`] and
-//! [`snapshotter`] take fuzzy snapshots, [`recovery`] rebuilds the tree at start. See
-//! ARCHITECTURE.md.
+//! A request flows [`connection`] (socket → frames → decoded requests) → [`core`] →
+//! [`prep`] (a write becomes a txn) → [`durability`] (the log makes it durable) → [`state`]
+//! (`State::apply`, the one place a txn changes the state) → [`core`] again (watch events,
+//! then the reply) → the connection's writer. The core is the only caller of prep, state and
+//! durability; state depends on nothing above it. Two things flow back, both through the
+//! core: the log's "durable up to zxid" (which starts the apply), and the digest records the
+//! core hands the log after applying. At start, [`recovery`] rebuilds the state from the
+//! newest snapshot and the log through the same `State::apply`. See ARCHITECTURE.md.
 
 #![cfg_attr(
     not(test),
@@ -17,26 +20,20 @@
 )]
 
 pub mod acl;
-pub mod apply;
-pub mod capture;
 pub mod config;
 pub mod connection;
 pub mod core;
 pub mod crashpoint;
-pub mod digest;
+pub mod durability;
 pub mod fourlw;
-pub mod log;
+pub mod limits;
 pub mod path;
 pub mod prep;
-pub mod quota;
-pub mod read;
 pub mod recovery;
-pub mod reply;
 pub mod server;
-pub mod session;
 pub mod snapshotter;
 pub mod spin;
+pub mod state;
 #[cfg(test)]
 pub(crate) mod testkit;
-pub mod tree;
 pub mod watch;

@@ -1,14 +1,13 @@
 //! Recovery: the newest snapshot that validates, then the log replayed over it from its start
-//! zxid + 1 with the same `Applier` the live server uses. Replay is idempotent over the fuzzy
+//! zxid + 1 through `state::State::apply`, as the live server applies it. Replay is idempotent over the fuzzy
 //! capture because applying is raise-only (see apply.rs and capture.rs); the digest proves it:
 //! once the replay passes the capture's end, the tree digest must equal the one recorded
 //! there, and every digest record in the log after it.
 
-use crate::apply::{Applier, Event};
-use crate::tree::{DataTree, TreeLoader};
-use crate::watch::Watches;
+use crate::state::tree::{DataTree, TreeLoader};
+use crate::state::State;
 use bytes::Bytes;
-use palisade_proto::{Txn, TxnBody};
+use palisade_proto::Txn;
 use palisade_snapshot::{Item, Snapshot, Trailer};
 use palisade_wal::{RecordKind, Recovered};
 use std::collections::{BTreeMap, VecDeque};
@@ -35,13 +34,10 @@ pub enum RecoveryError {
     },
 }
 
-/// The state recovery hands to the core.
+/// The state recovery hands to the core: the tree, every session alive at the end of the
+/// log, and the last zxid applied (the next txn is zxid + 1).
 pub struct Restored {
-    pub tree: DataTree,
-    /// Session id → negotiated timeout, for every session alive at the end of the log.
-    pub sessions: BTreeMap<i64, i32>,
-    /// The last zxid applied: the next txn is zxid + 1.
-    pub zxid: i64,
+    pub state: State,
     pub snapshot: Option<PathBuf>,
     pub replayed: u64,
     pub digests_checked: u64,
@@ -53,14 +49,10 @@ const RECENT: usize = 1 << 16;
 
 /// Replays txns over a starting tree (fresh, or loaded from a snapshot).
 pub struct Replayer {
-    tree: DataTree,
-    sessions: BTreeMap<i64, i32>,
-    zxid: i64,
+    state: State,
     /// The capture's end (zxid, digest): before it the tree is fuzzy and digests can't match.
     end: Option<(i64, u64)>,
     recent: VecDeque<(i64, u64)>,
-    watches: Watches,
-    events: Vec<Event>,
     replayed: u64,
     checked: u64,
     snapshot: Option<PathBuf>,
@@ -76,13 +68,9 @@ impl Replayer {
     /// Starts from ZooKeeper's fresh tree at zxid 0.
     pub fn new() -> Self {
         Replayer {
-            tree: DataTree::new(),
-            sessions: BTreeMap::new(),
-            zxid: 0,
+            state: State::new(),
             end: None,
             recent: VecDeque::new(),
-            watches: Watches::default(),
-            events: Vec::new(),
             replayed: 0,
             checked: 0,
             snapshot: None,
@@ -133,14 +121,11 @@ impl Replayer {
                 t.end_zxid
             )));
         }
+        let tree = loader.finish().map_err(bad)?;
         let mut r = Replayer {
-            tree: loader.finish().map_err(bad)?,
-            sessions,
-            zxid: start_zxid,
+            state: State::from_parts(tree, sessions, start_zxid),
             end: Some((t.end_zxid, t.digest)),
             recent: VecDeque::new(),
-            watches: Watches::default(),
-            events: Vec::new(),
             replayed: 0,
             checked: 0,
             snapshot: Some(path.to_path_buf()),
@@ -153,11 +138,11 @@ impl Replayer {
     }
 
     pub fn zxid(&self) -> i64 {
-        self.zxid
+        self.state.zxid()
     }
 
     pub fn tree(&self) -> &DataTree {
-        &self.tree
+        &self.state.tree
     }
 
     /// Digests checked so far (the capture's, and the log's digest records): lets an offline
@@ -169,31 +154,13 @@ impl Replayer {
     /// Applies the next txn of the log.
     pub fn txn(&mut self, txn: &Txn) -> Result<(), RecoveryError> {
         let z = txn.header.zxid;
-        if z != self.zxid + 1 {
-            return Err(RecoveryError::Gap {
-                after: self.zxid,
-                found: z,
-            });
+        let after = self.state.zxid();
+        if z != after + 1 {
+            return Err(RecoveryError::Gap { after, found: z });
         }
-        Applier {
-            tree: &mut self.tree,
-            watches: &mut self.watches,
-            events: &mut self.events,
-        }
-        .apply(&txn.header, &txn.body);
-        self.events.clear();
-        match &txn.body {
-            TxnBody::CreateSession(c) => {
-                self.sessions.insert(txn.header.client_id, c.time_out);
-            }
-            TxnBody::CloseSession(_) => {
-                self.sessions.remove(&txn.header.client_id);
-            }
-            _ => {}
-        }
-        self.zxid = z;
+        self.state.apply(txn);
         self.replayed += 1;
-        let digest = self.tree.digest();
+        let digest = self.state.tree.digest();
         match self.end {
             Some((end, recorded)) if z == end => self.check(z, recorded, "snapshot")?,
             Some((end, _)) if z < end => return Ok(()),
@@ -208,7 +175,7 @@ impl Replayer {
 
     /// A digest record from the log: checked if it describes a zxid past the fuzzy window.
     pub fn meta(&mut self, payload: &[u8]) -> Result<(), RecoveryError> {
-        let Some((z, recorded)) = crate::digest::decode_record(payload) else {
+        let Some((z, recorded)) = crate::durability::digest_record::decode_record(payload) else {
             tracing::warn!("unknown meta record in the log (ignored)");
             return Ok(());
         };
@@ -242,7 +209,7 @@ impl Replayer {
         recorded: u64,
         recorded_in: &'static str,
     ) -> Result<(), RecoveryError> {
-        let ours = self.tree.digest();
+        let ours = self.state.tree.digest();
         if ours != recorded {
             return Err(RecoveryError::Diverged {
                 zxid: z,
@@ -257,19 +224,15 @@ impl Replayer {
 
     /// Ends the replay: the log must have reached the capture's end.
     pub fn finish(mut self) -> Result<Restored, RecoveryError> {
+        let last = self.state.zxid();
         if let Some((end, _)) = self.end {
-            if self.zxid < end {
-                return Err(RecoveryError::LogShort {
-                    end,
-                    last: self.zxid,
-                });
+            if last < end {
+                return Err(RecoveryError::LogShort { end, last });
             }
         }
-        self.tree.rebuild_quotas();
+        self.state.tree.rebuild_quotas();
         Ok(Restored {
-            tree: self.tree,
-            sessions: self.sessions,
-            zxid: self.zxid,
+            state: self.state,
             snapshot: self.snapshot,
             replayed: self.replayed,
             digests_checked: self.checked,

@@ -4,7 +4,7 @@
 //! the server does at start.
 
 use super::*;
-use crate::capture::Capture;
+use crate::durability::capture::Capture;
 use crate::testkit::{assert_same_tree, Rng, Workload};
 use palisade_snapshot::SnapshotWriter;
 use palisade_wal::{Corruption, Options, Wal};
@@ -33,7 +33,7 @@ fn write_log(dir: &Path, w: &Workload, from: usize) {
         wal.append(RecordKind::Txn, z, &txn.encode())
             .unwrap_or_else(|e| panic!("{e}"));
         if z % 16 == 0 {
-            let rec = crate::digest::encode_record(z, r.tree().digest());
+            let rec = crate::durability::digest_record::encode_record(z, r.tree().digest());
             wal.append(RecordKind::Meta, z, &rec)
                 .unwrap_or_else(|e| panic!("{e}"));
         }
@@ -164,8 +164,8 @@ fn a_torn_tail_at_any_byte_recovers_exactly_the_complete_prefix() {
             .last()
             .map_or((first - 1) as usize, |e| e.1);
         let want = prefix_tree(&w, complete);
-        assert_eq!(got.zxid, want.zxid, "cut at {cut}");
-        assert_same_tree(&format!("cut at {cut}"), &got.tree, &want.tree);
+        assert_eq!(got.state.zxid(), want.state.zxid(), "cut at {cut}");
+        assert_same_tree(&format!("cut at {cut}"), &got.state.tree, &want.state.tree);
         // The repaired log takes new txns, and the next start sees them.
         let (mut wal, _) =
             Wal::open(opts(&dir), Corruption::Refuse).unwrap_or_else(|e| panic!("{e}"));
@@ -175,30 +175,30 @@ fn a_torn_tail_at_any_byte_recovers_exactly_the_complete_prefix() {
             wal.sync().unwrap_or_else(|e| panic!("{e}"));
             drop(wal);
             let again = recover_dir(&dir, Corruption::Refuse).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(again.zxid, want.zxid + 1, "cut at {cut}");
+            assert_eq!(again.state.zxid(), want.state.zxid() + 1, "cut at {cut}");
         }
     }
 }
 
 /// Writes a fuzzy capture of `w` taken while `during` more steps run, as a snapshot file.
 fn snapshot_during(dir: &Path, w: &mut Workload, during: usize) -> (i64, i64) {
-    let start = w.zxid;
+    let start = w.zxid();
     let mut buf = Vec::new();
-    let sessions: Vec<(i64, i32)> = w.sessions.iter().map(|(k, v)| (*k, *v)).collect();
-    let mut capture = Capture::begin(&w.tree, sessions.into_iter(), start, &mut buf);
+    let sessions: Vec<(i64, i32)> = w.sessions().iter().map(|(k, v)| (*k, *v)).collect();
+    let mut capture = Capture::begin(w.tree(), sessions.into_iter(), start, &mut buf);
     let mut left = during;
-    while !capture.step(&w.tree, 2, &mut buf) {
+    while !capture.step(w.tree(), 2, &mut buf) {
         if left > 0 {
             w.step();
             left -= 1;
         }
     }
-    let trailer = capture.trailer(w.zxid, w.tree.digest());
+    let trailer = capture.trailer(w.zxid(), w.tree().digest());
     std::fs::create_dir_all(dir.join("snap")).unwrap_or_else(|e| panic!("{e}"));
     let mut sw = SnapshotWriter::create(&dir.join("snap"), start).unwrap_or_else(|e| panic!("{e}"));
     sw.write_block(&buf).unwrap_or_else(|e| panic!("{e}"));
     sw.finish(trailer).unwrap_or_else(|e| panic!("{e}"));
-    (start, w.zxid)
+    (start, w.zxid())
 }
 
 #[test]
@@ -219,14 +219,14 @@ fn snapshot_plus_log_recovers_and_damaged_snapshots_fall_back() {
     let want = prefix_tree(&w, w.log.len());
     let got = recover_dir(&dir, Corruption::Refuse).unwrap_or_else(|e| panic!("{e}"));
     // The snapshot's digest at its end, and every digest record from there on.
-    let logged_after_end = (e2..=w.zxid).filter(|z| z % 16 == 0).count() as u64;
+    let logged_after_end = (e2..=w.zxid()).filter(|z| z % 16 == 0).count() as u64;
     assert!(logged_after_end > 0);
     assert_eq!(got.digests_checked, 1 + logged_after_end);
     assert!(got
         .snapshot
         .as_ref()
         .is_some_and(|p| p.to_string_lossy().ends_with(&format!("{s2:016x}"))));
-    assert_same_tree("newest snapshot + log", &got.tree, &want.tree);
+    assert_same_tree("newest snapshot + log", &got.state.tree, &want.state.tree);
 
     // A bit flip anywhere in the newest snapshot: recovery falls back to the older one.
     let newest = dir.join("snap").join(format!("snapshot.{s2:016x}"));
@@ -241,7 +241,7 @@ fn snapshot_plus_log_recovers_and_damaged_snapshots_fall_back() {
         .snapshot
         .as_ref()
         .is_some_and(|p| p.to_string_lossy().ends_with(&format!("{s1:016x}"))));
-    assert_same_tree("older snapshot + log", &got.tree, &want.tree);
+    assert_same_tree("older snapshot + log", &got.state.tree, &want.state.tree);
 }
 
 #[test]
@@ -277,11 +277,11 @@ fn a_bit_flip_in_the_middle_of_the_log_stops_recovery() {
     assert!(e.contains(&middle.display().to_string()), "{e}");
     // The operator's explicit choice: cut there and start with what came before.
     let got = recover_dir(&dir, Corruption::Truncate).unwrap_or_else(|e| panic!("{e}"));
-    assert!(got.zxid < w.zxid);
+    assert!(got.state.zxid() < w.zxid());
     assert_same_tree(
         "truncated",
-        &got.tree,
-        &prefix_tree(&w, got.zxid as usize).tree,
+        &got.state.tree,
+        &prefix_tree(&w, got.state.zxid() as usize).state.tree,
     );
 }
 
@@ -297,8 +297,8 @@ fn a_digest_that_does_not_match_stops_recovery() {
         wal.append(RecordKind::Txn, txn.header.zxid, &txn.encode())
             .unwrap_or_else(|e| panic!("{e}"));
     }
-    let z = w.zxid;
-    let lie = crate::digest::encode_record(z, r.tree().digest() ^ 1);
+    let z = w.zxid();
+    let lie = crate::durability::digest_record::encode_record(z, r.tree().digest() ^ 1);
     wal.append(RecordKind::Meta, z, &lie)
         .unwrap_or_else(|e| panic!("{e}"));
     wal.sync().unwrap_or_else(|e| panic!("{e}"));

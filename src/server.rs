@@ -6,7 +6,8 @@
 use crate::config::Config;
 use crate::connection::{self, ConnParams};
 use crate::core::{Core, CoreConfig, CoreMsg};
-use crate::log::{self, LogSink};
+use crate::durability::log::{self, LogSink};
+use crate::durability::LogQueue;
 use crate::recovery::{self, Restored};
 use crate::snapshotter::{self, SnapDirs};
 use std::collections::HashMap;
@@ -37,6 +38,18 @@ fn load_secret(cfg: &Config) -> io::Result<[u8; 16]> {
     Ok(secret)
 }
 
+/// The child tables' hash key (see state/tree): derived from the secret, so every process of
+/// this installation lays tables out alike while clients cannot predict it.
+fn hash_key(secret: &[u8; 16]) -> u64 {
+    let mut h = sha1_smol::Sha1::new();
+    h.update(b"palisade child-table hash key");
+    h.update(secret);
+    let d = h.digest().bytes();
+    let mut k = [0u8; 8];
+    k.copy_from_slice(d.get(..8).unwrap_or(&[0; 8]));
+    u64::from_le_bytes(k)
+}
+
 /// Opens the log (repairing a torn tail, refusing corruption) and rebuilds the tree from the
 /// newest snapshot plus the log.
 fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
@@ -65,9 +78,9 @@ fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
         snapshot = %restored.snapshot.as_ref().map_or("none".into(), |p| p.display().to_string()),
         replayed = restored.replayed,
         digests_checked = restored.digests_checked,
-        zxid = format_args!("{:#x}", restored.zxid),
-        sessions = restored.sessions.len(),
-        znodes = restored.tree.znode_count(),
+        zxid = format_args!("{:#x}", restored.state.zxid()),
+        sessions = restored.state.sessions().len(),
+        znodes = restored.state.tree.znode_count(),
         ms = t0.elapsed().as_millis() as u64,
         "recovered"
     );
@@ -80,6 +93,7 @@ pub const MAX_TXN_BYTES: u32 = 1 << 30;
 
 pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     let secret = load_secret(&cfg)?;
+    crate::state::tree::set_hash_key(hash_key(&secret));
     let (wal, restored) = open_data(&cfg)?;
     let spin_wait = Duration::from_micros(cfg.spin_wait_micros);
     let core_cfg = CoreConfig {
@@ -122,7 +136,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
         },
         spare_tx,
     )?;
-    let mut core = Core::new(core_cfg, log_tx);
+    let mut core = Core::new(core_cfg, Box::new(LogQueue::new(log_tx)));
     core.restore(restored);
     core.enable_snapshots(snap_tx, spare_rx, cfg.snap_count);
     let (core_done_tx, mut core_done) = tokio::sync::oneshot::channel::<()>();

@@ -1,31 +1,28 @@
 //! Test support: a seeded workload that preps and applies random writes exactly as the core
-//! does (Prep against tree + overlay, txn encoded and decoded, Applier), recording the log,
-//! and a full dump of a tree to compare trees field by field.
+//! does (the Prepper against tree + overlay, the txn encoded and decoded as the log stores it,
+//! State::apply), recording the log, and a full dump of a tree to compare trees field by field.
 
 use crate::acl::{AuthId, Entry};
-use crate::apply::{Applier, Event};
-use crate::prep::{Overlay, Prep};
-use crate::tree::{DataTree, NodeId, ROOT};
-use crate::watch::Watches;
+use crate::prep::{Caller, Prepper};
+use crate::state::tree::{DataTree, NodeId, ROOT};
+use crate::state::State;
 use palisade_proto::*;
 use std::collections::BTreeMap;
 
-/// xorshift64*: deterministic from its seed.
-pub struct Rng(u64);
+/// A seeded generator (fastrand's), with the helpers the workloads use.
+pub struct Rng(fastrand::Rng);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+        Rng(fastrand::Rng::with_seed(seed))
     }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in 0..n (n > 0).
+    /// Uniform in 0..n (0 when n is 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        if n == 0 {
+            0
+        } else {
+            self.0.u64(0..n)
+        }
     }
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
@@ -54,7 +51,7 @@ pub fn dump(tree: &DataTree) -> BTreeMap<String, NodeDump> {
             tree.path_of(id),
             NodeDump {
                 stat: tree.stat(id),
-                c: n.cversion,
+                c: n.child_creates,
                 owner: n.owner,
                 data: n.data().map(|d| d.to_vec()),
                 acl: tree.acl_of(id).to_vec(),
@@ -92,15 +89,11 @@ fn acl(perms: i32, scheme: &str, id: &str) -> ACL {
 /// A seeded workload of sessions issuing creates (every kind), deletes, setData, setACL
 /// with several distinct ACL lists, multi, and session closes.
 pub struct Workload {
-    pub tree: DataTree,
-    overlay: Overlay,
-    pub zxid: i64,
+    pub state: State,
+    prep: Prepper,
     pub log: Vec<Txn>,
-    pub sessions: BTreeMap<i64, i32>,
     pub rng: Rng,
     next_session: i64,
-    watches: Watches,
-    events: Vec<Event>,
     auth: Vec<AuthId>,
 }
 
@@ -109,15 +102,11 @@ const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 impl Workload {
     pub fn new(seed: u64) -> Self {
         let mut w = Workload {
-            tree: DataTree::new(),
-            overlay: Overlay::default(),
-            zxid: 0,
+            state: State::new(),
+            prep: Prepper::new(0, true),
             log: Vec::new(),
-            sessions: BTreeMap::new(),
             rng: Rng::new(seed),
             next_session: 0x100,
-            watches: Watches::default(),
-            events: Vec::new(),
             auth: vec![AuthId {
                 scheme: "super".into(),
                 id: "".into(),
@@ -129,78 +118,60 @@ impl Workload {
         w
     }
 
-    fn apply(&mut self, session: i64, op: OpCode, body: TxnBody) {
-        self.zxid += 1;
-        let header = TxnHeader {
-            client_id: session,
-            cxid: 1,
-            zxid: self.zxid,
-            time: 1_700_000_000_000 + self.zxid,
-            type_: match body {
-                TxnBody::Error(_) => OpCode::Error.code(),
-                _ => op.code(),
-            },
-        };
-        // Through the codec, as the log would store it.
-        let txn = Txn::decode(Txn { header, body }.encode(), usize::MAX)
+    /// Shorthands for what the tests read.
+    pub fn tree(&self) -> &DataTree {
+        &self.state.tree
+    }
+    pub fn zxid(&self) -> i64 {
+        self.state.zxid()
+    }
+    pub fn sessions(&self) -> &BTreeMap<i64, i32> {
+        self.state.sessions()
+    }
+
+    /// The txn's time: fixed per zxid, so that a seed always builds the same log.
+    fn time(&self) -> i64 {
+        1_700_000_000_000 + self.prep.last_zxid() + 1
+    }
+
+    /// Applies a prepped txn, through the codec as the log would store it.
+    fn apply(&mut self, txn: Txn) {
+        let txn = Txn::decode(txn.encode(), usize::MAX)
             .unwrap_or_else(|e| panic!("txn does not decode: {e}"));
-        Applier {
-            tree: &mut self.tree,
-            watches: &mut self.watches,
-            events: &mut self.events,
-        }
-        .apply(&txn.header, &txn.body);
-        self.events.clear();
-        self.overlay.applied(self.zxid);
-        match &txn.body {
-            TxnBody::CreateSession(c) => {
-                self.sessions.insert(session, c.time_out);
-            }
-            TxnBody::CloseSession(_) => {
-                self.sessions.remove(&session);
-            }
-            _ => {}
-        }
+        self.state.apply(&txn);
+        self.prep.applied(txn.header.zxid);
         self.log.push(txn);
     }
 
-    fn prep(&mut self, session: i64) -> Prep<'_> {
-        Prep {
-            tree: &self.tree,
-            overlay: &mut self.overlay,
+    pub fn write(&mut self, session: i64, req: Request) {
+        let time = self.time();
+        let caller = Caller {
             session,
             auth: &self.auth,
-            zxid: self.zxid + 1,
-            ttl_enabled: true,
-        }
-    }
-
-    pub fn write(&mut self, session: i64, req: Request) {
-        let op = req.op_code();
-        let body = self.prep(session).write(&req).body;
-        self.apply(session, op, body);
+        };
+        let txn = self.prep.write(&self.state.tree, caller, 1, &req, time);
+        self.apply(txn);
     }
 
     pub fn create_session(&mut self) -> i64 {
         let id = self.next_session;
         self.next_session += 1;
-        self.apply(
-            id,
-            OpCode::CreateSession,
-            TxnBody::CreateSession(CreateSessionTxn { time_out: 30_000 }),
-        );
+        let time = self.time();
+        let txn = self.prep.create_session(id, 30_000, time);
+        self.apply(txn);
         id
     }
 
     pub fn close_session(&mut self, id: i64) {
-        let body = self.prep(id).close_session();
-        self.apply(id, OpCode::CloseSession, body);
+        let time = self.time();
+        let txn = self.prep.close_session(&self.state.tree, id, 1, time);
+        self.apply(txn);
     }
 
     fn random_session(&mut self) -> i64 {
-        let n = self.sessions.len() as u64;
+        let n = self.sessions().len() as u64;
         let k = self.rng.below(n) as usize;
-        self.sessions.keys().nth(k).copied().unwrap_or(0)
+        self.sessions().keys().nth(k).copied().unwrap_or(0)
     }
 
     /// A path of depth 1..3 over a few names (so nodes collide and come back).
@@ -218,14 +189,14 @@ impl Workload {
     fn random_node(&mut self) -> Option<String> {
         let mut id: NodeId = ROOT;
         loop {
-            let n = self.tree.node(id)?.num_children() as u64;
+            let n = self.state.tree.node(id)?.num_children() as u64;
             if n == 0 || (id != ROOT && self.rng.chance(35)) {
                 break;
             }
             let k = self.rng.below(n) as usize;
-            id = self.tree.children(id).nth(k)?;
+            id = self.state.tree.children(id).nth(k)?;
         }
-        (id != ROOT).then(|| self.tree.path_of(id))
+        (id != ROOT).then(|| self.state.tree.path_of(id))
     }
 
     fn random_acl(&mut self) -> Vec<ACL> {
@@ -340,9 +311,9 @@ impl Workload {
                     .collect();
                 self.write(session, Request::Multi(MultiRequest::new(ops)))
             }
-            18 if self.sessions.len() > 1 => self.close_session(session),
+            18 if self.sessions().len() > 1 => self.close_session(session),
             _ => {
-                if self.sessions.len() < 4 {
+                if self.sessions().len() < 4 {
                     self.create_session();
                 }
             }

@@ -9,7 +9,7 @@ use crate::invariants::{InvariantsReport, Violation};
 use crate::replay::{feed, Base};
 use palisade::path;
 use palisade::recovery::{RecoveryError, Replayer};
-use palisade::tree::DataTree;
+use palisade::state::tree::DataTree;
 use palisade_proto::{Txn, TxnBody};
 use palisade_wal::{RecordKind, RecordRef};
 use std::collections::HashMap;
@@ -304,7 +304,7 @@ impl Checker {
 
 fn counters(tree: &DataTree, p: &str) -> Option<Counters> {
     let n = tree.node(tree.lookup(p)?)?;
-    Some((n.czxid, n.cversion, n.pzxid))
+    Some((n.czxid, n.child_creates, n.pzxid))
 }
 
 fn flatten(body: &TxnBody) -> Vec<&TxnBody> {

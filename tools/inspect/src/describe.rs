@@ -52,7 +52,7 @@ pub fn describe(rec: &RecordRef<'_>) -> RecordLine {
             },
             Err(reason) => RecordView::Undecodable { reason },
         },
-        RecordKind::Meta => match palisade::digest::decode_record(rec.payload) {
+        RecordKind::Meta => match palisade::durability::digest_record::decode_record(rec.payload) {
             Some((zxid, digest)) => RecordView::Digest { zxid, digest },
             None => RecordView::Meta {
                 len: rec.payload.len(),

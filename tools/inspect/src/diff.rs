@@ -8,7 +8,7 @@ use crate::format;
 use crate::nodes::{all_nodes, NodeView};
 use crate::opview::acl_text;
 use crate::replay::{recover_readonly, Replayed};
-use palisade::tree::DataTree;
+use palisade::state::tree::DataTree;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 

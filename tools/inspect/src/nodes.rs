@@ -5,7 +5,7 @@
 use crate::error::InspectError;
 use crate::format;
 use crate::opview::{acl_text, data_json, AclView};
-use palisade::tree::{kind_of, DataTree, Kind, NodeId, ROOT};
+use palisade::state::tree::{kind_of, visible_cversion, DataTree, NodeId, NodeKind, ROOT};
 use serde_json::{json, Map, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,12 +31,6 @@ pub struct NodeView {
     pub acl: Vec<AclView>,
 }
 
-/// The visible cversion for a stored counter and a child count (ZooKeeper's copyStat).
-pub fn visible_cversion(c: i32, num_children: usize) -> i32 {
-    let n = i32::try_from(num_children).unwrap_or(i32::MAX);
-    c.wrapping_mul(2).wrapping_sub(n)
-}
-
 impl NodeView {
     pub fn from_tree(tree: &DataTree, id: NodeId, depth: usize) -> Option<NodeView> {
         let n = tree.node(id)?;
@@ -51,8 +45,8 @@ impl NodeView {
             mtime: n.mtime,
             version: n.version,
             aversion: n.aversion,
-            c: n.cversion,
-            cversion: visible_cversion(n.cversion, num_children),
+            c: n.child_creates,
+            cversion: visible_cversion(n.child_creates, num_children),
             num_children,
             owner: n.owner,
             data: n.data().map(<[u8]>::to_vec),
@@ -79,10 +73,10 @@ impl NodeView {
     /// What the stored owner means.
     pub fn owner_text(&self) -> String {
         match kind_of(self.owner) {
-            Kind::Persistent => "0".into(),
-            Kind::Ephemeral(s) => format::zxid(s),
-            Kind::Container => "container".into(),
-            Kind::Ttl(t) => format!("ttl:{t}ms"),
+            NodeKind::Persistent => "0".into(),
+            NodeKind::Ephemeral(s) => format::zxid(s),
+            NodeKind::Container => "container".into(),
+            NodeKind::Ttl(t) => format!("ttl:{t}ms"),
         }
     }
 

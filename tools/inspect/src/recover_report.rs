@@ -224,12 +224,12 @@ pub fn recover_report(dir: &Path) -> Result<RecoverReport, InspectError> {
             let rebuilt = recover(&snap_dir, &recovered)
                 .map(|r| Rebuilt {
                     snapshot: r.snapshot.clone(),
-                    zxid: r.zxid,
-                    znodes: r.tree.znode_count(),
-                    sessions: r.sessions.len(),
+                    zxid: r.state.zxid(),
+                    znodes: r.state.tree.znode_count(),
+                    sessions: r.state.sessions().len(),
                     replayed: r.replayed,
                     digests_checked: r.digests_checked,
-                    digest: r.tree.digest(),
+                    digest: r.state.tree.digest(),
                 })
                 .map_err(|e| e.to_string());
             let report = recovered.report().clone();

@@ -15,7 +15,7 @@ use crate::error::InspectError;
 use crate::format;
 use crate::logscan::{self, LogScan};
 use palisade::recovery::{RecoveryError, Replayer};
-use palisade::tree::DataTree;
+use palisade::state::tree::DataTree;
 use palisade_snapshot::Snapshot;
 use palisade_wal::{RecordKind, RecordRef};
 use std::collections::BTreeMap;
@@ -203,9 +203,9 @@ pub(crate) fn run(
     let restored = r.finish()?;
     Ok(Replayed {
         base,
-        tree: restored.tree,
-        sessions: restored.sessions,
-        zxid: restored.zxid,
+        zxid: restored.state.zxid(),
+        sessions: restored.state.sessions().clone(),
+        tree: restored.state.tree,
         replayed: restored.replayed,
         digests_checked,
         passed_over,

@@ -7,7 +7,7 @@
 
 mod support;
 
-use palisade::capture::Capture;
+use palisade::durability::capture::Capture;
 use palisade_inspect::snapdump::{DigestCheck, SnapshotFile};
 use palisade_inspect::{replay, validate, Base, DataDir};
 use palisade_snapshot::SnapshotWriter;

@@ -4,7 +4,7 @@
 
 mod support;
 
-use palisade::capture::Capture;
+use palisade::durability::capture::Capture;
 use palisade_inspect::logdump::{read_log, ZxidRange};
 use palisade_inspect::snapdump::SnapshotFile;
 use palisade_inspect::{invariants, recover_readonly, replay, validate, DataDir};

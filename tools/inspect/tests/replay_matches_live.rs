@@ -87,8 +87,8 @@ fn replay_to_a_zxid_matches_a_live_read_at_that_zxid() {
             version: n.version,
             cversion: n.cversion,
             aversion: n.aversion,
-            ephemeral_owner: match palisade::tree::kind_of(n.owner) {
-                palisade::tree::Kind::Ephemeral(s) => s,
+            ephemeral_owner: match palisade::state::tree::kind_of(n.owner) {
+                palisade::state::tree::NodeKind::Ephemeral(s) => s,
                 _ => 0,
             },
             data_length: n.data_len() as i32,

@@ -218,7 +218,7 @@ impl LogBuilder {
     pub fn digest(&mut self, wrong: Option<u64>) {
         let z = self.replayer.zxid();
         let d = wrong.unwrap_or_else(|| self.replayer.tree().digest());
-        let rec = palisade::digest::encode_record(z, d);
+        let rec = palisade::durability::digest_record::encode_record(z, d);
         self.wal
             .append(palisade_wal::RecordKind::Meta, z, &rec)
             .unwrap_or_else(|e| panic!("{e}"));

@@ -1,18 +1,39 @@
 //! The in-memory data tree: an arena of znodes addressed by u32 ids, children held in a
 //! per-node hash table of ids (the name lives once, in the child), and interned ACL lists.
 //!
-//! `apply_*` are the only mutations, called in zxid order; each is raise-only on the parent's
-//! counters so that replaying a txn the tree already reflects is harmless.
+//! `apply_*` are the only mutations, called in zxid order by `state::apply`; each is
+//! raise-only on the parent's counters so that replaying a txn the tree already reflects is
+//! harmless.
+//!
+//! Two counters are easily confused: a node stores C, the number of child creations ever
+//! (`Node::child_creates`; sequential suffixes come from it), while clients see the cversion
+//! `2·C − numChildren` in a [`Stat`]. The names keep them apart.
 
 use crate::acl::{AclTable, Entry};
 use hashbrown::HashTable;
 use hashbrown::{HashMap, HashSet};
 use palisade_proto::Stat;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-#[path = "tree_load.rs"]
+pub(crate) mod digest;
 mod load;
+mod quota;
 pub use load::TreeLoader;
+
+/// The key of the child tables' hash. Names are chosen by clients, so the hash is keyed
+/// (against crafted colliding names), but with a key every process of one installation
+/// shares (derived from the data dir's secret, see server.rs) rather than a random one, so
+/// that the same history gives the same table layout — and the same getChildren and capture
+/// order — in every process. Tools and tests use the default, 0.
+static HASH_KEY: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the key trees created from now on hash their child names with.
+pub fn set_hash_key(key: u64) {
+    HASH_KEY.store(key, Ordering::Relaxed);
+}
+
+type ChildHasher = foldhash::fast::FixedState;
 
 pub type NodeId = u32;
 pub const ROOT: NodeId = 0;
@@ -28,22 +49,30 @@ pub fn ttl_owner(ttl: i64) -> i64 {
 
 /// What kind of node an ephemeralOwner value denotes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum NodeKind {
     Persistent,
     Ephemeral(i64),
     Container,
     Ttl(i64),
 }
 
-pub fn kind_of(owner: i64) -> Kind {
+/// The cversion clients see for a node with `child_creates` = C and `num_children` children:
+/// `2·C − numChildren` (each live child is one change, each deleted one two), as ZooKeeper
+/// computes it (ZOOKEEPER-1046).
+pub fn visible_cversion(child_creates: i32, num_children: usize) -> i32 {
+    let n = i32::try_from(num_children).unwrap_or(i32::MAX);
+    child_creates.wrapping_mul(2).wrapping_sub(n)
+}
+
+pub fn kind_of(owner: i64) -> NodeKind {
     if owner == 0 {
-        Kind::Persistent
+        NodeKind::Persistent
     } else if owner == CONTAINER_OWNER {
-        Kind::Container
+        NodeKind::Container
     } else if owner & TTL_MARK == TTL_MARK {
-        Kind::Ttl(owner & MAX_TTL)
+        NodeKind::Ttl(owner & MAX_TTL)
     } else {
-        Kind::Ephemeral(owner)
+        NodeKind::Ephemeral(owner)
     }
 }
 
@@ -60,8 +89,9 @@ pub struct Node {
     pub mtime: i64,
     pub version: i32,
     pub aversion: i32,
-    /// C: the number of child creations ever (sequential suffixes come from it).
-    pub cversion: i32,
+    /// C: the number of child creations ever (sequential suffixes come from it). Not the
+    /// cversion clients see, which is `2·C − numChildren` (see [`DataTree::stat`]).
+    pub child_creates: i32,
     pub owner: i64,
     pub acl: u32,
     pub parent: NodeId,
@@ -71,9 +101,11 @@ pub struct Node {
 /// `Node::layout`'s flag bit.
 const HAS_DATA: u32 = 1 << 31;
 
-/// A name longer than 2^31 − 1 bytes cannot arrive (frames are bounded by jute.maxbuffer).
+/// A name longer than 2^31 − 1 bytes cannot arrive (frames are bounded by jute.maxbuffer);
+/// one would corrupt the flag bit, so it stops the process rather than the node.
 fn layout(name_len: usize, has_data: bool) -> u32 {
-    let len = u32::try_from(name_len).unwrap_or(u32::MAX) & !HAS_DATA;
+    let len = u32::try_from(name_len).unwrap_or(u32::MAX);
+    assert!(len & HAS_DATA == 0, "node name of {name_len} bytes");
     if has_data {
         len | HAS_DATA
     } else {
@@ -106,7 +138,7 @@ impl Node {
     pub fn num_children(&self) -> usize {
         self.children.as_ref().map_or(0, |c| c.len())
     }
-    pub fn kind(&self) -> Kind {
+    pub fn kind(&self) -> NodeKind {
         kind_of(self.owner)
     }
     fn set_bytes(&mut self, name: &str, data: Option<&[u8]>) {
@@ -131,7 +163,7 @@ pub struct NewNode<'a> {
 pub struct DataTree {
     nodes: Vec<Option<Node>>,
     free: Vec<NodeId>,
-    hasher: hashbrown::DefaultHashBuilder,
+    hasher: ChildHasher,
     pub acls: AclTable,
     ephemerals: HashMap<i64, HashSet<NodeId>>,
     /// Containers and TTL nodes, for the reaper.
@@ -170,7 +202,7 @@ impl DataTree {
             mtime: 0,
             version: 0,
             aversion: 0,
-            cversion: 0,
+            child_creates: 0,
             owner: 0,
             acl,
             parent: ROOT,
@@ -208,7 +240,7 @@ impl DataTree {
         DataTree {
             nodes: Vec::new(),
             free: Vec::new(),
-            hasher: Default::default(),
+            hasher: ChildHasher::with_seed(HASH_KEY.load(Ordering::Relaxed)),
             acls: AclTable::default(),
             ephemerals: HashMap::new(),
             reapable: HashSet::new(),
@@ -266,7 +298,7 @@ impl DataTree {
     /// The node's contribution to the digest (0 for nodes left out of it).
     fn node_digest(&self, id: NodeId) -> u64 {
         match (self.path_crc(id), self.node(id)) {
-            (Some(pc), Some(n)) => crate::digest::node_hash(pc, n, self.acls.hash(n.acl)),
+            (Some(pc), Some(n)) => digest::node_hash(pc, n, self.acls.hash(n.acl)),
             _ => 0,
         }
     }
@@ -362,21 +394,21 @@ impl DataTree {
         let Some(n) = self.node(id) else {
             return Stat::default();
         };
-        let num_children = n.num_children() as i32;
+        let num_children = n.num_children();
         Stat {
             czxid: n.czxid,
             mzxid: n.mzxid,
             ctime: n.ctime,
             mtime: n.mtime,
             version: n.version,
-            cversion: n.cversion.wrapping_mul(2).wrapping_sub(num_children),
+            cversion: visible_cversion(n.child_creates, num_children),
             aversion: n.aversion,
             ephemeral_owner: match n.kind() {
-                Kind::Ephemeral(s) => s,
+                NodeKind::Ephemeral(s) => s,
                 _ => 0,
             },
             data_length: n.data_len() as i32,
-            num_children,
+            num_children: num_children as i32,
             pzxid: n.pzxid,
         }
     }
@@ -435,7 +467,7 @@ impl DataTree {
             mtime: new.time,
             version: 0,
             aversion: 0,
-            cversion: 0,
+            child_creates: 0,
             owner: new.owner,
             acl,
             parent,
@@ -490,13 +522,13 @@ impl DataTree {
     /// Indexes a node by its kind: a session's ephemerals, the reaper's containers and TTLs.
     fn index_owner(&mut self, id: NodeId, owner: i64) {
         match kind_of(owner) {
-            Kind::Ephemeral(s) => {
+            NodeKind::Ephemeral(s) => {
                 self.ephemerals.entry(s).or_default().insert(id);
             }
-            Kind::Container | Kind::Ttl(_) => {
+            NodeKind::Container | NodeKind::Ttl(_) => {
                 self.reapable.insert(id);
             }
-            Kind::Persistent => {}
+            NodeKind::Persistent => {}
         }
     }
 
@@ -529,7 +561,7 @@ impl DataTree {
             None => self.insert(parent, name, new),
         };
         if let Some(p) = self.node_mut(parent) {
-            p.cversion = p.cversion.max(parent_cversion);
+            p.child_creates = p.child_creates.max(parent_cversion);
             p.pzxid = p.pzxid.max(zxid);
         }
         self.digest_add(parent);
@@ -537,33 +569,44 @@ impl DataTree {
     }
 
     /// Removes a childless node; the parent's pzxid is raised, its counter untouched.
+    ///
+    /// The caller (state::apply) has checked that `id` is a live node other than the root,
+    /// with no children. Anything else is a broken invariant: going on would make this tree
+    /// differ from every other replay of the same log, so it stops the process.
     pub fn apply_delete(&mut self, id: NodeId, zxid: i64) {
-        let Some(node) = self.node(id) else { return };
-        if id == ROOT || node.num_children() > 0 {
-            return;
-        }
+        let node = self.node(id);
+        assert!(
+            id != ROOT && node.is_some_and(|n| n.num_children() == 0),
+            "apply_delete of node {id}: not a live childless non-root node"
+        );
         self.quota_deleting(id);
         self.digest_remove(id);
-        let Some(node) = self.node(id) else { return };
+        let Some(node) = self.node(id) else {
+            unreachable!("checked above")
+        };
         let (parent, owner, acl) = (node.parent, node.owner, node.acl);
         let hash = self.hash(node.name_bytes());
-        self.digest_remove(parent);
-        let Some(node) = self.node(id) else { return };
         let size = node.data_len() as u64 + self.path_len(id) as u64;
-        if let Some(Some(p)) = self.nodes.get_mut(parent as usize) {
-            if let Some(t) = p.children.as_mut() {
-                if let Ok(e) = t.find_entry(hash, |&c| c == id) {
-                    e.remove();
-                }
-                if t.is_empty() {
-                    p.children = None;
-                }
-            }
+        self.digest_remove(parent);
+        let p = self.nodes.get_mut(parent as usize).and_then(|p| p.as_mut());
+        let unlinked = p.is_some_and(|p| {
             p.pzxid = p.pzxid.max(zxid);
-        }
+            let Some(t) = p.children.as_mut() else {
+                return false;
+            };
+            let found = t.find_entry(hash, |&c| c == id).map(|e| e.remove()).is_ok();
+            if t.is_empty() {
+                p.children = None;
+            }
+            found
+        });
+        assert!(
+            unlinked,
+            "node {id} is not in its parent {parent}'s children"
+        );
         self.digest_add(parent);
         match kind_of(owner) {
-            Kind::Ephemeral(s) => {
+            NodeKind::Ephemeral(s) => {
                 if let Some(set) = self.ephemerals.get_mut(&s) {
                     set.remove(&id);
                     if set.is_empty() {
@@ -571,10 +614,10 @@ impl DataTree {
                     }
                 }
             }
-            Kind::Container | Kind::Ttl(_) => {
+            NodeKind::Container | NodeKind::Ttl(_) => {
                 self.reapable.remove(&id);
             }
-            Kind::Persistent => {}
+            NodeKind::Persistent => {}
         }
         self.acls.release(acl);
         if let Some(slot) = self.nodes.get_mut(id as usize) {
@@ -602,7 +645,9 @@ impl DataTree {
         time: i64,
     ) {
         self.digest_remove(id);
-        let Some(n) = self.node_mut(id) else { return };
+        let Some(n) = self.node_mut(id) else {
+            unreachable!("apply_set_data of node {id}, which is not live")
+        };
         n.version = version;
         n.mzxid = zxid;
         n.mtime = time;
@@ -636,11 +681,11 @@ impl DataTree {
     }
 
     pub fn apply_set_acl(&mut self, id: NodeId, acl: Vec<Entry>, aversion: i32) {
+        assert!(
+            self.node(id).is_some(),
+            "apply_set_acl of node {id}, not live"
+        );
         let new = self.acls.intern(acl);
-        if self.node(id).is_none() {
-            self.acls.release(new);
-            return;
-        }
         self.digest_remove(id);
         if let Some(n) = self.node_mut(id) {
             let old = std::mem::replace(&mut n.acl, new);
@@ -669,7 +714,7 @@ mod tests {
 
     fn create(t: &mut DataTree, parent: &str, name: &str, zxid: i64) -> NodeId {
         let p = t.lookup(parent).unwrap_or(ROOT);
-        let pcv = t.node(p).map_or(0, |n| n.cversion) + 1;
+        let pcv = t.node(p).map_or(0, |n| n.child_creates) + 1;
         t.apply_create(
             p,
             name,
@@ -707,7 +752,7 @@ mod tests {
         t.apply_delete(b, 5);
         let s = t.stat(p);
         assert_eq!((s.cversion, s.num_children, s.pzxid), (4, 0, 5));
-        assert_eq!(t.node(p).map(|n| n.cversion), Some(2));
+        assert_eq!(t.node(p).map(|n| n.child_creates), Some(2));
     }
 
     #[test]
@@ -722,10 +767,10 @@ mod tests {
             time: 1,
         };
         t.apply_create(p, "c", 7, new());
-        assert_eq!(t.node(p).map(|n| n.cversion), Some(7));
+        assert_eq!(t.node(p).map(|n| n.child_creates), Some(7));
         // Replaying an older create of the same child must not lower anything.
         t.apply_create(p, "c", 3, NewNode { zxid: 2, ..new() });
-        let n = t.node(p).map(|n| (n.cversion, n.pzxid));
+        let n = t.node(p).map(|n| (n.child_creates, n.pzxid));
         assert_eq!(n, Some((7, 9)));
     }
 

@@ -102,7 +102,7 @@ impl TreeLoader {
             mtime: item.mtime,
             version: item.version,
             aversion: item.aversion,
-            cversion: item.cversion,
+            child_creates: item.cversion,
             owner: item.owner,
             acl,
             parent,
@@ -115,7 +115,7 @@ impl TreeLoader {
             (None, _) => None,
         };
         if let Some(pc) = path_crc {
-            let h = crate::digest::node_hash(pc, &node, self.tree.acls.hash(acl));
+            let h = super::digest::node_hash(pc, &node, self.tree.acls.hash(acl));
             self.tree.digest = self.tree.digest.wrapping_add(h);
         }
         let size = node.data_len() as u64 + u64::from(info.len);

@@ -17,7 +17,7 @@
 //! ACLs that way (ZOOKEEPER-4846, ZOOKEEPER-4689).
 
 use crate::acl::Entry;
-use crate::tree::{DataTree, NodeId, ROOT};
+use crate::state::tree::{DataTree, NodeId, ROOT};
 use palisade_snapshot::{
     encode_acl, encode_node, encode_session, AclEntry, NodeItem, Trailer, NO_PARENT,
 };
@@ -122,7 +122,7 @@ impl Capture {
                 ctime: n.ctime,
                 mtime: n.mtime,
                 version: n.version,
-                cversion: n.cversion,
+                cversion: n.child_creates,
                 aversion: n.aversion,
                 owner: n.owner,
             },

@@ -2,8 +2,14 @@
 //! ordering guarantees (reads vs writes, events before replies), the reaper, shutdown.
 
 use super::*;
-use crate::tree;
-use bytes::Buf;
+use crate::durability::log::Batch;
+use crate::durability::LogQueue;
+use crate::state::tree;
+use bytes::{Buf, Bytes};
+use palisade_proto::*;
+use palisade_wal::RecordKind;
+use std::sync::mpsc as std_mpsc;
+use tokio::sync::oneshot;
 
 struct Harness {
     core: Core,
@@ -54,7 +60,7 @@ impl Harness {
     fn new() -> Self {
         let (tx, log) = std_mpsc::channel();
         Harness {
-            core: Core::new(cfg(), tx),
+            core: Core::new(cfg(), Box::new(LogQueue::new(tx))),
             log,
             next_conn: 1,
         }
@@ -62,7 +68,7 @@ impl Harness {
 
     /// Hands the prepped txns to the "log" and reports them durable. Returns handle()'s stop flag.
     fn durable(&mut self) -> bool {
-        self.core.flush_log();
+        self.core.log.flush();
         let last = self
             .log
             .try_iter()
@@ -291,7 +297,7 @@ fn sequential_suffix_is_never_reused_at_the_end_of_the_counter() {
     h.durable();
     a.drain();
     // Bring /p's create counter to one below its end, as a replayed txn could.
-    let p = h.core.tree.lookup("/p").unwrap_or(tree::ROOT);
+    let p = h.core.state.tree.lookup("/p").unwrap_or(tree::ROOT);
     let new = tree::NewNode {
         data: None,
         acl: vec![],
@@ -299,7 +305,10 @@ fn sequential_suffix_is_never_reused_at_the_end_of_the_counter() {
         zxid: 99,
         time: 0,
     };
-    h.core.tree.apply_create(p, "filler", i32::MAX - 1, new);
+    h.core
+        .state
+        .tree
+        .apply_create(p, "filler", i32::MAX - 1, new);
     h.send(&a, 2, create("/p/s-", 2));
     h.send(&a, 3, create("/p/s-", 2));
     h.send(&a, 4, create("/p/plain", 0));
@@ -381,10 +390,10 @@ fn reaper_removes_used_empty_containers_and_expired_ttl_nodes() {
     std::thread::sleep(std::time::Duration::from_millis(5));
     h.core.handle(CoreMsg::Tick);
     h.durable();
-    assert!(h.core.tree.lookup("/used").is_none());
-    assert!(h.core.tree.lookup("/ttl").is_none());
+    assert!(h.core.state.tree.lookup("/used").is_none());
+    assert!(h.core.state.tree.lookup("/ttl").is_none());
     assert!(
-        h.core.tree.lookup("/never").is_some(),
+        h.core.state.tree.lookup("/never").is_some(),
         "a container that never had a child stays"
     );
     assert!(
@@ -398,7 +407,7 @@ fn shutdown_finishes_in_flight_writes_first() {
     let mut h = Harness::new();
     let mut a = h.connect();
     h.send(&a, 1, create("/x", 0));
-    h.core.flush_log();
+    h.core.log.flush();
     assert!(!h.core.handle(CoreMsg::Shutdown), "a write is in flight");
     assert!(h.durable(), "stops once it is applied");
     assert_eq!(xids(&a.drain()), vec![1], "and it was answered");
@@ -651,7 +660,7 @@ mod model {
         };
         let mut m = Model {
             nodes: BTreeMap::from([("/".to_string(), root)]),
-            zxid: h.core.applied_zxid,
+            zxid: h.core.state.zxid(),
         };
         let mut xid = 0;
         for step in steps {
@@ -751,7 +760,7 @@ mod model {
             }
         }
         // Every node, every stat field; no node the model does not have.
-        let t = &h.core.tree;
+        let t = &h.core.state.tree;
         for (p, n) in &m.nodes {
             let id = t
                 .lookup(p)

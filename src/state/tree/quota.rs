@@ -6,7 +6,7 @@
 //! The stats node is derived state, updated in place (no txn, no version change), so
 //! replaying txns rebuilds it exactly as the live server did.
 
-use crate::tree::{DataTree, NodeId};
+use super::{DataTree, NodeId};
 
 const QUOTA_ROOT: &str = "/zookeeper/quota";
 const LIMITS: &str = "zookeeper_limits";
@@ -173,7 +173,7 @@ impl DataTree {
 mod tests {
     use super::*;
     use crate::acl::Entry;
-    use crate::tree::{NewNode, ROOT};
+    use crate::state::tree::{NewNode, ROOT};
 
     fn mk(t: &mut DataTree, path: &str, data: &[u8]) -> NodeId {
         let parent = crate::path::parent(path)

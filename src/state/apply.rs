@@ -1,33 +1,86 @@
-//! Apply: executes a transaction against the data tree (in zxid order) and collects the
-//! watch events it triggers. Replays of txns the tree already reflects are harmless:
-//! creates only raise the parent's counters, deletes of missing nodes only raise pzxid.
+//! Applying one txn to the tree, op by op, and describing what happened: the outcome of each
+//! op and the changes watchers may see. Replays of txns the tree already reflects are
+//! harmless: creates only raise the parent's counters, deletes of missing nodes only raise
+//! pzxid, setData/setACL carry absolute values.
 
+use super::tree::{self, DataTree, NewNode, NodeId};
 use crate::acl::Entry;
 use crate::path;
-use crate::tree::{self, DataTree, NewNode, NodeId};
-use crate::watch::{ConnId, Kind, Watches, ON_CHILDREN, ON_DATA, ON_DELETE};
-use palisade_proto::{ErrorCode, EventType, Stat, TxnBody, TxnHeader, ACL};
+use palisade_proto::{ErrorCode, EventType, Stat, Txn, TxnBody, TxnHeader, ACL};
+use std::sync::Arc;
 
-/// The result of one op: its error code, and the node it produced or changed.
+/// The result of one op: its error code, the path it acted on (a sequential create's full
+/// name) and the node's Stat right after it (create, setData, setACL).
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct Outcome<'t> {
     pub err: i32,
-    pub path: String,
-    /// The node's Stat right after this op (create, setData, setACL).
+    pub path: &'t str,
     pub stat: Option<Stat>,
 }
 
-/// One watch event to deliver: its type, the path, and who gets it.
-pub struct Event {
-    pub kind: EventType,
-    pub path: String,
-    pub conns: Vec<ConnId>,
+/// One change a watcher may be told of, in the order the txn made them.
+#[derive(Debug, Clone)]
+pub struct Change<'t> {
+    pub event: EventType,
+    pub path: &'t str,
+    /// The ACL of the node the event names, as it was at the change (a deleted node's own;
+    /// for NodeChildrenChanged, the parent's): persistent and recursive watchers are told
+    /// only if they may read it (CVE-2024-23944).
+    pub acl: Arc<[Entry]>,
 }
 
-pub struct Applier<'a> {
-    pub tree: &'a mut DataTree,
-    pub watches: &'a mut Watches,
-    pub events: &'a mut Vec<Event>,
+/// A session the txn opened or closed (the txn header's client id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEffect {
+    None,
+    Created { timeout: i32 },
+    Closed,
+}
+
+/// Everything an apply tells the world.
+#[derive(Debug)]
+pub struct Effects<'t> {
+    /// One per op: a multi has one per sub-txn, anything else exactly one.
+    pub outcomes: Vec<Outcome<'t>>,
+    pub changes: Vec<Change<'t>>,
+    pub session: SessionEffect,
+}
+
+impl<'t> Effects<'t> {
+    /// The outcome of a txn that is not a multi.
+    pub fn single(&self) -> Option<&Outcome<'t>> {
+        self.outcomes.first()
+    }
+}
+
+struct Applier<'a, 't> {
+    tree: &'a mut DataTree,
+    header: &'t TxnHeader,
+    changes: Vec<Change<'t>>,
+}
+
+pub(super) fn apply<'t>(tree: &mut DataTree, txn: &'t Txn) -> Effects<'t> {
+    let mut a = Applier {
+        tree,
+        header: &txn.header,
+        changes: Vec::new(),
+    };
+    let outcomes = match &txn.body {
+        TxnBody::Multi(subs) => subs.iter().map(|s| a.op(s)).collect(),
+        b => vec![a.op(b)],
+    };
+    let session = match &txn.body {
+        TxnBody::CreateSession(c) => SessionEffect::Created {
+            timeout: c.time_out,
+        },
+        TxnBody::CloseSession(_) => SessionEffect::Closed,
+        _ => SessionEffect::None,
+    };
+    Effects {
+        outcomes,
+        changes: a.changes,
+        session,
+    }
 }
 
 fn entries(acl: &Option<Vec<ACL>>) -> Vec<Entry> {
@@ -41,50 +94,37 @@ fn entries(acl: &Option<Vec<ACL>>) -> Vec<Entry> {
         .collect()
 }
 
-fn fail(code: ErrorCode, path: &str) -> Outcome {
+fn fail(code: ErrorCode, path: &str) -> Outcome<'_> {
     Outcome {
         err: code.code(),
-        path: path.to_string(),
+        path,
         stat: None,
     }
 }
 
-impl Applier<'_> {
-    fn ok(&self, path: &str, node: Option<NodeId>) -> Outcome {
+impl<'t> Applier<'_, 't> {
+    fn ok(&self, path: &'t str, node: Option<NodeId>) -> Outcome<'t> {
         Outcome {
             err: 0,
-            path: path.to_string(),
+            path,
             stat: node.map(|id| self.tree.stat(id)),
         }
     }
 
-    /// Queues `event` at `path` for every connection holding a watch of one of `kinds` there
-    /// (or a recursive watch on an ancestor), once per connection.
-    fn fire(&mut self, kinds: &[Kind], event: EventType, path: &str) {
-        let conns = self.watches.trigger(kinds, path);
-        if !conns.is_empty() {
-            self.events.push(Event {
-                kind: event,
-                path: path.to_string(),
-                conns,
-            });
-        }
+    fn changed(&mut self, event: EventType, path: &'t str, node: NodeId) {
+        let acl = self
+            .tree
+            .node(node)
+            .map_or_else(|| Arc::from([]), |n| self.tree.acls.shared(n.acl));
+        self.changes.push(Change { event, path, acl });
     }
 
-    /// Applies one txn; a multi yields one outcome per sub-txn.
-    pub fn apply(&mut self, h: &TxnHeader, body: &TxnBody) -> Vec<Outcome> {
-        match body {
-            TxnBody::Multi(subs) => subs.iter().map(|s| self.apply_one(h, s)).collect(),
-            b => vec![self.apply_one(h, b)],
-        }
-    }
-
-    fn apply_one(&mut self, h: &TxnHeader, body: &TxnBody) -> Outcome {
+    fn op(&mut self, body: &'t TxnBody) -> Outcome<'t> {
+        let h = self.header;
         match body {
             TxnBody::Create(c) | TxnBody::Create2(c) => {
                 let owner = if c.ephemeral { h.client_id } else { 0 };
                 self.create(
-                    h,
                     c.path.as_str(),
                     c.data.as_deref(),
                     &c.acl,
@@ -93,7 +133,6 @@ impl Applier<'_> {
                 )
             }
             TxnBody::CreateContainer(c) => self.create(
-                h,
                 c.path.as_str(),
                 c.data.as_deref(),
                 &c.acl,
@@ -101,7 +140,6 @@ impl Applier<'_> {
                 c.parent_c_version,
             ),
             TxnBody::CreateTtl(c) => self.create(
-                h,
                 c.path.as_str(),
                 c.data.as_deref(),
                 &c.acl,
@@ -109,7 +147,7 @@ impl Applier<'_> {
                 c.parent_c_version,
             ),
             TxnBody::Delete(d) | TxnBody::DeleteContainer(d) => {
-                self.delete(h.zxid, d.path.as_str().unwrap_or(""))
+                self.delete(d.path.as_str().unwrap_or(""))
             }
             TxnBody::SetData(s) => {
                 let p = s.path.as_str().unwrap_or("");
@@ -118,7 +156,7 @@ impl Applier<'_> {
                 };
                 self.tree
                     .apply_set_data(id, s.data.as_deref(), s.version, h.zxid, h.time);
-                self.fire(ON_DATA, EventType::NodeDataChanged, p);
+                self.changed(EventType::NodeDataChanged, p, id);
                 self.ok(p, Some(id))
             }
             TxnBody::SetAcl(s) => {
@@ -132,29 +170,29 @@ impl Applier<'_> {
             TxnBody::Check(c) => self.ok(c.path.as_str().unwrap_or(""), None),
             TxnBody::CloseSession(c) => {
                 for p in c.paths2_delete.iter().flatten() {
-                    self.delete(h.zxid, p.as_str().unwrap_or(""));
+                    self.delete(p.as_str().unwrap_or(""));
                 }
                 self.ok("", None)
             }
             TxnBody::CreateSession(_) => self.ok("", None),
             TxnBody::Error(e) => Outcome {
                 err: e.err,
-                path: String::new(),
+                path: "",
                 stat: None,
             },
+            // A multi inside a multi does not decode; nothing to apply.
             TxnBody::Multi(_) => fail(ErrorCode::MarshallingError, ""),
         }
     }
 
     fn create(
         &mut self,
-        h: &TxnHeader,
-        p: Option<&str>,
+        p: Option<&'t str>,
         data: Option<&[u8]>,
         acl: &Option<Vec<ACL>>,
         owner: i64,
         pcv: i32,
-    ) -> Outcome {
+    ) -> Outcome<'t> {
         let p = p.unwrap_or("");
         let (Some(parent_path), name) = (path::parent(p), path::name(p)) else {
             return fail(ErrorCode::BadArguments, p);
@@ -163,6 +201,7 @@ impl Applier<'_> {
             return fail(ErrorCode::NoNode, p);
         };
         let existed = self.tree.child(parent, name).is_some();
+        let h = self.header;
         let new = NewNode {
             data,
             acl: entries(acl),
@@ -174,15 +213,18 @@ impl Applier<'_> {
         if existed {
             return fail(ErrorCode::NodeExists, p);
         }
-        self.fire(ON_DATA, EventType::NodeCreated, p);
-        self.fire(ON_CHILDREN, EventType::NodeChildrenChanged, parent_path);
+        if let Some(id) = id {
+            self.changed(EventType::NodeCreated, p, id);
+        }
+        self.changed(EventType::NodeChildrenChanged, parent_path, parent);
         self.ok(p, id)
     }
 
-    fn delete(&mut self, zxid: i64, p: &str) -> Outcome {
+    fn delete(&mut self, p: &'t str) -> Outcome<'t> {
         let Some(parent_path) = path::parent(p) else {
             return fail(ErrorCode::BadArguments, p);
         };
+        let zxid = self.header.zxid;
         let Some(id) = self.tree.lookup(p) else {
             // Replay of a delete the tree already reflects: only the parent's pzxid rises.
             if let Some(parent) = self.tree.lookup(parent_path) {
@@ -193,9 +235,11 @@ impl Applier<'_> {
         if self.tree.node(id).is_some_and(|n| n.num_children() > 0) {
             return fail(ErrorCode::NotEmpty, p);
         }
+        let parent = self.tree.node(id).map_or(tree::ROOT, |n| n.parent);
+        // The deleted node's ACL, taken before it goes.
+        self.changed(EventType::NodeDeleted, p, id);
         self.tree.apply_delete(id, zxid);
-        self.fire(ON_DELETE, EventType::NodeDeleted, p);
-        self.fire(ON_CHILDREN, EventType::NodeChildrenChanged, parent_path);
+        self.changed(EventType::NodeChildrenChanged, parent_path, parent);
         self.ok(p, None)
     }
 }

@@ -27,10 +27,10 @@ fn run(seed: u64) -> (u64, i64) {
     for _ in 0..before {
         w.step();
     }
-    let start = w.zxid;
+    let start = w.zxid();
     let mut buf = Vec::new();
-    let sessions: Vec<(i64, i32)> = w.sessions.iter().map(|(k, v)| (*k, *v)).collect();
-    let mut capture = Capture::begin(&w.tree, sessions.into_iter(), start, &mut buf);
+    let sessions: Vec<(i64, i32)> = w.sessions().iter().map(|(k, v)| (*k, *v)).collect();
+    let mut capture = Capture::begin(w.tree(), sessions.into_iter(), start, &mut buf);
     // Writes between capture steps: how many, and how far each step walks, vary by seed.
     let max_writes = 1 + w.rng.below(6);
     let max_step = 1 + w.rng.below(4) as usize;
@@ -39,18 +39,18 @@ fn run(seed: u64) -> (u64, i64) {
             w.step();
         }
         let budget = 1 + w.rng.below(max_step as u64) as usize;
-        if capture.step(&w.tree, budget, &mut buf) {
+        if capture.step(w.tree(), budget, &mut buf) {
             break;
         }
     }
-    let end = w.zxid;
-    let trailer = capture.trailer(end, w.tree.digest());
+    let end = w.zxid();
+    let trailer = capture.trailer(end, w.tree().digest());
     for _ in 0..w.rng.below(40) {
         w.step();
     }
     assert_eq!(
-        w.tree.digest(),
-        w.tree.full_digest(),
+        w.tree().digest(),
+        w.tree().full_digest(),
         "seed {seed}: the kept digest drifted from the tree"
     );
 
@@ -78,10 +78,18 @@ fn run(seed: u64) -> (u64, i64) {
             .finish()
             .unwrap_or_else(|e| panic!("seed {seed}: {e}")),
     );
-    assert_same_tree(&format!("seed {seed}: capture + log"), &a.tree, &b.tree);
-    assert_same_tree(&format!("seed {seed}: full replay"), &b.tree, &w.tree);
-    assert_eq!(a.sessions, w.sessions, "seed {seed}: sessions");
-    assert_eq!(a.zxid, w.zxid);
+    assert_same_tree(
+        &format!("seed {seed}: capture + log"),
+        &a.state.tree,
+        &b.state.tree,
+    );
+    assert_same_tree(
+        &format!("seed {seed}: full replay"),
+        &b.state.tree,
+        w.tree(),
+    );
+    assert_eq!(a.state.sessions(), w.sessions(), "seed {seed}: sessions");
+    assert_eq!(a.state.zxid(), w.zxid());
     (trailer.node_count, end - start)
 }
 
@@ -110,7 +118,7 @@ fn recovery_from_a_fuzzy_capture_equals_a_full_replay() {
 #[test]
 fn replayed_create2_over_a_capture_raises_the_counter() {
     let mut w = Workload::new(7);
-    let s = *w.sessions.keys().next().unwrap_or(&0);
+    let s = *w.sessions().keys().next().unwrap_or(&0);
     let mk = |path: &str, flags| {
         Request::Create2(CreateRequest {
             path: JStr::from(path),
@@ -126,14 +134,14 @@ fn replayed_create2_over_a_capture_raises_the_counter() {
         })
     };
     w.write(s, mk("/lock", 0));
-    let start = w.zxid;
+    let start = w.zxid();
     for _ in 0..3 {
         w.write(s, mk("/lock/__WRIT__", 2));
     }
     let mut buf = Vec::new();
-    let mut capture = Capture::begin(&w.tree, std::iter::empty(), start, &mut buf);
-    while !capture.step(&w.tree, 1, &mut buf) {}
-    let trailer = capture.trailer(w.zxid, w.tree.digest());
+    let mut capture = Capture::begin(w.tree(), std::iter::empty(), start, &mut buf);
+    while !capture.step(w.tree(), 1, &mut buf) {}
+    let trailer = capture.trailer(w.zxid(), w.tree().digest());
     let items: Vec<Item<'_>> = palisade_snapshot::decode_items(&buf)
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| panic!("{e:?}"));
@@ -158,7 +166,15 @@ fn replayed_create2_over_a_capture_raises_the_counter() {
         r.txn(txn).unwrap_or_else(|e| panic!("{e}"));
     }
     let got = r.finish().unwrap_or_else(|e| panic!("{e}"));
-    let lock = got.tree.lookup("/lock").and_then(|id| got.tree.node(id));
-    assert_eq!(lock.map(|n| n.cversion), Some(3), "next suffix must be 3");
-    assert_same_tree("create2 replay", &got.tree, &w.tree);
+    let lock = got
+        .state
+        .tree
+        .lookup("/lock")
+        .and_then(|id| got.state.tree.node(id));
+    assert_eq!(
+        lock.map(|n| n.child_creates),
+        Some(3),
+        "next suffix must be 3"
+    );
+    assert_same_tree("create2 replay", &got.state.tree, w.tree());
 }

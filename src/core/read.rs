@@ -1,9 +1,9 @@
 //! Reads and session-local requests, executed by the core against the applied tree.
 
+use super::{reply, Core, Out};
 use crate::acl::{self, AuthId};
-use crate::core::{Core, Out};
-use crate::reply;
-use crate::tree::NodeId;
+use crate::limits::STAT_BYTES;
+use crate::state::tree::NodeId;
 use crate::watch::{self, ConnId, Kind, Mode};
 use bytes::BufMut;
 use palisade_proto::jute::write_buffer;
@@ -21,13 +21,17 @@ fn text(path: &JStr) -> Cow<'_, str> {
 
 impl Core {
     fn readable(&self, conn: ConnId, path: &JStr, perm: i32) -> RResult<NodeId> {
-        let id = self.tree.lookup(&text(path)).ok_or(ErrorCode::NoNode)?;
+        let id = self
+            .state
+            .tree
+            .lookup(&text(path))
+            .ok_or(ErrorCode::NoNode)?;
         let auth = self
             .conns
             .get(&conn)
             .map(|c| c.auth.as_slice())
             .unwrap_or(&[]);
-        if !acl::check(self.tree.acl_of(id), perm, auth) {
+        if !acl::check(self.state.tree.acl_of(id), perm, auth) {
             return Err(ErrorCode::NoAuth);
         }
         Ok(id)
@@ -45,21 +49,26 @@ impl Core {
 
     /// GetDataResponse, written straight from the node (no copy of the data in between).
     fn write_data(&self, w: &mut bytes::BytesMut, id: NodeId) {
-        write_buffer(w, self.tree.node(id).and_then(|n| n.data()));
-        self.tree.stat(id).write(w);
+        write_buffer(w, self.state.tree.node(id).and_then(|n| n.data()));
+        self.state.tree.stat(id).write(w);
     }
 
     /// The children vector, written straight from the tree's names.
     fn write_children(&self, w: &mut bytes::BytesMut, id: NodeId) {
-        let n = self.tree.node(id).map_or(0, |n| n.num_children());
+        let n = self.state.tree.node(id).map_or(0, |n| n.num_children());
         w.put_i32(n as i32);
-        for c in self.tree.children(id).filter_map(|c| self.tree.node(c)) {
+        for c in self
+            .state
+            .tree
+            .children(id)
+            .filter_map(|c| self.state.tree.node(c))
+        {
             write_buffer(w, Some(c.name().as_bytes()));
         }
     }
 
     pub(crate) fn read(&mut self, conn: ConnId, xid: i32, req: Request, at: Instant) {
-        let zxid = self.applied_zxid;
+        let zxid = self.state.zxid();
         let err = |e: ErrorCode| reply::header(xid, zxid, e.code());
         let mut close = false;
         let frame = match req {
@@ -73,8 +82,8 @@ impl Core {
                     if r.watch {
                         self.watches.add(Kind::Data, &p, conn);
                     }
-                    match self.tree.lookup(&p) {
-                        Some(id) => reply::record(xid, zxid, &self.tree.stat(id)),
+                    match self.state.tree.lookup(&p) {
+                        Some(id) => reply::record(xid, zxid, &self.state.tree.stat(id)),
                         None => err(ErrorCode::NoNode),
                     }
                 }
@@ -82,7 +91,8 @@ impl Core {
             Request::GetData(r) => {
                 match self.read_node(conn, &r.path, r.watch.then_some(Kind::Data)) {
                     Ok(id) => {
-                        let len = 4 + self.tree.node(id).map_or(0, |n| n.data_len()) + 68;
+                        let len =
+                            4 + self.state.tree.node(id).map_or(0, |n| n.data_len()) + STAT_BYTES;
                         reply::frame_sized(xid, zxid, 0, len, |w| self.write_data(w, id))
                     }
                     Err(e) => err(e),
@@ -95,7 +105,7 @@ impl Core {
                         .get(&conn)
                         .map(|c| c.auth.as_slice())
                         .unwrap_or(&[]);
-                    let list = self.tree.acl_of(id);
+                    let list = self.state.tree.acl_of(id);
                     let admin = acl::check(list, acl::ADMIN, auth);
                     let acl = list
                         .iter()
@@ -106,7 +116,7 @@ impl Core {
                         zxid,
                         &GetACLResponse {
                             acl: Some(acl),
-                            stat: self.tree.stat(id),
+                            stat: self.state.tree.stat(id),
                         },
                     )
                 }
@@ -122,7 +132,7 @@ impl Core {
                 match self.read_node(conn, &r.path, r.watch.then_some(Kind::Child)) {
                     Ok(id) => reply::frame(xid, zxid, 0, |w| {
                         self.write_children(w, id);
-                        self.tree.stat(id).write(w);
+                        self.state.tree.stat(id).write(w);
                     }),
                     Err(e) => err(e),
                 }
@@ -142,20 +152,22 @@ impl Core {
                     let res = match &op.op {
                         Request::GetData(r) => self.read_node(conn, &r.path, None).map(|id| {
                             let data = self
+                                .state
                                 .tree
                                 .node(id)
                                 .and_then(|n| n.data())
                                 .map(bytes::Bytes::copy_from_slice);
                             OpResult::GetData(GetDataResponse {
                                 data,
-                                stat: self.tree.stat(id),
+                                stat: self.state.tree.stat(id),
                             })
                         }),
                         Request::GetChildren(r) => self.read_node(conn, &r.path, None).map(|id| {
                             let names = self
+                                .state
                                 .tree
                                 .children(id)
-                                .filter_map(|c| self.tree.node(c))
+                                .filter_map(|c| self.state.tree.node(c))
                                 .map(|n| JStr::from(n.name()))
                                 .collect();
                             OpResult::GetChildren(GetChildrenResponse {
@@ -230,9 +242,10 @@ impl Core {
                 let session = self.conns.get(&conn).map_or(0, |c| c.session);
                 let prefix = r.prefix_path.as_str().unwrap_or("");
                 let mut paths: Vec<String> = self
+                    .state
                     .tree
                     .ephemerals_of(session)
-                    .map(|id| self.tree.path_of(id))
+                    .map(|id| self.state.tree.path_of(id))
                     .collect();
                 if !(prefix.is_empty() || prefix == "/") {
                     paths.retain(|p| p.starts_with(prefix));
@@ -246,7 +259,7 @@ impl Core {
                     xid,
                     zxid,
                     &GetAllChildrenNumberResponse {
-                        total_number: self.tree.descendants(id) as i32,
+                        total_number: self.state.tree.descendants(id) as i32,
                     },
                 ),
                 Err(e) => err(e),
@@ -340,20 +353,30 @@ impl Core {
         };
         let mut events = Vec::new();
         for p in data.iter().map(text) {
-            match self.tree.lookup(&p).and_then(|id| self.tree.node(id)) {
+            match self
+                .state
+                .tree
+                .lookup(&p)
+                .and_then(|id| self.state.tree.node(id))
+            {
                 None => events.push((EventType::NodeDeleted, p)),
                 Some(n) if n.mzxid > rel => events.push((EventType::NodeDataChanged, p)),
                 Some(_) => self.watches.add(Kind::Data, &p, conn),
             }
         }
         for p in exist.iter().map(text) {
-            match self.tree.lookup(&p) {
+            match self.state.tree.lookup(&p) {
                 Some(_) => events.push((EventType::NodeCreated, p)),
                 None => self.watches.add(Kind::Data, &p, conn),
             }
         }
         for p in child.iter().map(text) {
-            match self.tree.lookup(&p).and_then(|id| self.tree.node(id)) {
+            match self
+                .state
+                .tree
+                .lookup(&p)
+                .and_then(|id| self.state.tree.node(id))
+            {
                 None => events.push((EventType::NodeDeleted, p)),
                 Some(n) if n.pzxid > rel => events.push((EventType::NodeChildrenChanged, p)),
                 Some(_) => self.watches.add(Kind::Child, &p, conn),
@@ -364,10 +387,8 @@ impl Core {
                 self.watches.add_watch(mode, &p, conn);
             }
         }
-        if let Some(c) = self.conns.get(&conn) {
-            for (kind, p) in events {
-                let _ = c.out.send(Out::Bytes(reply::event(kind, &p)));
-            }
+        for (kind, p) in events {
+            self.send_bytes(conn, reply::event(kind, &p));
         }
         Ok(())
     }

@@ -1,95 +1,16 @@
-//! Prep: turns a write request into a transaction. Validates in ZooKeeper's check order
-//! against the tree plus the changes of txns prepped but not yet applied (the overlay),
-//! assigns the final path of sequential creates, and records its own effects in the overlay.
-//! A write that fails becomes an error txn (it still consumes its zxid, as in ZooKeeper).
+//! Validation of one write against the tree plus the overlay, in ZooKeeper's check order:
+//! each op either yields its txn body (recording its effect in the overlay) or fails with the
+//! error code ZooKeeper would give, and a failed request's records are rolled back.
 
+use super::overlay::{NodeView, Overlay, Undo};
 use crate::acl::{self, AuthId, Entry};
 use crate::path;
-use crate::tree::{self, DataTree, Kind};
-use hashbrown::HashMap;
+use crate::state::tree::{self, DataTree, NodeKind};
 use palisade_proto::*;
-use std::collections::VecDeque;
-use std::sync::Arc;
 
-/// A node as prep sees it: the applied tree overridden by pending changes.
-#[derive(Debug, Clone)]
-pub struct NodeView {
-    pub version: i32,
-    pub aversion: i32,
-    /// Stored child-create counter C.
-    pub cversion: i32,
-    pub num_children: i32,
-    pub owner: i64,
-    pub acl: Arc<[Entry]>,
-}
-
-struct Change {
-    zxid: i64,
-    node: Option<NodeView>,
-}
-
-/// Changes of prepped, not yet applied txns, by path, and the paths each zxid touched (so
-/// forgetting an applied txn costs its own changes, not the size of the overlay).
-#[derive(Default)]
-pub struct Overlay {
-    map: HashMap<Arc<str>, Change>,
-    by_zxid: VecDeque<(i64, Vec<Arc<str>>)>,
-}
-
-impl Overlay {
-    /// Forgets the changes of txns up to `zxid` once applied; a path changed again by a later
-    /// pending txn keeps that later change.
-    pub fn applied(&mut self, zxid: i64) {
-        while self.by_zxid.front().is_some_and(|(z, _)| *z <= zxid) {
-            let Some((z, paths)) = self.by_zxid.pop_front() else {
-                break;
-            };
-            for p in paths {
-                if self.map.get(&p).is_some_and(|c| c.zxid == z) {
-                    self.map.remove(&p);
-                }
-            }
-        }
-    }
-
-    fn insert(
-        &mut self,
-        zxid: i64,
-        path: &str,
-        node: Option<NodeView>,
-    ) -> (Arc<str>, Option<Change>) {
-        let key: Arc<str> = Arc::from(path);
-        match self.by_zxid.back_mut() {
-            Some((z, paths)) if *z == zxid => paths.push(key.clone()),
-            _ => self.by_zxid.push_back((zxid, vec![key.clone()])),
-        }
-        let old = self.map.insert(key.clone(), Change { zxid, node });
-        (key, old)
-    }
-}
-
-type Undo = Vec<(Arc<str>, Option<Change>)>;
-
-/// How to build the reply once the txn is applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyKind {
-    /// CreateResponse (create; create and create2 inside multi).
-    Create,
-    /// Create2Response (create2, createContainer, createTTL).
-    Create2,
-    Delete,
-    SetData,
-    SetAcl,
-    Check,
-}
-
-pub struct Prepared {
-    pub body: TxnBody,
-    /// One per op (a single op for non-multi); empty for an error txn.
-    pub replies: Vec<ReplyKind>,
-}
-
-pub struct Prep<'a> {
+/// One request's validation: the tree and overlay it is checked against, who asks, and the
+/// zxid its txn will have.
+pub(super) struct Check<'a> {
     pub tree: &'a DataTree,
     pub overlay: &'a mut Overlay,
     pub session: i64,
@@ -110,17 +31,17 @@ struct Create<'r> {
     ttl: i64,
 }
 
-impl Prep<'_> {
+impl Check<'_> {
     fn view(&self, p: &str) -> Option<NodeView> {
-        if let Some(c) = self.overlay.map.get(p) {
-            return c.node.clone();
+        if let Some(pending) = self.overlay.get(p) {
+            return pending.cloned();
         }
         let id = self.tree.lookup(p)?;
         let n = self.tree.node(id)?;
         Some(NodeView {
             version: n.version,
             aversion: n.aversion,
-            cversion: n.cversion,
+            child_creates: n.child_creates,
             num_children: n.num_children() as i32,
             owner: n.owner,
             acl: self.tree.acls.shared(n.acl),
@@ -128,51 +49,34 @@ impl Prep<'_> {
     }
 
     fn record(&mut self, p: &str, node: Option<NodeView>, undo: &mut Undo) {
-        undo.push(self.overlay.insert(self.zxid, p, node));
+        self.overlay.record(self.zxid, p, node, undo);
     }
 
-    fn rollback(&mut self, undo: Undo) {
-        for (p, old) in undo.into_iter().rev() {
-            match old {
-                Some(c) => self.overlay.map.insert(p, c),
-                None => self.overlay.map.remove(&p),
-            };
-        }
-    }
-
-    /// Preps one write request (multi included). Never fails: errors become error txns.
-    pub fn write(&mut self, req: &Request) -> Prepared {
+    /// One write request (multi included). Never fails: errors become error txns.
+    pub fn write(&mut self, req: &Request) -> TxnBody {
         if let Request::Multi(m) = req {
             return self.multi(m);
         }
         let mut undo = Vec::new();
         match self.op(req, false, &mut undo) {
-            Ok((body, kind)) => Prepared {
-                body,
-                replies: vec![kind],
-            },
+            Ok(body) => body,
             Err(code) => {
-                self.rollback(undo);
-                Prepared {
-                    body: TxnBody::Error(ErrorTxn { err: code.code() }),
-                    replies: Vec::new(),
-                }
+                self.overlay.rollback(undo);
+                TxnBody::Error(ErrorTxn { err: code.code() })
             }
         }
     }
 
-    fn multi(&mut self, m: &MultiRequest) -> Prepared {
+    /// A multi: every op's txn, or, if one fails, an error per op (0 before the failed one,
+    /// its code, RUNTIMEINCONSISTENCY after), as ZooKeeper logs it.
+    fn multi(&mut self, m: &MultiRequest) -> TxnBody {
         let mut undo = Vec::new();
         let mut bodies = Vec::with_capacity(m.ops.len());
-        let mut kinds = Vec::with_capacity(m.ops.len());
         for (i, op) in m.ops.iter().enumerate() {
             match self.op(&op.op, true, &mut undo) {
-                Ok((body, kind)) => {
-                    bodies.push(body);
-                    kinds.push(kind);
-                }
+                Ok(body) => bodies.push(body),
                 Err(code) => {
-                    self.rollback(undo);
+                    self.overlay.rollback(undo);
                     let errs = (0..m.ops.len())
                         .map(|j| {
                             let err = match j.cmp(&i) {
@@ -185,26 +89,15 @@ impl Prep<'_> {
                             TxnBody::Error(ErrorTxn { err })
                         })
                         .collect();
-                    return Prepared {
-                        body: TxnBody::Multi(errs),
-                        replies: Vec::new(),
-                    };
+                    return TxnBody::Multi(errs);
                 }
             }
         }
-        Prepared {
-            body: TxnBody::Multi(bodies),
-            replies: kinds,
-        }
+        TxnBody::Multi(bodies)
     }
 
-    /// Preps one op. Inside a multi, create2 is treated as create (its result has no stat).
-    fn op(
-        &mut self,
-        req: &Request,
-        in_multi: bool,
-        undo: &mut Undo,
-    ) -> PResult<(TxnBody, ReplyKind)> {
+    /// One op. Inside a multi, create2 is logged as create (its result has no stat).
+    fn op(&mut self, req: &Request, in_multi: bool, undo: &mut Undo) -> PResult<TxnBody> {
         match req {
             Request::Create(c) | Request::Create2(c) | Request::CreateContainer(c) => {
                 let op = match req.op_code() {
@@ -253,7 +146,7 @@ impl Prep<'_> {
         }
     }
 
-    fn create(&mut self, c: Create<'_>, undo: &mut Undo) -> PResult<(TxnBody, ReplyKind)> {
+    fn create(&mut self, c: Create<'_>, undo: &mut Undo) -> PResult<TxnBody> {
         let Create {
             op,
             path: p,
@@ -294,14 +187,14 @@ impl Prep<'_> {
         );
         let full = if sequential {
             // Palisade never reuses a suffix: at the end of the counter's range it refuses.
-            if parent.cversion == i32::MAX {
+            if parent.child_creates == i32::MAX {
                 tracing::warn!(
                     parent = parent_path,
                     "sequential counter exhausted; refusing sequential create"
                 );
                 return Err(ErrorCode::QuotaExceeded);
             }
-            format!("{p}{:010}", parent.cversion)
+            format!("{p}{:010}", parent.child_creates)
         } else {
             p.to_string()
         };
@@ -311,10 +204,10 @@ impl Prep<'_> {
         if self.view(&full).is_some() {
             return Err(ErrorCode::NodeExists);
         }
-        if matches!(tree::kind_of(parent.owner), Kind::Ephemeral(_)) {
+        if matches!(tree::kind_of(parent.owner), NodeKind::Ephemeral(_)) {
             return Err(ErrorCode::NoChildrenForEphemerals);
         }
-        let new_c = parent.cversion.saturating_add(1);
+        let new_c = parent.child_creates.saturating_add(1);
         let ephemeral = matches!(
             mode,
             CreateMode::Ephemeral | CreateMode::EphemeralSequential
@@ -327,13 +220,13 @@ impl Prep<'_> {
         };
         let wire_acl: Vec<ACL> = acl.iter().map(Entry::to_wire).collect();
         let mut parent_after = parent;
-        parent_after.cversion = new_c;
+        parent_after.child_creates = new_c;
         parent_after.num_children += 1;
         self.record(parent_path, Some(parent_after), undo);
         let child = NodeView {
             version: 0,
             aversion: 0,
-            cversion: 0,
+            child_creates: 0,
             num_children: 0,
             owner,
             acl: acl.into(),
@@ -341,48 +234,36 @@ impl Prep<'_> {
         self.record(&full, Some(child), undo);
         let jpath = JStr::from(full);
         let data = data.clone();
-        let (body, kind) = match op {
-            OpCode::CreateContainer => (
-                TxnBody::CreateContainer(CreateContainerTxn {
-                    path: jpath,
-                    data,
-                    acl: Some(wire_acl),
-                    parent_c_version: new_c,
-                }),
-                ReplyKind::Create2,
-            ),
-            OpCode::CreateTTL => (
-                TxnBody::CreateTtl(CreateTTLTxn {
-                    path: jpath,
-                    data,
-                    acl: Some(wire_acl),
-                    parent_c_version: new_c,
-                    ttl,
-                }),
-                ReplyKind::Create2,
-            ),
-            OpCode::Create2 => (
-                TxnBody::Create2(CreateTxn {
-                    path: jpath,
-                    data,
-                    acl: Some(wire_acl),
-                    ephemeral,
-                    parent_c_version: new_c,
-                }),
-                ReplyKind::Create2,
-            ),
-            _ => (
-                TxnBody::Create(CreateTxn {
-                    path: jpath,
-                    data,
-                    acl: Some(wire_acl),
-                    ephemeral,
-                    parent_c_version: new_c,
-                }),
-                ReplyKind::Create,
-            ),
+        let body = match op {
+            OpCode::CreateContainer => TxnBody::CreateContainer(CreateContainerTxn {
+                path: jpath,
+                data,
+                acl: Some(wire_acl),
+                parent_c_version: new_c,
+            }),
+            OpCode::CreateTTL => TxnBody::CreateTtl(CreateTTLTxn {
+                path: jpath,
+                data,
+                acl: Some(wire_acl),
+                parent_c_version: new_c,
+                ttl,
+            }),
+            OpCode::Create2 => TxnBody::Create2(CreateTxn {
+                path: jpath,
+                data,
+                acl: Some(wire_acl),
+                ephemeral,
+                parent_c_version: new_c,
+            }),
+            _ => TxnBody::Create(CreateTxn {
+                path: jpath,
+                data,
+                acl: Some(wire_acl),
+                ephemeral,
+                parent_c_version: new_c,
+            }),
         };
-        Ok((body, kind))
+        Ok(body)
     }
 
     fn delete(
@@ -391,7 +272,7 @@ impl Prep<'_> {
         version: i32,
         container: bool,
         undo: &mut Undo,
-    ) -> PResult<(TxnBody, ReplyKind)> {
+    ) -> PResult<TxnBody> {
         let p = p.ok_or(ErrorCode::BadArguments)?;
         let parent_path = path::parent(p).ok_or(ErrorCode::BadArguments)?;
         if p.contains('\0') || path::is_special(p) {
@@ -402,7 +283,10 @@ impl Prep<'_> {
         let node = self.view(p).ok_or(ErrorCode::NoNode)?;
         if container {
             // The reaper's delete: only a container or TTL node that is still empty.
-            if !matches!(tree::kind_of(node.owner), Kind::Container | Kind::Ttl(_)) {
+            if !matches!(
+                tree::kind_of(node.owner),
+                NodeKind::Container | NodeKind::Ttl(_)
+            ) {
                 return Err(ErrorCode::BadArguments);
             }
         }
@@ -419,14 +303,11 @@ impl Prep<'_> {
         let txn = DeleteTxn {
             path: JStr::from(p),
         };
-        Ok((
-            if container {
-                TxnBody::DeleteContainer(txn)
-            } else {
-                TxnBody::Delete(txn)
-            },
-            ReplyKind::Delete,
-        ))
+        Ok(if container {
+            TxnBody::DeleteContainer(txn)
+        } else {
+            TxnBody::Delete(txn)
+        })
     }
 
     fn valid_path<'p>(&self, p: Option<&'p str>) -> PResult<&'p str> {
@@ -434,7 +315,7 @@ impl Prep<'_> {
             .ok_or(ErrorCode::BadArguments)
     }
 
-    fn set_data(&mut self, s: &SetDataRequest, undo: &mut Undo) -> PResult<(TxnBody, ReplyKind)> {
+    fn set_data(&mut self, s: &SetDataRequest, undo: &mut Undo) -> PResult<TxnBody> {
         let p = self.valid_path(s.path.as_str())?;
         let mut node = self.view(p).ok_or(ErrorCode::NoNode)?;
         self.check_perm(&node.acl, acl::WRITE)?;
@@ -444,17 +325,14 @@ impl Prep<'_> {
         node.version = node.version.wrapping_add(1);
         let version = node.version;
         self.record(p, Some(node), undo);
-        Ok((
-            TxnBody::SetData(SetDataTxn {
-                path: JStr::from(p),
-                data: s.data.clone(),
-                version,
-            }),
-            ReplyKind::SetData,
-        ))
+        Ok(TxnBody::SetData(SetDataTxn {
+            path: JStr::from(p),
+            data: s.data.clone(),
+            version,
+        }))
     }
 
-    fn set_acl(&mut self, s: &SetACLRequest, undo: &mut Undo) -> PResult<(TxnBody, ReplyKind)> {
+    fn set_acl(&mut self, s: &SetACLRequest, undo: &mut Undo) -> PResult<TxnBody> {
         let p = self.valid_path(s.path.as_str())?;
         let acl = acl::fixup(s.acl.as_deref(), self.auth)?;
         let mut node = self.view(p).ok_or(ErrorCode::NoNode)?;
@@ -467,30 +345,24 @@ impl Prep<'_> {
         let wire: Vec<ACL> = acl.iter().map(Entry::to_wire).collect();
         node.acl = acl.into();
         self.record(p, Some(node), undo);
-        Ok((
-            TxnBody::SetAcl(SetACLTxn {
-                path: JStr::from(p),
-                acl: Some(wire),
-                version,
-            }),
-            ReplyKind::SetAcl,
-        ))
+        Ok(TxnBody::SetAcl(SetACLTxn {
+            path: JStr::from(p),
+            acl: Some(wire),
+            version,
+        }))
     }
 
-    fn check(&mut self, c: &CheckVersionRequest) -> PResult<(TxnBody, ReplyKind)> {
+    fn check(&mut self, c: &CheckVersionRequest) -> PResult<TxnBody> {
         let p = self.valid_path(c.path.as_str())?;
         let node = self.view(p).ok_or(ErrorCode::NoNode)?;
         self.check_perm(&node.acl, acl::READ)?;
         if c.version != -1 && c.version != node.version {
             return Err(ErrorCode::BadVersion);
         }
-        Ok((
-            TxnBody::Check(CheckVersionTxn {
-                path: JStr::from(p),
-                version: node.version.wrapping_add(1),
-            }),
-            ReplyKind::Check,
-        ))
+        Ok(TxnBody::Check(CheckVersionTxn {
+            path: JStr::from(p),
+            version: node.version.wrapping_add(1),
+        }))
     }
 
     /// The closeSession txn: every ephemeral of the session, applied or pending.
@@ -499,19 +371,14 @@ impl Prep<'_> {
             .tree
             .ephemerals_of(self.session)
             .map(|id| self.tree.path_of(id))
-            .filter(|p| {
-                self.overlay
-                    .map
-                    .get(p.as_str())
-                    .is_none_or(|c| c.node.is_some())
-            })
+            // not if a pending txn deletes it already
+            .filter(|p| self.overlay.get(p).is_none_or(|n| n.is_some()))
             .collect();
-        let pending = self
-            .overlay
-            .map
-            .iter()
-            .filter(|(_, c)| c.node.as_ref().is_some_and(|n| n.owner == self.session));
-        paths.extend(pending.map(|(p, _)| p.to_string()));
+        paths.extend(
+            self.overlay
+                .pending_owned_by(self.session)
+                .map(str::to_string),
+        );
         // Ephemerals have no children, so any order deletes them; sorted for determinism.
         paths.sort();
         paths.dedup();

@@ -1,0 +1,127 @@
+//! Commit: a txn the log made durable is applied to the state (state::apply, the one place a
+//! txn changes it), then everyone is told, in this order: the watchers of what changed, the
+//! session table, the waiting client's reply, and the reads queued behind that write.
+
+use super::conns::Slot;
+use super::pending::{Awaiting, Waiter};
+use super::{reply, Core, Out};
+use crate::durability::digest_record::DIGEST_EVERY;
+use crate::state::{Change, Effects, SessionEffect};
+use crate::watch::{ON_CHILDREN, ON_DATA, ON_DELETE};
+use palisade_proto::{EventType, Txn};
+
+impl Core {
+    /// Every in-flight txn up to `upto` is durable: commit them in zxid order.
+    pub(super) fn durable(&mut self, upto: i64) {
+        while self.inflight.front().is_some_and(|t| t.header.zxid <= upto) {
+            if let Some(txn) = self.inflight.pop_front() {
+                self.commit(txn);
+            }
+        }
+    }
+
+    fn commit(&mut self, txn: Txn) {
+        let zxid = txn.header.zxid;
+        let effects = self.state.apply(&txn);
+        self.prep.applied(zxid);
+        self.after_apply(zxid);
+        self.notify(&effects.changes);
+        let session = txn.header.client_id;
+        let waiter = self.pending.take(session, txn.header.cxid, zxid);
+        match effects.session {
+            SessionEffect::Created { timeout } => {
+                let now = self.now_ms();
+                self.liveness.add(session, timeout, now);
+                if let Some(w) = waiter {
+                    self.session_opened(session, w);
+                }
+            }
+            SessionEffect::Closed => {
+                let attached = self.liveness.remove(session).and_then(|s| s.conn);
+                let own = waiter.map(|w| {
+                    self.answer(w.conn, &txn, &effects, w.at);
+                    w.conn
+                });
+                if let Some(c) = own.or(attached) {
+                    self.drop_conn(c, true);
+                }
+            }
+            SessionEffect::None => {
+                if let Some(w) = waiter {
+                    self.answer(w.conn, &txn, &effects, w.at);
+                }
+            }
+        }
+    }
+
+    /// The reply to a committed write, then the reads that waited behind it.
+    fn answer(
+        &mut self,
+        conn: crate::watch::ConnId,
+        txn: &Txn,
+        effects: &Effects<'_>,
+        at: std::time::Instant,
+    ) {
+        self.stats.record(at);
+        self.send_reply(conn, reply::write_reply(txn, effects));
+        if let Some(c) = self.conns.get(&conn) {
+            debug_assert!(
+                matches!(c.queue.front(), Some(Slot::Write(x)) if *x == txn.header.cxid),
+                "a write's reply out of its connection's order"
+            );
+        }
+        self.finish_slot(conn, txn.header.zxid);
+    }
+
+    /// A createSession committed: its connection (if still open) is attached to the session
+    /// and gets its ConnectResponse.
+    fn session_opened(&mut self, session: i64, w: Waiter) {
+        let Awaiting::NewSession {
+            ready,
+            timeout,
+            read_only,
+        } = w.awaiting
+        else {
+            return;
+        };
+        if !self.conns.contains_key(&w.conn) {
+            return;
+        }
+        if let Some(s) = self.liveness.get_mut(session) {
+            s.conn = Some(w.conn);
+        }
+        let frame = self.connect_reply(Some((session, timeout)), read_only);
+        if let Some(c) = self.conns.get(&w.conn) {
+            let _ = c.out.send(Out::Bytes(frame));
+        }
+        let _ = ready.send(true);
+    }
+
+    /// Watch events for what the txn changed, each to every connection watching it, once.
+    fn notify(&mut self, changes: &[Change<'_>]) {
+        for ch in changes {
+            let tables = match ch.event {
+                EventType::NodeCreated | EventType::NodeDataChanged => ON_DATA,
+                EventType::NodeChildrenChanged => ON_CHILDREN,
+                _ => ON_DELETE,
+            };
+            let conns = self.watches.trigger(tables, ch.path);
+            if conns.is_empty() {
+                continue;
+            }
+            let frame = reply::event(ch.event, ch.path);
+            for c in conns {
+                self.send_bytes(c, frame.clone());
+            }
+        }
+    }
+
+    /// Bookkeeping of durability after each applied txn: a digest record now and then, and a
+    /// snapshot when one is due.
+    fn after_apply(&mut self, zxid: i64) {
+        if zxid % DIGEST_EVERY == 0 {
+            self.log.digest(zxid, self.state.tree.digest());
+        }
+        self.snapshot_due();
+    }
+}

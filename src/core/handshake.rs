@@ -1,0 +1,144 @@
+//! The handshake: a ConnectRequest either creates a session (through a createSession txn,
+//! answered when it commits) or moves an existing one to this connection (answered at once),
+//! or is refused.
+
+use super::conns::Conn;
+use super::msg::{Out, OutTx};
+use super::pending::{Awaiting, Waiter};
+use super::{reply, wall_ms, Core};
+use crate::acl::AuthId;
+use crate::watch::ConnId;
+use bytes::Bytes;
+use palisade_proto::ConnectRequest;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Instant;
+use tokio::sync::oneshot;
+
+/// Compares two byte strings in time that depends on their lengths only, so that a wrong
+/// password's timing tells nothing about the right one.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl Core {
+    fn negotiate(&self, requested: i32) -> i32 {
+        requested.clamp(
+            self.cfg.min_session_timeout,
+            self.cfg
+                .max_session_timeout
+                .max(self.cfg.min_session_timeout),
+        )
+    }
+
+    pub(super) fn connect(
+        &mut self,
+        conn: ConnId,
+        req: ConnectRequest,
+        out: OutTx,
+        peer: SocketAddr,
+        ready: oneshot::Sender<bool>,
+    ) {
+        let ours = self.state.zxid();
+        if req.last_zxid_seen > ours {
+            tracing::info!(%peer, seen = format_args!("{:#x}", req.last_zxid_seen), ours = format_args!("{ours:#x}"), "client has seen a later zxid; closing");
+            let _ = out.send(Out::Close);
+            let _ = ready.send(false);
+            return;
+        }
+        let timeout = self.negotiate(req.time_out);
+        let read_only = req.read_only.map(|_| false);
+        let auth = vec![AuthId {
+            scheme: "ip".into(),
+            id: peer.ip().to_string().into(),
+        }];
+        let new_conn = |session| Conn {
+            out: out.clone(),
+            session,
+            auth,
+            peer,
+            queue: VecDeque::new(),
+            received: 1,
+            sent: 0,
+            last_zxid: 0,
+            timeout,
+        };
+        if req.session_id == 0 {
+            let id = self.liveness.allocate_id();
+            self.conns.insert(conn, new_conn(id));
+            let txn = self.prep.create_session(id, timeout, wall_ms());
+            let waiter = Waiter {
+                conn,
+                zxid: Some(txn.header.zxid),
+                awaiting: Awaiting::NewSession {
+                    ready,
+                    timeout,
+                    read_only,
+                },
+                at: Instant::now(),
+            };
+            self.submit(txn, Some(waiter));
+            return;
+        }
+        let id = req.session_id;
+        // The password first: a handshake naming another client's session with a wrong one
+        // must not disturb that client (ZooKeeper closes its connection before checking).
+        let password = self.liveness.password(id);
+        let valid = self.liveness.get(id).is_some_and(|s| !s.closing)
+            && same_bytes(req.passwd.as_deref().unwrap_or(&[]), &password);
+        if !valid {
+            let _ = out.send(Out::Bytes(self.connect_reply(None, read_only)));
+            let _ = out.send(Out::Close);
+            let _ = ready.send(false);
+            return;
+        }
+        if let Some(old) = self.liveness.get(id).and_then(|s| s.conn) {
+            self.drop_conn(old, true);
+        }
+        self.conns.insert(conn, new_conn(id));
+        let now = self.now_ms();
+        if let Some(s) = self.liveness.get_mut(id) {
+            s.conn = Some(conn);
+            s.timeout_ms = timeout;
+        }
+        self.liveness.touch(id, now);
+        let _ = out.send(Out::Bytes(
+            self.connect_reply(Some((id, timeout)), read_only),
+        ));
+        let _ = ready.send(true);
+    }
+
+    /// The ConnectResponse for a session (id, negotiated timeout), or for a refused one:
+    /// timeout 0, session 0 and 16 zero bytes. readOnly is sent iff the request had it.
+    pub(super) fn connect_reply(
+        &self,
+        session: Option<(i64, i32)>,
+        read_only: Option<bool>,
+    ) -> Bytes {
+        let (session_id, time_out, passwd) = match session {
+            Some((id, t)) => (id, t, self.liveness.password(id)),
+            None => (0, 0, [0; 16]),
+        };
+        let passwd = Some(Bytes::copy_from_slice(&passwd));
+        reply::bare(&palisade_proto::ConnectResponse {
+            protocol_version: 0,
+            time_out,
+            session_id,
+            passwd,
+            read_only,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_bytes;
+
+    #[test]
+    fn password_comparison() {
+        assert!(same_bytes(b"0123456789abcdef", b"0123456789abcdef"));
+        assert!(!same_bytes(b"0123456789abcdef", b"0123456789abcdeF"));
+        assert!(!same_bytes(b"0123456789abcdef", b"0123456789abcde"));
+        assert!(!same_bytes(b"", b"x"));
+    }
+}

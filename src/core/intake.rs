@@ -1,0 +1,121 @@
+//! Requests in: a read runs now or waits behind its connection's writes; a write is prepped
+//! into a txn and submitted; a request that did not decode is answered as ZooKeeper would.
+
+use super::conns::Slot;
+use super::pending::{Awaiting, Waiter};
+use super::{reply, wall_ms, Core};
+use crate::prep::Caller;
+use crate::watch::ConnId;
+use palisade_proto::*;
+use std::time::Instant;
+
+impl Core {
+    pub(super) fn request(&mut self, conn_id: ConnId, xid: i32, req: Request) {
+        let now = self.now_ms();
+        let Some(conn) = self.conns.get_mut(&conn_id) else {
+            return;
+        };
+        conn.received += 1;
+        self.stats.received += 1;
+        let session = conn.session;
+        self.liveness.touch(session, now);
+        if !req.is_write() {
+            if conn.queue.is_empty() {
+                self.read(conn_id, xid, req, Instant::now());
+            } else {
+                conn.queue.push_back(Slot::Read {
+                    xid,
+                    req,
+                    at: Instant::now(),
+                });
+            }
+            return;
+        }
+        conn.queue.push_back(Slot::Write(xid));
+        let closing = self.liveness.get(session).is_none_or(|s| s.closing);
+        if closing {
+            let txn = self
+                .prep
+                .error(session, xid, ErrorCode::SessionExpired, wall_ms());
+            self.submit_for(conn_id, txn, Awaiting::Reply);
+        } else if let Request::CloseSession = req {
+            self.close_session(session, Some((conn_id, xid)));
+        } else {
+            let auth = self.conns.get(&conn_id).map_or(&[][..], |c| &c.auth[..]);
+            let caller = Caller { session, auth };
+            let txn = self
+                .prep
+                .write(&self.state.tree, caller, xid, &req, wall_ms());
+            self.submit_for(conn_id, txn, Awaiting::Reply);
+        }
+    }
+
+    fn submit_for(&mut self, conn: ConnId, txn: Txn, awaiting: Awaiting) {
+        let waiter = Waiter {
+            conn,
+            zxid: Some(txn.header.zxid),
+            awaiting,
+            at: Instant::now(),
+        };
+        self.submit(txn, Some(waiter));
+    }
+
+    /// Answers a request that did not decode, as ZooKeeper does: an unknown opcode gets
+    /// UNIMPLEMENTED and a close; a malformed auth packet a close; any other malformed body
+    /// MARSHALLINGERROR, through an error txn consuming a zxid for write opcodes.
+    pub(super) fn bad(&mut self, conn_id: ConnId, xid: i32, op: i32, error: DecodeError) {
+        let Some(conn) = self.conns.get_mut(&conn_id) else {
+            return;
+        };
+        conn.received += 1;
+        let code = OpCode::from_i32(op);
+        let (err, close) = match error {
+            DecodeError::UnknownOpCode(_) => (ErrorCode::Unimplemented, true),
+            _ => (ErrorCode::MarshallingError, false),
+        };
+        if code == Some(OpCode::Auth) {
+            self.drop_conn(conn_id, true);
+            return;
+        }
+        // multiRead runs its ops one by one: ops of the wrong kind fail with the (empty)
+        // result list already built; a body that does not parse gets the header only.
+        let multi_body =
+            code == Some(OpCode::MultiRead) && matches!(error, DecodeError::OpNotAllowed { .. });
+        let write_op = code.is_some_and(is_write_op);
+        if write_op && !close {
+            let session = conn.session;
+            conn.queue.push_back(Slot::Write(xid));
+            let txn = self.prep.error(session, xid, err, wall_ms());
+            self.submit_for(conn_id, txn, Awaiting::Reply);
+        } else if conn.queue.is_empty() {
+            self.answer_bad(conn_id, xid, err, close, multi_body);
+        } else {
+            conn.queue.push_back(Slot::Bad {
+                xid,
+                err,
+                close,
+                multi_body,
+            });
+        }
+    }
+
+    pub(super) fn answer_bad(
+        &mut self,
+        conn_id: ConnId,
+        xid: i32,
+        err: ErrorCode,
+        close: bool,
+        multi_body: bool,
+    ) {
+        let zxid = if close { -1 } else { self.state.zxid() };
+        let frame = reply::frame(xid, zxid, err.code(), |w| {
+            if multi_body {
+                MultiResponse::new(vec![]).write(w);
+            }
+        });
+        self.send_reply(conn_id, frame);
+        if close {
+            self.drop_conn(conn_id, true);
+        }
+    }
+}

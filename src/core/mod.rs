@@ -1,0 +1,271 @@
+//! The core: one thread that owns the state, the connections' view of it and the watches,
+//! and moves every request through prep → log → apply → reply in order. Connection tasks only
+//! do I/O; the log and snapshot threads only write files.
+//!
+//! Ordering: each connection has a queue of slots. A read runs at once when its connection
+//! has nothing queued, so reads never wait behind other sessions' writes; otherwise it waits
+//! for the writes before it. Writes are prepped on arrival (against the tree plus the overlay
+//! of pending changes), handed to the log in batches, and committed in zxid order when the log
+//! reports them durable; each commit queues its watch events before its reply.
+//!
+//! The parts, each its own file: `conns` (the connection registry and slot queues),
+//! `handshake`, `intake` (requests in: reads run, writes prepped), `pending` (writes waiting
+//! for their txn), `commit` (apply, events, replies), `read`, `liveness` (session deadlines
+//! and attachment), `leader` (what only the server that orders writes does: expiry, the
+//! reaper, orphan cleanup at restore), `snapshots` (when and how a capture advances).
+//!
+//! Owns: the state (through `state::State::apply` only), connections, watches, liveness,
+//! the overlay (through `prep`). May not touch: files (durability does), sockets (net does).
+
+mod commit;
+mod conns;
+mod handshake;
+mod intake;
+mod leader;
+pub mod liveness;
+mod msg;
+mod pending;
+pub(crate) mod read;
+pub(crate) mod reply;
+mod snapshots;
+mod stats;
+
+pub(crate) use conns::Conn;
+pub use msg::{CoreMsg, Out, OutTx};
+pub(crate) use stats::Stats;
+
+use crate::acl::AuthId;
+use crate::durability::Durability;
+use crate::prep::Prepper;
+use crate::recovery::Restored;
+use crate::spin;
+use crate::state::State;
+use crate::watch::{ConnId, Watches};
+use hashbrown::HashMap;
+use leader::Leader;
+use liveness::Liveness;
+use palisade_proto::Txn;
+use pending::PendingWrites;
+use snapshots::Snapper;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+#[derive(Clone, Debug)]
+pub struct CoreConfig {
+    pub tick_ms: u64,
+    pub min_session_timeout: i32,
+    pub max_session_timeout: i32,
+    pub max_buffer: usize,
+    pub ttl_enabled: bool,
+    pub four_letter_words: Vec<String>,
+    pub super_digest: Option<String>,
+    pub secret: [u8; 16],
+    pub client_port: u16,
+    pub data_dir: String,
+    pub data_log_dir: String,
+    pub max_client_cnxns: usize,
+    /// How often containers and TTL nodes are checked for reaping (znode.container.checkIntervalMs).
+    pub container_check_ms: u64,
+    /// How long the core polls for its next message before it parks (spin.rs).
+    pub spin_wait: Duration,
+}
+
+pub struct Core {
+    pub(crate) cfg: CoreConfig,
+    pub(crate) state: State,
+    pub(crate) watches: Watches,
+    pub(crate) liveness: Liveness,
+    prep: Prepper,
+    pub(crate) conns: HashMap<ConnId, Conn>,
+    pending: PendingWrites,
+    /// Txns handed to the log and not yet durable, in zxid order.
+    inflight: VecDeque<Txn>,
+    log: Box<dyn Durability + Send>,
+    snap: Option<Snapper>,
+    /// What only the server that orders writes does; `None` on a server that must not.
+    leader: Option<Leader>,
+    clock: Instant,
+    pub(crate) started: Instant,
+    pub(crate) stats: Stats,
+    /// Shutdown was asked for: stop once no txn is in flight.
+    stopping: bool,
+}
+
+pub fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Core {
+    pub fn new(cfg: CoreConfig, log: Box<dyn Durability + Send>) -> Self {
+        let liveness = Liveness::new(cfg.secret, cfg.tick_ms, wall_ms());
+        let prep = Prepper::new(0, cfg.ttl_enabled);
+        let leader = Leader::new(cfg.container_check_ms);
+        Core {
+            cfg,
+            state: State::new(),
+            watches: Watches::default(),
+            liveness,
+            prep,
+            conns: HashMap::new(),
+            pending: PendingWrites::default(),
+            inflight: VecDeque::new(),
+            log,
+            snap: None,
+            leader: Some(leader),
+            clock: Instant::now(),
+            started: Instant::now(),
+            stats: Stats::default(),
+            stopping: false,
+        }
+    }
+
+    /// Takes over the state recovery rebuilt. Every session gets a fresh full timeout, so
+    /// clients that reconnect in time keep their ephemerals; ephemerals whose session is gone
+    /// are deleted (a leader duty, through a closeSession txn logged like any other).
+    pub fn restore(&mut self, r: Restored) {
+        let now = self.now_ms();
+        self.state = r.state;
+        for (&id, &timeout) in self.state.sessions() {
+            self.liveness.add(id, timeout, now);
+        }
+        self.prep = Prepper::new(self.state.zxid(), self.cfg.ttl_enabled);
+        self.close_orphans();
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.clock.elapsed().as_millis() as u64
+    }
+
+    /// Runs until Shutdown (or every sender is gone): drains whatever is queued, hands the
+    /// writes it prepped to the log as one batch, then takes one turn of a snapshot capture
+    /// if one is in progress (so a capture advances between batches, and while idle).
+    pub fn run(mut self, mut inbox: mpsc::Receiver<CoreMsg>) {
+        loop {
+            let first = if self.capturing() {
+                match inbox.try_recv() {
+                    Ok(m) => Some(m),
+                    Err(mpsc::error::TryRecvError::Empty) => None,
+                    Err(mpsc::error::TryRecvError::Disconnected) => break,
+                }
+            } else {
+                let polled = spin::poll_for(self.cfg.spin_wait, || match inbox.try_recv() {
+                    Ok(m) => Some(Some(m)),
+                    Err(mpsc::error::TryRecvError::Empty) => None,
+                    Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
+                });
+                match polled.unwrap_or_else(|| inbox.blocking_recv()) {
+                    Some(m) => Some(m),
+                    None => break,
+                }
+            };
+            let mut stop = false;
+            if let Some(first) = first {
+                stop = self.handle(first);
+                let mut n = 1;
+                while !stop && n < crate::limits::CORE_TURN_MESSAGES {
+                    match inbox.try_recv() {
+                        Ok(m) => stop = self.handle(m),
+                        Err(_) => break,
+                    }
+                    n += 1;
+                }
+                self.log.flush();
+            }
+            if stop {
+                break;
+            }
+            self.snapshot_step();
+        }
+        tracing::info!(
+            zxid = format_args!("{:#x}", self.state.zxid()),
+            "core stopped"
+        );
+    }
+
+    /// Returns true when the core must stop.
+    fn handle(&mut self, msg: CoreMsg) -> bool {
+        match msg {
+            CoreMsg::Connect {
+                conn,
+                req,
+                out,
+                peer,
+                ready,
+            } => self.connect(conn, req, out, peer, ready),
+            CoreMsg::Request { conn, xid, req } => self.request(conn, xid, req),
+            CoreMsg::Bad {
+                conn,
+                xid,
+                op,
+                error,
+            } => self.bad(conn, xid, op, error),
+            CoreMsg::Closed { conn } => self.drop_conn(conn, false),
+            CoreMsg::FourLetter { word, out, peer } => {
+                let text = self.four_letter(word, peer);
+                let _ = out.send(Out::Bytes(bytes::Bytes::from(text)));
+                let _ = out.send(Out::Close);
+            }
+            CoreMsg::Durable(upto) => {
+                self.durable(upto);
+                return self.stopping && self.inflight.is_empty();
+            }
+            CoreMsg::LogFailed(e) => {
+                tracing::error!(error = %e, "log write failed; stopping so no write is acknowledged without being durable");
+                return true;
+            }
+            CoreMsg::Tick => self.tick(),
+            CoreMsg::Shutdown => {
+                // In-flight writes: wait for the log to report them, then stop.
+                self.stopping = true;
+                return self.inflight.is_empty();
+            }
+        }
+        false
+    }
+
+    /// Hands a prepped txn to the log; `waiter` is told when it commits.
+    fn submit(&mut self, txn: Txn, waiter: Option<pending::Waiter>) {
+        if let Some(w) = waiter {
+            self.pending.add(txn.header.client_id, txn.header.cxid, w);
+        }
+        self.log.append(&txn);
+        self.inflight.push_back(txn);
+    }
+
+    /// Preps and submits the closeSession of `session`: asked by its client on `conn` (xid
+    /// `xid`, answered once committed) or by the server (expiry, orphans: nobody waits).
+    /// From now on the session's requests fail with SESSIONEXPIRED.
+    fn close_session(&mut self, session: i64, from: Option<(ConnId, i32)>) {
+        if let Some(s) = self.liveness.get_mut(session) {
+            s.closing = true;
+        }
+        let cxid = from.map_or(0, |(_, xid)| xid);
+        let txn = self
+            .prep
+            .close_session(&self.state.tree, session, cxid, wall_ms());
+        let waiter = from.map(|(conn, _)| pending::Waiter {
+            conn,
+            zxid: Some(txn.header.zxid),
+            awaiting: pending::Awaiting::Close,
+            at: Instant::now(),
+        });
+        self.submit(txn, waiter);
+    }
+
+    /// The identity the server's own txns are prepped with (the reaper): super, so ACLs do
+    /// not stop it.
+    fn server_auth() -> [AuthId; 1] {
+        [AuthId {
+            scheme: "super".into(),
+            id: "".into(),
+        }]
+    }
+}
+
+#[cfg(test)]
+#[path = "core_test.rs"]
+mod tests;

@@ -1,0 +1,94 @@
+//! Writes waiting for their txn to commit, matched to it by (session, cxid) — what the txn
+//! header carries — so that a txn this server did not prep (in an ensemble: one a follower
+//! forwarded, whose zxid the follower does not know yet) finds its waiter too.
+
+use crate::watch::ConnId;
+use hashbrown::HashMap;
+use std::collections::VecDeque;
+use std::time::Instant;
+use tokio::sync::oneshot;
+
+/// What to do once the txn commits.
+pub(crate) enum Awaiting {
+    /// Answer the request on its connection.
+    Reply,
+    /// A createSession: attach the connection to the new session and answer the handshake.
+    NewSession {
+        ready: oneshot::Sender<bool>,
+        timeout: i32,
+        read_only: Option<bool>,
+    },
+    /// A closeSession the client sent: answer it, then close the connection.
+    Close,
+}
+
+pub(crate) struct Waiter {
+    pub conn: ConnId,
+    /// The zxid prep gave the txn, when this server prepped it: a client may reuse a cxid,
+    /// and the zxid tells its writes (and the server's own txns for the session) apart.
+    pub zxid: Option<i64>,
+    pub awaiting: Awaiting,
+    pub at: Instant,
+}
+
+#[derive(Default)]
+pub(crate) struct PendingWrites {
+    by_key: HashMap<(i64, i32), VecDeque<Waiter>>,
+    len: usize,
+}
+
+impl PendingWrites {
+    pub fn add(&mut self, session: i64, cxid: i32, w: Waiter) {
+        self.by_key.entry((session, cxid)).or_default().push_back(w);
+        self.len += 1;
+    }
+
+    /// The waiter of the committed txn (session, cxid, zxid), if it is one of ours. Waiters
+    /// of one key commit in the order they were added.
+    pub fn take(&mut self, session: i64, cxid: i32, zxid: i64) -> Option<Waiter> {
+        let q = self.by_key.get_mut(&(session, cxid))?;
+        if q.front()?.zxid.is_some_and(|z| z != zxid) {
+            return None;
+        }
+        let w = q.pop_front();
+        if q.is_empty() {
+            self.by_key.remove(&(session, cxid));
+        }
+        self.len -= 1;
+        w
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiter(zxid: Option<i64>) -> Waiter {
+        Waiter {
+            conn: 1,
+            zxid,
+            awaiting: Awaiting::Reply,
+            at: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn matched_by_session_and_cxid_in_order_and_told_apart_by_zxid() {
+        let mut p = PendingWrites::default();
+        p.add(7, 1, waiter(Some(10)));
+        p.add(7, 1, waiter(Some(12))); // the client reused cxid 1
+        p.add(8, 1, waiter(None)); // forwarded: zxid unknown
+                                   // The server's own txn for session 7 with cxid 1 (zxid 11) is nobody's.
+        assert!(p.take(7, 1, 11).is_none());
+        assert_eq!(p.take(7, 1, 10).and_then(|w| w.zxid), Some(10));
+        assert!(p.take(7, 1, 10).is_none());
+        assert_eq!(p.take(7, 1, 12).and_then(|w| w.zxid), Some(12));
+        assert!(p.take(8, 1, 99).is_some());
+        assert!(p.is_empty());
+    }
+}
