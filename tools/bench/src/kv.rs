@@ -16,20 +16,8 @@ pub struct Load {
     pub duration: Duration,
 }
 
-/// xorshift64*, seeded per session.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-    }
-}
+/// The load generator's randomness, seeded per session.
+pub type Rng = fastrand::Rng;
 
 /// Creates `paths` (parents first) if missing, pipelined on one session.
 pub async fn ensure(server: &str, paths: &[String], data: Bytes) -> io::Result<()> {
@@ -76,7 +64,7 @@ pub async fn run_sessions(
         let (server, inflight, make) = (load.server.clone(), load.inflight, make.clone());
         tasks.push(tokio::spawn(async move {
             let mut s = Session::connect(&server, 30_000).await?;
-            let mut rng = Rng::new(k + 1);
+            let mut rng = Rng::with_seed(k + 1);
             let mut lat = Latencies::default();
             s.pipeline(
                 inflight,
@@ -100,7 +88,7 @@ pub async fn run_sessions(
 
 pub async fn get(load: &Load, keys: u64) -> io::Result<(Latencies, f64)> {
     run_sessions(load, move |_, rng| {
-        get_data(kv_path(rng.below(keys)), false)
+        get_data(kv_path(rng.u64(..keys.max(1))), false)
     })
     .await
 }
@@ -108,7 +96,7 @@ pub async fn get(load: &Load, keys: u64) -> io::Result<(Latencies, f64)> {
 pub async fn set(load: &Load, keys: u64, size: usize) -> io::Result<(Latencies, f64)> {
     let data = Bytes::from(vec![b's'; size]);
     run_sessions(load, move |_, rng| {
-        set_data(kv_path(rng.below(keys)), data.clone())
+        set_data(kv_path(rng.u64(..keys.max(1))), data.clone())
     })
     .await
 }
@@ -116,8 +104,8 @@ pub async fn set(load: &Load, keys: u64, size: usize) -> io::Result<(Latencies, 
 pub async fn mixed(load: &Load, keys: u64, size: usize) -> io::Result<(Latencies, f64)> {
     let data = Bytes::from(vec![b'm'; size]);
     run_sessions(load, move |_, rng| {
-        let path = kv_path(rng.below(keys));
-        if rng.below(10) == 0 {
+        let path = kv_path(rng.u64(..keys.max(1)));
+        if rng.u64(..10) == 0 {
             set_data(path, data.clone())
         } else {
             get_data(path, false)

@@ -108,10 +108,10 @@ pub async fn run(
         let (server, holders, dir) = (load.server.clone(), holders.clone(), dir.to_string());
         tasks.push(tokio::spawn(async move {
             let mut s = Session::connect(&server, 30_000).await?;
-            let mut rng = Rng::new(k + 101);
+            let mut rng = Rng::with_seed(k + 101);
             let mut lat = Latencies::default();
             while Instant::now() < stop {
-                let write = rng.below(100) >= readers_percent;
+                let write = rng.u64(..100) >= readers_percent;
                 let prefix = match (readers_percent, write) {
                     (0, _) => "lock-",
                     (_, true) => "__WRIT__",

@@ -1,4 +1,4 @@
-//! The scenario of the fencing-token seed (../shared/seeds/000_…): a lock holder pauses past its
+//! The scenario of the fencing-token seed (the design note on fencing tokens): a lock holder pauses past its
 //! session timeout, another holder is granted the lock and writes, and the first one wakes up
 //! and writes with its old token. The TTL/session machinery cannot stop that write; the token
 //! does.

@@ -62,17 +62,6 @@ enum Moment {
     DuringRecovery,
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
-
 /// A snapshot being written: a `.tmp` snapshot file, or one whose size changed in 20 ms.
 fn snapshot_in_progress(dir: &Path) -> bool {
     let files = |d: &Path| -> Vec<(PathBuf, u64)> {
@@ -145,7 +134,7 @@ pub fn run(a: Args) -> Result<bool, String> {
         let c = block(&rt, Client::connect(&a.server, timeout)).map_err(|e| e.to_string())?;
         workers.push(Worker::new(i, c, a.seed * 1000 + i as u64));
     }
-    let mut rng = Rng(a.seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    let mut rng = fastrand::Rng::with_seed(a.seed);
     let mut moments = vec![
         Moment::Random,
         Moment::AfterBurst,
@@ -172,11 +161,13 @@ pub fn run(a: Args) -> Result<bool, String> {
         if let Moment::CrashPoint(point) = moment {
             // Armed by restarting the server with the point set.
             server.kill9();
-            let n = 1 + rng.below(if point.starts_with("snapshot") {
-                2
-            } else {
-                200
-            });
+            let n = 1 + rng.u64(
+                ..if point.starts_with("snapshot") {
+                    2
+                } else {
+                    200
+                },
+            );
             server
                 .spawn(&[("PALISADE_CRASH_AT".into(), format!("{point}:{n}"))])
                 .map_err(|e| e.to_string())?;
@@ -197,11 +188,11 @@ pub fn run(a: Args) -> Result<bool, String> {
         let t_load = Instant::now();
         let what = match moment {
             Moment::Random => {
-                std::thread::sleep(Duration::from_millis(100 + rng.below(900)));
+                std::thread::sleep(Duration::from_millis(100 + rng.u64(..900)));
                 "random".to_string()
             }
             Moment::AfterBurst => {
-                let burst = 50 + rng.below(400);
+                let burst = 50 + rng.u64(..400);
                 while lock(&ledger).acked_writes < writes_before + burst
                     && t_load.elapsed() < Duration::from_secs(10)
                 {
@@ -210,7 +201,7 @@ pub fn run(a: Args) -> Result<bool, String> {
                 format!("after a burst of {burst} acknowledged writes")
             }
             Moment::DuringSnapshot => {
-                std::thread::sleep(Duration::from_millis(50 + rng.below(200)));
+                std::thread::sleep(Duration::from_millis(50 + rng.u64(..200)));
                 if let Some(w) = &a.snapshot_word {
                     four(port, w);
                 }
@@ -238,7 +229,7 @@ pub fn run(a: Args) -> Result<bool, String> {
                 }
             }
             Moment::DuringRecovery => {
-                std::thread::sleep(Duration::from_millis(100 + rng.below(500)));
+                std::thread::sleep(Duration::from_millis(100 + rng.u64(..500)));
                 "random, then again during recovery".to_string()
             }
         };
@@ -247,7 +238,7 @@ pub fn run(a: Args) -> Result<bool, String> {
         stop.store(true, Ordering::Relaxed);
         if let Moment::DuringRecovery = moment {
             server.spawn(&[]).map_err(|e| e.to_string())?;
-            std::thread::sleep(Duration::from_millis(rng.below(40)));
+            std::thread::sleep(Duration::from_millis(rng.u64(..40)));
             server.kill9();
         }
         server.spawn(&[]).map_err(|e| e.to_string())?;

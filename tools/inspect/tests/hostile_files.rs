@@ -71,7 +71,7 @@ fn damaged_files_are_reported_never_panicked_on() {
     let snap = data.join("snapshots").join(&snap_name);
     std::fs::create_dir_all(seg.parent().unwrap()).unwrap();
     std::fs::create_dir_all(snap.parent().unwrap()).unwrap();
-    let mut rng = Rng::new(77);
+    let mut rng = Rng::with_seed(77);
     let put = |s: &[u8], n: &[u8]| {
         std::fs::write(&seg, s).unwrap();
         std::fs::write(&snap, n).unwrap();
@@ -86,18 +86,18 @@ fn damaged_files_are_reported_never_panicked_on() {
     // Random byte changes, a few at a time.
     for _ in 0..200 {
         let (mut s, mut n) = (seg_bytes.clone(), snap_bytes.clone());
-        for _ in 0..=rng.below(3) {
-            let at = rng.below(s.len() as u64) as usize;
-            s[at] = rng.below(256) as u8;
-            let at = rng.below(n.len() as u64) as usize;
-            n[at] = rng.below(256) as u8;
+        for _ in 0..=rng.u64(..3) {
+            let at = rng.u64(..s.len() as u64) as usize;
+            s[at] = rng.u64(..256) as u8;
+            let at = rng.u64(..n.len() as u64) as usize;
+            n[at] = rng.u64(..256) as u8;
         }
         put(&s, &n);
         run_all(&data, &seg, &snap);
     }
     // Pure garbage through the binary (a garbage segment reads as a headerless last
     // segment, which recovery would move aside: not damage on its own).
-    let garbage: Vec<u8> = (0..5000).map(|_| rng.below(256) as u8).collect();
+    let garbage: Vec<u8> = (0..5000).map(|_| rng.u64(..256) as u8).collect();
     put(&garbage, &garbage);
     for args in [
         vec!["log", seg.to_str().unwrap()],

@@ -84,20 +84,8 @@ pub fn temp_dir(name: &str) -> tempfile::TempDir {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// xorshift64*: deterministic from its seed.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-    }
-}
+/// Seeded randomness for the workloads (fastrand's generator).
+pub type Rng = fastrand::Rng;
 
 pub const PARENTS: [&str; 3] = ["/app", "/locks", "/queue"];
 
@@ -111,11 +99,11 @@ pub fn workload(port: u16, seed: u64, steps: usize) -> i64 {
     for p in PARENTS {
         let _ = c.create(p, b"parent", PERSISTENT).unwrap();
     }
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::with_seed(seed);
     let mut live: Vec<String> = Vec::new();
     for i in 0..steps {
-        let parent = PARENTS[rng.below(3) as usize];
-        match rng.below(10) {
+        let parent = PARENTS[rng.u64(..3) as usize];
+        match rng.u64(..10) {
             0..=3 => {
                 let p = c
                     .create(
@@ -128,13 +116,13 @@ pub fn workload(port: u16, seed: u64, steps: usize) -> i64 {
                 live.push(p);
             }
             4..=5 if !live.is_empty() => {
-                let p = live.swap_remove(rng.below(live.len() as u64) as usize);
+                let p = live.swap_remove(rng.u64(..live.len() as u64) as usize);
                 c.delete(&p)
                     .unwrap()
                     .unwrap_or_else(|e| panic!("delete {p}: {e}"));
             }
             6 if !live.is_empty() => {
-                let p = &live[rng.below(live.len() as u64) as usize];
+                let p = &live[rng.u64(..live.len() as u64) as usize];
                 c.set_data(p, format!("set{i}").as_bytes())
                     .unwrap()
                     .unwrap_or_else(|e| panic!("setData {p}: {e}"));
