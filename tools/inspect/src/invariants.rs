@@ -146,7 +146,13 @@ pub fn invariants(dir: &DataDir) -> Result<InvariantsReport, InspectError> {
         }
     }
     let mut report = c.finish();
-    if let Base::Snapshot { path, .. } = &report.base {
+    // What this run started from, if a live server's retention removed it meanwhile: the
+    // snapshot, or (starting from the empty tree) the log's first segment.
+    let removed = match &report.base {
+        Base::Snapshot { path, .. } => Some(path.clone()),
+        Base::Empty => log.segments.first().map(|s| s.path.clone()),
+    };
+    if let Some(path) = removed {
         if !report.ok() && !path.exists() {
             let note = format!(
                 "{} was removed while this ran (a live server's retention), and the log after it \
