@@ -36,6 +36,8 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BENCH = os.path.join(ROOT, "target", "release", "palisade-bench")
 PALISADE = os.path.join(ROOT, "target", "release", "palisade")
+# --baseline: another Palisade build (e.g. the previous commit's) run in the same rounds.
+BASELINE = None
 ZK_CP = ":".join(
     "/usr/share/java/" + j
     for j in ["zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-simple.jar",
@@ -108,6 +110,8 @@ class Server:
         log = open(self.log_path, "a")
         if self.kind == "palisade":
             cmd = [PALISADE, self.cfg]
+        elif self.kind == "baseline":
+            cmd = [BASELINE, self.cfg]
         else:
             cmd = ["java", "-Xms1g", "-Xmx6g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
                    "-Dorg.slf4j.simpleLogger.showDateTime=true",
@@ -376,22 +380,34 @@ LOWER_IS_BETTER = ("us", " ms", " s", "bytes")
 
 def table(results):
     names = []
-    for kind in ("palisade", "zookeeper"):
+    for kind in ("palisade", "zookeeper", "baseline"):
         for n in results.get(kind, {}):
             if n not in names:
                 names.append(n)
-    rows = ["| figure | Palisade | ZooKeeper 3.8 | ratio (>1: Palisade better) |", "|---|---:|---:|---:|"]
+    base = "baseline" in results
+    head = "| figure | Palisade | ZooKeeper 3.8 | ratio (>1: Palisade better) |"
+    if base:
+        head += " baseline Palisade | this build vs baseline (>1: better) |"
+    rows = [head, "|---|---:|---:|---:|" + ("---:|---:|" if base else "")]
+    fmt = lambda v: "–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.3g}")
+
+    def median(kind, n):
+        v = [v for v in results.get(kind, {}).get(n, []) if v is not None]
+        return statistics.median(v) if v else None
+
+    def ratio(n, a, b):
+        if not (a and b):
+            return ""
+        lower = any(n.endswith(s) or s in n for s in LOWER_IS_BETTER) and "/s" not in n
+        return f"{(b / a if lower else a / b):.2f}x"
+
     for n in names:
-        p = [v for v in results.get("palisade", {}).get(n, []) if v is not None]
-        z = [v for v in results.get("zookeeper", {}).get(n, []) if v is not None]
-        pm = statistics.median(p) if p else None
-        zm = statistics.median(z) if z else None
-        ratio = ""
-        if pm and zm:
-            lower = any(n.endswith(s) or s in n for s in LOWER_IS_BETTER) and "/s" not in n
-            ratio = f"{(zm / pm if lower else pm / zm):.2f}x"
-        fmt = lambda v: "–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.3g}")
-        rows.append(f"| {n} | {fmt(pm)} | {fmt(zm)} | {ratio} |")
+        pm, zm = median("palisade", n), median("zookeeper", n)
+        row = f"| {n} | {fmt(pm)} | {fmt(zm)} | {ratio(n, pm, zm)} |"
+        if base:
+            bm = median("baseline", n)
+            row += f" {fmt(bm)} | {ratio(n, pm, bm)} |"
+        rows.append(row)
     return "\n".join(rows)
 
 
@@ -404,7 +420,11 @@ def main():
     ap.add_argument("--big-only", action="store_true", help="skip the rounds: populate, memory, restart, snapshot, watches")
     ap.add_argument("--json", help="write raw results here")
     ap.add_argument("--markdown", help="write the table here")
+    ap.add_argument("--baseline", help="another palisade binary, run in the same interleaved rounds "
+                    "(before/after comparisons of a change); not in the one-off big runs")
     a = ap.parse_args()
+    global BASELINE
+    BASELINE = a.baseline
     if a.quick:
         a.rounds, a.seconds, a.nodes = 1, 2, 100_000
     subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "palisade", "-p", "palisade-bench"],
@@ -422,7 +442,9 @@ def main():
               f"{bounds['fsync_per_s']}/s on the data dir's disk; loopback round trip "
               f"{bounds['loopback_rtt_us']} us (Python echo, an upper bound)", flush=True)
         for r in range(0 if a.big_only else a.rounds):
-            order = ["palisade", "zookeeper"] if r % 2 == 0 else ["zookeeper", "palisade"]
+            order = ["palisade", "zookeeper"] + (["baseline"] if a.baseline else [])
+            if r % 2:
+                order.reverse()
             print(f"round {r + 1}/{a.rounds}", flush=True)
             for kind in order:
                 round_of(kind, work, a.seconds, results)
