@@ -418,6 +418,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--big-only", action="store_true", help="skip the rounds: populate, memory, restart, snapshot, watches")
+    ap.add_argument("--rounds-only", action="store_true", help="skip the one-off big runs")
     ap.add_argument("--json", help="write raw results here")
     ap.add_argument("--markdown", help="write the table here")
     ap.add_argument("--baseline", help="another palisade binary, run in the same interleaved rounds "
@@ -448,7 +449,7 @@ def main():
             print(f"round {r + 1}/{a.rounds}", flush=True)
             for kind in order:
                 round_of(kind, work, a.seconds, results)
-        for kind in ("palisade", "zookeeper"):
+        for kind in () if a.rounds_only else ("palisade", "zookeeper"):
             big(kind, work, a.nodes, results)
     finally:
         shutil.rmtree(work, ignore_errors=True)
