@@ -1,12 +1,12 @@
 //! Palisade: a ZooKeeper-compatible coordination server.
 //!
-//! A request flows [`connection`] (socket → frames → decoded requests) → [`core`] →
+//! A request flows [`net`] (socket → frames → decoded requests) → [`core`] →
 //! [`prep`] (a write becomes a txn) → [`durability`] (the log makes it durable) → [`state`]
 //! (`State::apply`, the one place a txn changes the state) → [`core`] again (watch events,
 //! then the reply) → the connection's writer. The core is the only caller of prep, state and
 //! durability; state depends on nothing above it. Two things flow back, both through the
 //! core: the log's "durable up to zxid" (which starts the apply), and the digest records the
-//! core hands the log after applying. At start, [`recovery`] rebuilds the state from the
+//! core hands the log after applying. At start, [`durability::recovery`] rebuilds the state from the
 //! newest snapshot and the log through the same `State::apply`. See ARCHITECTURE.md.
 
 #![cfg_attr(
@@ -21,19 +21,14 @@
 
 pub mod acl;
 pub mod config;
-pub mod connection;
 pub mod core;
-pub mod crashpoint;
 pub mod durability;
-pub mod fourlw;
 pub mod limits;
+pub mod net;
 pub mod path;
 pub mod prep;
-pub mod recovery;
 pub mod server;
-pub mod snapshotter;
 pub mod spin;
 pub mod state;
 #[cfg(test)]
 pub(crate) mod testkit;
-pub mod watch;

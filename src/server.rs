@@ -4,12 +4,12 @@
 //! failed log write: no write may be acknowledged after it).
 
 use crate::config::Config;
-use crate::connection::{self, ConnParams};
 use crate::core::{Core, CoreConfig, CoreMsg};
 use crate::durability::log::{self, LogSink};
+use crate::durability::recovery::{self, Restored};
+use crate::durability::snapshotter::{self, SnapDirs};
 use crate::durability::LogQueue;
-use crate::recovery::{self, Restored};
-use crate::snapshotter::{self, SnapDirs};
+use crate::net::connection::{self, ConnParams};
 use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;

@@ -5,9 +5,9 @@
 use super::conns::Slot;
 use super::pending::{Awaiting, Waiter};
 use super::{reply, Core, Out};
+use crate::core::watch::{ON_CHILDREN, ON_DATA, ON_DELETE};
 use crate::durability::digest_record::DIGEST_EVERY;
 use crate::state::{Change, Effects, SessionEffect};
-use crate::watch::{ON_CHILDREN, ON_DATA, ON_DELETE};
 use palisade_proto::{EventType, Txn};
 
 impl Core {
@@ -57,7 +57,7 @@ impl Core {
     /// The reply to a committed write, then the reads that waited behind it.
     fn answer(
         &mut self,
-        conn: crate::watch::ConnId,
+        conn: crate::core::watch::ConnId,
         txn: &Txn,
         effects: &Effects<'_>,
         at: std::time::Instant,

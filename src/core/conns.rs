@@ -5,7 +5,7 @@
 use super::msg::{Out, OutTx};
 use super::Core;
 use crate::acl::AuthId;
-use crate::watch::ConnId;
+use crate::core::watch::ConnId;
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request};
 use std::collections::VecDeque;

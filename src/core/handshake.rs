@@ -7,7 +7,7 @@ use super::msg::{Out, OutTx};
 use super::pending::{Awaiting, Waiter};
 use super::{reply, wall_ms, Core};
 use crate::acl::AuthId;
-use crate::watch::ConnId;
+use crate::core::watch::ConnId;
 use bytes::Bytes;
 use palisade_proto::ConnectRequest;
 use std::collections::VecDeque;

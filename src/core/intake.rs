@@ -4,8 +4,8 @@
 use super::conns::Slot;
 use super::pending::{Awaiting, Waiter};
 use super::{reply, wall_ms, Core};
+use crate::core::watch::ConnId;
 use crate::prep::Caller;
-use crate::watch::ConnId;
 use palisade_proto::*;
 use std::time::Instant;
 

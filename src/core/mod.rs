@@ -19,6 +19,7 @@
 
 mod commit;
 mod conns;
+pub mod fourlw;
 mod handshake;
 mod intake;
 mod leader;
@@ -29,18 +30,19 @@ pub(crate) mod read;
 pub(crate) mod reply;
 mod snapshots;
 mod stats;
+pub mod watch;
 
 pub(crate) use conns::Conn;
 pub use msg::{CoreMsg, Out, OutTx};
 pub(crate) use stats::Stats;
 
 use crate::acl::AuthId;
+use crate::core::watch::{ConnId, Watches};
+use crate::durability::recovery::Restored;
 use crate::durability::Durability;
 use crate::prep::Prepper;
-use crate::recovery::Restored;
 use crate::spin;
 use crate::state::State;
-use crate::watch::{ConnId, Watches};
 use hashbrown::HashMap;
 use leader::Leader;
 use liveness::Liveness;

@@ -1,6 +1,6 @@
 //! What reaches the core (its inbox) and what it sends to a connection's writer.
 
-use crate::watch::ConnId;
+use crate::core::watch::ConnId;
 use bytes::Bytes;
 use palisade_proto::{ConnectRequest, DecodeError, FourLetterWord, Request};
 use std::net::SocketAddr;

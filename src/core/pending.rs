@@ -2,7 +2,7 @@
 //! header carries — so that a txn this server did not prep (in an ensemble: one a follower
 //! forwarded, whose zxid the follower does not know yet) finds its waiter too.
 
-use crate::watch::ConnId;
+use crate::core::watch::ConnId;
 use hashbrown::HashMap;
 use std::collections::VecDeque;
 use std::time::Instant;

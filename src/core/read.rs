@@ -2,9 +2,9 @@
 
 use super::{reply, Core, Out};
 use crate::acl::{self, AuthId};
+use crate::core::watch::{self, ConnId, Kind, Mode};
 use crate::limits::STAT_BYTES;
 use crate::state::tree::NodeId;
-use crate::watch::{self, ConnId, Kind, Mode};
 use bytes::BufMut;
 use palisade_proto::jute::write_buffer;
 use palisade_proto::*;

@@ -4,8 +4,8 @@
 
 use super::Core;
 use crate::durability::capture::Capture;
+use crate::durability::snapshotter::SnapMsg;
 use crate::limits::{SNAPSHOT_BLOCK, SNAPSHOT_STEP};
-use crate::snapshotter::SnapMsg;
 use std::sync::mpsc as std_mpsc;
 use std::time::Instant;
 

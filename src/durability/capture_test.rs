@@ -7,7 +7,7 @@
 //! PALISADE_FUZZY_SEEDS=N runs N seeds (default 2000).
 
 use super::*;
-use crate::recovery::Replayer;
+use crate::durability::recovery::Replayer;
 use crate::testkit::{assert_same_tree, Workload};
 use palisade_proto::*;
 use palisade_snapshot::Item;

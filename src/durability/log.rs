@@ -85,10 +85,10 @@ pub fn spawn_writer(
                         }
                     }
                 }
-                crate::crashpoint::hit("log.before_sync");
+                crate::durability::crashpoint::hit("log.before_sync");
                 match result.and_then(|_| sink.sync()) {
                     Ok(()) => {
-                        crate::crashpoint::hit("log.before_ack");
+                        crate::durability::crashpoint::hit("log.before_ack");
                         if let Some(z) = last_txn {
                             durable(Ok(z));
                         }

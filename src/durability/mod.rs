@@ -8,8 +8,11 @@
 //! only through the capture.
 
 pub mod capture;
+pub mod crashpoint;
 pub mod digest_record;
 pub mod log;
+pub mod recovery;
+pub mod snapshotter;
 
 use bytes::Bytes;
 use log::{Batch, LogRecord};

@@ -16,7 +16,7 @@ pub enum InspectError {
     #[error(transparent)]
     Snapshot(#[from] palisade_snapshot::SnapError),
     #[error(transparent)]
-    Recovery(#[from] palisade::recovery::RecoveryError),
+    Recovery(#[from] palisade::durability::recovery::RecoveryError),
     /// The request cannot be served from this data dir (e.g. no snapshot and log reach the
     /// zxid asked for), or an argument is unusable. The text says why.
     #[error("{0}")]

@@ -26,7 +26,7 @@ use crate::error::InspectError;
 use crate::format;
 use crate::logscan::{self, SegmentState};
 use crate::replay::Base;
-use palisade::recovery::Replayer;
+use palisade::durability::recovery::Replayer;
 use palisade_snapshot::Snapshot;
 use serde_json::{json, Value};
 

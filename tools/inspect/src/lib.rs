@@ -2,7 +2,7 @@
 //!
 //! Everything here reads a data dir without changing it — log segments through
 //! `palisade_wal::scan_segment`, snapshots through `palisade_snapshot::Snapshot::open`, the
-//! tree rebuilt with the server's own `palisade::recovery::Replayer` — except [`damage()`] and
+//! tree rebuilt with the server's own `palisade::durability::recovery::Replayer` — except [`damage()`] and
 //! [`recover_report()`], which refuse any directory that `damage::prepare` did not copy.
 //!
 //! | function | subcommand | what it does |

@@ -9,7 +9,7 @@ use crate::damage::require_marker;
 use crate::datadir::{list_snapshots, MAX_PAYLOAD};
 use crate::error::InspectError;
 use crate::format;
-use palisade::recovery::recover;
+use palisade::durability::recovery::recover;
 use palisade_snapshot::Snapshot;
 use palisade_wal::{Corruption, Options, RecoveryReport, Wal, WalError};
 use serde_json::{json, Value};

@@ -14,7 +14,7 @@ use crate::describe::decode_txn;
 use crate::error::InspectError;
 use crate::format;
 use crate::logscan::{self, LogScan};
-use palisade::recovery::{RecoveryError, Replayer};
+use palisade::durability::recovery::{RecoveryError, Replayer};
 use palisade::state::tree::DataTree;
 use palisade_snapshot::Snapshot;
 use palisade_wal::{RecordKind, RecordRef};

@@ -6,7 +6,7 @@ use crate::error::InspectError;
 use crate::format;
 use crate::nodes::NodeView;
 use crate::opview::AclView;
-use palisade::recovery::{RecoveryError, Replayer};
+use palisade::durability::recovery::{RecoveryError, Replayer};
 use palisade::state::tree::visible_cversion;
 use palisade_snapshot::{Item, Snapshot, Trailer};
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@ use crate::error::InspectError;
 use crate::format;
 use crate::logscan::{self, LogScan, SegmentReport, SegmentState};
 use crate::replay::{self, Base, Replayed};
-use palisade::recovery::{RecoveryError, Replayer};
+use palisade::durability::recovery::{RecoveryError, Replayer};
 use palisade_snapshot::{SnapError, Snapshot};
 use serde_json::{json, Value};
 use std::path::PathBuf;

@@ -162,7 +162,7 @@ pub fn workload(port: u16, seed: u64, steps: usize) -> i64 {
 pub struct LogBuilder {
     wal: palisade_wal::Wal,
     /// A replay of what was appended, for correct digest records.
-    pub replayer: palisade::recovery::Replayer,
+    pub replayer: palisade::durability::recovery::Replayer,
 }
 
 impl LogBuilder {
@@ -178,7 +178,7 @@ impl LogBuilder {
             .unwrap_or_else(|e| panic!("{e}"));
         LogBuilder {
             wal,
-            replayer: palisade::recovery::Replayer::new(),
+            replayer: palisade::durability::recovery::Replayer::new(),
         }
     }
 

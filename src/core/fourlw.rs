@@ -1,7 +1,7 @@
 //! Four-letter words, in ZooKeeper 3.8's output formats.
 
+use crate::core::watch::ConnId;
 use crate::core::Core;
-use crate::watch::ConnId;
 use palisade_proto::FourLetterWord;
 use std::fmt::Write as _;
 use std::net::SocketAddr;

@@ -2,8 +2,8 @@
 //! (core's output → socket). The reader stops reading while the connection has
 //! `max_outstanding` requests unanswered: backpressure instead of unbounded queues.
 
+use crate::core::watch::ConnId;
 use crate::core::{CoreMsg, Out};
-use crate::watch::ConnId;
 use bytes::BytesMut;
 use futures_util::StreamExt;
 use palisade_proto::{ConnectRequest, Frame, FrameCodec, Reader, Record, Request, RequestHeader};

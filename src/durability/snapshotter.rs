@@ -54,7 +54,7 @@ pub fn spawn(
                                 if let Err(e) = writer.write_block(&b) {
                                     *w = Err(e.to_string());
                                 }
-                                crate::crashpoint::hit("snapshot.mid");
+                                crate::durability::crashpoint::hit("snapshot.mid");
                             }
                         }
                         b.clear();
@@ -68,7 +68,7 @@ pub fn spawn(
                             Ok(path) => {
                                 // Begin to durable file: what a snapshot costs.
                                 let ms = t0.elapsed().as_millis() as u64;
-                                crate::crashpoint::hit("snapshot.before_purge");
+                                crate::durability::crashpoint::hit("snapshot.before_purge");
                                 let purged = purge(&dirs);
                                 tracing::info!(
                                     path = %path.display(),
