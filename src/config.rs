@@ -170,8 +170,22 @@ impl Config {
                 | "reconfigEnabled"
                 | "audit.enable"
                 | "metricsProvider.className" => {}
+                // Checked as a whole below.
+                k if k.starts_with("server.") => {}
                 _ => unknown.push(k.clone()),
             }
+        }
+        // Several members would each run as an independent standalone server accepting
+        // writes — a split brain from the first request. Until the ensemble is built this
+        // build refuses such a config; one server.N line runs standalone, as ZooKeeper does
+        // with standaloneEnabled=true.
+        let members = crate::ensemble::members::members(&kv).map_err(|e| e.to_string())?;
+        if members.len() > 1 {
+            return Err(format!(
+                "the config names {} ensemble members (server.N lines); this build of Palisade \
+                 runs standalone only: remove the server.N lines to run one standalone server",
+                members.len()
+            ));
         }
         Ok(unknown)
     }
@@ -220,6 +234,18 @@ mod tests {
             vec!["ruok".to_string(), "srvr".to_string()]
         );
         assert!(!c.force_sync);
+    }
+
+    #[test]
+    fn ensemble_lines_are_validated_and_several_refused() {
+        let mut c = Config::default();
+        assert!(c.apply_zoo_cfg("server.1=127.0.0.1:2888:3888\n").is_ok());
+        let e = c
+            .apply_zoo_cfg("server.1=a:2888:3888\nserver.2=b:2888:3888\n")
+            .unwrap_err();
+        assert!(e.contains("2 ensemble members"), "{e}");
+        let e = c.apply_zoo_cfg("server.1=a:2888\n").unwrap_err();
+        assert!(e.contains("server.1=a:2888"), "{e}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod acl;
 pub mod config;
 pub mod core;
 pub mod durability;
+pub mod ensemble;
 pub mod limits;
 pub mod net;
 pub mod path;
