@@ -3,3 +3,4 @@
 //! with more than one `server.N` line rather than run it standalone (a split brain).
 
 pub mod members;
+pub mod raft;

@@ -1,0 +1,6 @@
+//! openraft 0.9 behind Palisade's own seam: the type configuration, the peer transport and
+//! (next) the log store on `wal/` and the state-machine adapter. Only this folder names
+//! openraft's types, so that a move to 0.10 touches nothing else.
+
+pub mod network;
+pub mod types;

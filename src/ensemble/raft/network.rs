@@ -1,0 +1,304 @@
+//! The peer links: Raft's three RPCs between members over TCP, one frame each way per call:
+//! a u32 big-endian length, then the postcard encoding. openraft opens one client per target
+//! and awaits each call before the next, so a link carries one call at a time and needs no
+//! request ids. A failed or timed-out call drops the connection; the next call reconnects.
+//!
+//! The peer port is not a client port, but it is a listening socket all the same: a frame's
+//! announced length is bounded and its buffer grows only as bytes arrive.
+
+use super::types::{NodeId, TypeConfig};
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Timeout, Unreachable,
+};
+use openraft::network::{RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::BasicNode;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// The largest frame either side accepts: a batch of entries or a snapshot chunk (openraft's
+/// default chunk is 3 MiB) with room to spare.
+pub const MAX_PEER_FRAME: u32 = 64 << 20;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum PeerRequest {
+    Append(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<NodeId>),
+    Snapshot(InstallSnapshotRequest<TypeConfig>),
+}
+
+type SnapshotResult =
+    Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum PeerResponse {
+    Append(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
+    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
+    Snapshot(SnapshotResult),
+}
+
+/// What answers a peer's calls: the local Raft (below), or a test's stand-in.
+pub trait PeerHandler: Send + Sync + 'static {
+    fn append(
+        &self,
+        r: AppendEntriesRequest<TypeConfig>,
+    ) -> impl Future<Output = Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>> + Send;
+    fn vote(
+        &self,
+        r: VoteRequest<NodeId>,
+    ) -> impl Future<Output = Result<VoteResponse<NodeId>, RaftError<NodeId>>> + Send;
+    fn snapshot(
+        &self,
+        r: InstallSnapshotRequest<TypeConfig>,
+    ) -> impl Future<Output = SnapshotResult> + Send;
+}
+
+impl PeerHandler for openraft::Raft<TypeConfig> {
+    async fn append(
+        &self,
+        r: AppendEntriesRequest<TypeConfig>,
+    ) -> Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>> {
+        self.append_entries(r).await
+    }
+    async fn vote(
+        &self,
+        r: VoteRequest<NodeId>,
+    ) -> Result<VoteResponse<NodeId>, RaftError<NodeId>> {
+        openraft::Raft::vote(self, r).await
+    }
+    async fn snapshot(&self, r: InstallSnapshotRequest<TypeConfig>) -> SnapshotResult {
+        self.install_snapshot(r).await
+    }
+}
+
+async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, msg: &T) -> io::Result<()> {
+    let body = postcard::to_stdvec(msg).map_err(io::Error::other)?;
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|l| *l <= MAX_PEER_FRAME)
+        .ok_or_else(|| io::Error::other(format!("frame of {} bytes too large", body.len())))?;
+    let mut buf = Vec::with_capacity(4 + body.len());
+    buf.extend_from_slice(&len.to_be_bytes());
+    buf.extend_from_slice(&body);
+    w.write_all(&buf).await?;
+    w.flush().await
+}
+
+/// Reads one frame. `Ok(None)`: the peer closed the link between frames.
+async fn read_frame<R: AsyncRead + Unpin, T: for<'a> Deserialize<'a>>(
+    r: &mut R,
+) -> io::Result<Option<T>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_be_bytes(len);
+    if len > MAX_PEER_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("peer frame of {len} bytes announced (max {MAX_PEER_FRAME})"),
+        ));
+    }
+    // Grows with what arrives: an announced length reserves nothing.
+    let mut body = Vec::new();
+    let got = r.take(u64::from(len)).read_to_end(&mut body).await?;
+    if got != len as usize {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    postcard::from_bytes(&body)
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Answers peers' calls until `cancel`. A link that sends garbage is closed; others go on.
+pub async fn serve<H: PeerHandler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "peer accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let handler = handler.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                r = serve_link(stream, &*handler) => if let Err(e) = r {
+                    tracing::warn!(%peer, error = %e, "peer link closed");
+                },
+            }
+        });
+    }
+}
+
+async fn serve_link<H: PeerHandler>(mut stream: TcpStream, handler: &H) -> io::Result<()> {
+    while let Some(req) = read_frame::<_, PeerRequest>(&mut stream).await? {
+        let resp = match req {
+            PeerRequest::Append(r) => PeerResponse::Append(handler.append(r).await),
+            PeerRequest::Vote(r) => PeerResponse::Vote(handler.vote(r).await),
+            PeerRequest::Snapshot(r) => PeerResponse::Snapshot(handler.snapshot(r).await),
+        };
+        write_frame(&mut stream, &resp).await?;
+    }
+    Ok(())
+}
+
+/// Makes one [`PeerClient`] per target, as openraft asks.
+#[derive(Clone, Default)]
+pub struct Network {
+    /// The local member's id, for openraft's timeout errors.
+    pub me: NodeId,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerClient;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
+        PeerClient {
+            me: self.me,
+            target,
+            addr: node.addr.clone(),
+            link: None,
+        }
+    }
+}
+
+pub struct PeerClient {
+    me: NodeId,
+    target: NodeId,
+    addr: String,
+    link: Option<TcpStream>,
+}
+
+enum CallError {
+    /// Could not connect: openraft backs off before the next try.
+    Unreachable(io::Error),
+    /// The link failed mid-call.
+    Network(io::Error),
+    Timeout(Duration),
+}
+
+impl PeerClient {
+    async fn call(&mut self, req: PeerRequest, ttl: Duration) -> Result<PeerResponse, CallError> {
+        let r = tokio::time::timeout(ttl, self.call_inner(req)).await;
+        let r = match r {
+            Ok(r) => r,
+            Err(_) => Err(CallError::Timeout(ttl)),
+        };
+        if r.is_err() {
+            self.link = None;
+        }
+        r
+    }
+
+    async fn call_inner(&mut self, req: PeerRequest) -> Result<PeerResponse, CallError> {
+        if self.link.is_none() {
+            let s = TcpStream::connect(&self.addr)
+                .await
+                .map_err(CallError::Unreachable)?;
+            let _ = s.set_nodelay(true);
+            self.link = Some(s);
+        }
+        let Some(link) = self.link.as_mut() else {
+            return Err(CallError::Network(io::ErrorKind::NotConnected.into()));
+        };
+        write_frame(link, &req).await.map_err(CallError::Network)?;
+        match read_frame(link).await {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => Err(CallError::Network(io::ErrorKind::UnexpectedEof.into())),
+            Err(e) => Err(CallError::Network(e)),
+        }
+    }
+
+    fn rpc_error<E: std::error::Error>(
+        &self,
+        e: CallError,
+        action: RPCTypes,
+    ) -> RPCError<NodeId, BasicNode, E> {
+        match e {
+            CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
+            CallError::Network(e) => RPCError::Network(NetworkError::new(&e)),
+            CallError::Timeout(timeout) => RPCError::Timeout(Timeout {
+                action,
+                id: self.me,
+                target: self.target,
+                timeout,
+            }),
+        }
+    }
+
+    fn mismatch<E: std::error::Error>(&self) -> RPCError<NodeId, BasicNode, E> {
+        let e = io::Error::new(io::ErrorKind::InvalidData, "reply of another kind");
+        RPCError::Network(NetworkError::new(&e))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerClient {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        match self.call(PeerRequest::Append(rpc), option.hard_ttl()).await {
+            Ok(PeerResponse::Append(r)) => r.map_err(|e| RemoteError::new(self.target, e).into()),
+            Ok(_) => Err(self.mismatch()),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::AppendEntries)),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        match self
+            .call(PeerRequest::Snapshot(rpc), option.hard_ttl())
+            .await
+        {
+            Ok(PeerResponse::Snapshot(r)) => r.map_err(|e| RemoteError::new(self.target, e).into()),
+            Ok(_) => Err(self.mismatch()),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::InstallSnapshot)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        match self.call(PeerRequest::Vote(rpc), option.hard_ttl()).await {
+            Ok(PeerResponse::Vote(r)) => r.map_err(|e| RemoteError::new(self.target, e).into()),
+            Ok(_) => Err(self.mismatch()),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::Vote)),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "network_test.rs"]
+mod tests;

@@ -1,0 +1,175 @@
+//! The transport against a stand-in handler: each RPC's request and reply cross a real
+//! loopback socket intact; an unreachable peer, a slow peer and a hostile peer frame each end
+//! the way openraft needs them to.
+
+use super::*;
+use crate::ensemble::raft::types::Proposal;
+use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Grants votes for even terms, reports the number of entries it got as a conflict index
+/// (so the test sees that the entries crossed), and sleeps on append when `slow` is set.
+#[derive(Default)]
+struct Stand {
+    slow_ms: AtomicU64,
+}
+
+impl PeerHandler for Stand {
+    async fn append(
+        &self,
+        r: AppendEntriesRequest<TypeConfig>,
+    ) -> Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>> {
+        let ms = self.slow_ms.load(Ordering::Relaxed);
+        if ms > 0 {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        Ok(match r.entries.len() {
+            0 => AppendEntriesResponse::Success,
+            n => AppendEntriesResponse::PartialSuccess(Some(LogId::new(
+                CommittedLeaderId::new(r.vote.leader_id().term, 1),
+                n as u64,
+            ))),
+        })
+    }
+    async fn vote(
+        &self,
+        r: VoteRequest<NodeId>,
+    ) -> Result<VoteResponse<NodeId>, RaftError<NodeId>> {
+        let granted = r.vote.leader_id().term.is_multiple_of(2);
+        Ok(VoteResponse::new(r.vote, r.last_log_id, granted))
+    }
+    async fn snapshot(&self, r: InstallSnapshotRequest<TypeConfig>) -> SnapshotResult {
+        Ok(InstallSnapshotResponse { vote: r.vote })
+    }
+}
+
+async fn start(stand: Arc<Stand>) -> (String, CancellationToken) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let cancel = CancellationToken::new();
+    tokio::spawn(serve(listener, stand, cancel.clone()));
+    (addr, cancel)
+}
+
+async fn client(addr: &str) -> PeerClient {
+    Network { me: 1 }.new_client(2, &BasicNode::new(addr)).await
+}
+
+fn entry(index: u64, bytes: &'static [u8]) -> Entry<TypeConfig> {
+    Entry {
+        log_id: LogId::new(CommittedLeaderId::new(3, 1), index),
+        payload: EntryPayload::Normal(Proposal(bytes::Bytes::from_static(bytes))),
+    }
+}
+
+fn opt() -> RPCOption {
+    RPCOption::new(Duration::from_secs(5))
+}
+
+#[tokio::test]
+async fn every_rpc_crosses_the_link_intact() {
+    let (addr, cancel) = start(Arc::default()).await;
+    let mut c = client(&addr).await;
+
+    for term in [2u64, 3] {
+        let r = c
+            .vote(VoteRequest::new(Vote::new(term, 1), None), opt())
+            .await
+            .unwrap();
+        assert_eq!(r.vote_granted, term.is_multiple_of(2));
+        assert_eq!(r.vote, Vote::new(term, 1));
+    }
+
+    let req = AppendEntriesRequest {
+        vote: Vote::new_committed(3, 1),
+        prev_log_id: None,
+        entries: vec![entry(1, b"txn one"), entry(2, b"")],
+        leader_commit: None,
+    };
+    match c.append_entries(req, opt()).await.unwrap() {
+        AppendEntriesResponse::PartialSuccess(Some(l)) => assert_eq!(l.index, 2),
+        other => panic!("{other:?}"),
+    }
+
+    let snap = InstallSnapshotRequest {
+        vote: Vote::new_committed(3, 1),
+        meta: Default::default(),
+        offset: 0,
+        data: vec![7; 100_000],
+        done: true,
+    };
+    let r = c.install_snapshot(snap, opt()).await.unwrap();
+    assert_eq!(r.vote, Vote::new_committed(3, 1));
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn an_unreachable_peer_is_reported_unreachable() {
+    // A port that was just free: nothing listens there.
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let mut c = client(&addr).await;
+    let e = c
+        .vote(VoteRequest::new(Vote::new(2, 1), None), opt())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, RPCError::Unreachable(_)), "{e:?}");
+}
+
+#[tokio::test]
+async fn a_slow_peer_times_out_and_the_next_call_reconnects() {
+    let stand = Arc::new(Stand::default());
+    let (addr, cancel) = start(stand.clone()).await;
+    let mut c = client(&addr).await;
+    stand.slow_ms.store(2_000, Ordering::Relaxed);
+    let req = || AppendEntriesRequest {
+        vote: Vote::new_committed(3, 1),
+        prev_log_id: None,
+        entries: vec![],
+        leader_commit: None,
+    };
+    let e = c
+        .append_entries(req(), RPCOption::new(Duration::from_millis(100)))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, RPCError::Timeout(_)), "{e:?}");
+    stand.slow_ms.store(0, Ordering::Relaxed);
+    // The timed-out link may still deliver the old reply: a fresh link must be used.
+    let r = c.append_entries(req(), opt()).await.unwrap();
+    assert!(matches!(r, AppendEntriesResponse::Success));
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn a_hostile_frame_closes_only_its_link() {
+    let (addr, cancel) = start(Arc::default()).await;
+    let mut c = client(&addr).await;
+    c.vote(VoteRequest::new(Vote::new(2, 1), None), opt())
+        .await
+        .unwrap();
+
+    // An oversized announcement, and a well-sized frame of garbage: both links are closed.
+    for bytes in [
+        vec![0xff, 0xff, 0xff, 0xff],
+        vec![0, 0, 0, 3, 0xff, 0xff, 0xff],
+    ] {
+        let mut raw = TcpStream::connect(&addr).await.unwrap();
+        raw.write_all(&bytes).await.unwrap();
+        let mut buf = [0u8; 16];
+        let n = tokio::time::timeout(Duration::from_secs(5), raw.read(&mut buf))
+            .await
+            .expect("the server must close a hostile link")
+            .unwrap_or(0);
+        assert_eq!(n, 0, "no reply to a hostile frame");
+    }
+
+    // The well-behaved link still works.
+    let r = c
+        .vote(VoteRequest::new(Vote::new(4, 1), None), opt())
+        .await
+        .unwrap();
+    assert!(r.vote_granted);
+    cancel.cancel();
+}
