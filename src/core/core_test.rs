@@ -43,6 +43,7 @@ fn cfg() -> CoreConfig {
         min_session_timeout: 4000,
         max_session_timeout: 40000,
         max_buffer: DEFAULT_MAX_BUFFER,
+        max_reply: DEFAULT_MAX_BUFFER + 1024,
         ttl_enabled: true,
         four_letter_words: vec!["*".into()],
         super_digest: None,
@@ -93,7 +94,7 @@ impl Harness {
         self.core.handle(CoreMsg::Connect {
             conn,
             req,
-            out,
+            out: out.into(),
             peer: "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!()),
             ready,
         });
@@ -119,7 +120,7 @@ impl Client {
     fn drain(&mut self) -> Vec<Msg> {
         let mut out = Vec::new();
         while let Ok(o) = self.rx.try_recv() {
-            let (Out::Bytes(mut b) | Out::Reply(mut b)) = o else {
+            let (Out::Bytes(mut b) | Out::Event(mut b) | Out::Reply(mut b)) = o else {
                 continue;
             };
             b.advance(4);
