@@ -157,14 +157,16 @@ impl Core {
         }
     }
 
-    /// Each tick: a held-back connection whose client made progress reading counts as live
+    /// Each tick: a connection with a backlog whose client made progress reading counts as live
     /// (the server, not the client, is the one not reading its pings); and held connections
     /// are looked at again, in case a wake-up was missed.
     pub(super) fn held_tick(&mut self, now_ms: u64) {
         let mut live = Vec::new();
         for c in self.conns.values_mut() {
+            // Progress with output still queued: a client reading a backlog, not one that
+            // stopped reading (its socket buffers fill, and progress stops with them).
             let written = c.out.budget.written();
-            if c.out.budget.over() && written != c.seen_written {
+            if written != c.seen_written && c.out.budget.queued() > 0 {
                 live.push(c.session);
             }
             c.seen_written = written;
