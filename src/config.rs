@@ -28,6 +28,12 @@ pub struct Config {
     pub max_outstanding_per_connection: usize,
     /// Palisade's `spinWaitMicros`: how long the core and log threads poll before parking.
     pub spin_wait_micros: u64,
+    /// Palisade's `connectionOutputBudget` (bytes; default a few × jute.maxbuffer).
+    pub connection_output_budget: Option<usize>,
+    /// Palisade's `globalOutputBudget` (bytes; default 1 GiB or a quarter of RAM).
+    pub global_output_budget: Option<usize>,
+    /// Palisade's `maxReplySize` (bytes; default jute.maxbuffer + 1 KiB).
+    pub max_reply_size: Option<usize>,
     /// `--truncate-corrupt-log`: the operator accepts losing the log from a corrupt record on.
     pub truncate_corrupt_log: bool,
 }
@@ -56,6 +62,9 @@ impl Default for Config {
             super_digest: None,
             max_outstanding_per_connection: 1000,
             spin_wait_micros: crate::spin::DEFAULT_SPIN_MICROS,
+            connection_output_budget: None,
+            global_output_budget: None,
+            max_reply_size: None,
             truncate_corrupt_log: false,
         }
     }
@@ -77,7 +86,53 @@ fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
     }
 }
 
+fn positive(key: &str, v: &str) -> Result<usize, String> {
+    parse::<usize>(key, v).and_then(|n| {
+        if n > 0 {
+            Ok(n)
+        } else {
+            Err(format!(
+                "invalid value for {key}: {v:?} (bytes, at least 1)"
+            ))
+        }
+    })
+}
+
+/// The machine's memory (MemTotal), if /proc says.
+fn mem_total() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
 impl Config {
+    /// Bytes of unsent output one connection may have queued before the server stops reading
+    /// its requests (and, for notifications, closes it).
+    pub fn connection_output_budget(&self) -> usize {
+        self.connection_output_budget.unwrap_or_else(|| {
+            self.jute_max_buffer
+                .saturating_mul(crate::limits::CONNECTION_BUDGET_MAXBUFFERS)
+        })
+    }
+
+    /// Bytes of unsent output all connections together may have queued.
+    pub fn global_output_budget(&self) -> usize {
+        self.global_output_budget.unwrap_or_else(|| {
+            let quarter = mem_total().map_or(usize::MAX, |m| m / 4);
+            crate::limits::GLOBAL_BUDGET_DEFAULT.min(quarter)
+        })
+    }
+
+    /// The largest reply the server builds; a request whose reply would be larger is
+    /// answered with an error.
+    pub fn max_reply_size(&self) -> usize {
+        self.max_reply_size.unwrap_or_else(|| {
+            self.jute_max_buffer
+                .saturating_add(crate::limits::REPLY_HEADROOM)
+        })
+    }
+
     /// Applies zoo.cfg text. Returns the unknown keys (to warn about).
     pub fn apply_zoo_cfg(&mut self, text: &str) -> Result<Vec<String>, String> {
         let mut unknown = Vec::new();
@@ -161,6 +216,9 @@ impl Config {
                         }
                     })?
                 }
+                "connectionOutputBudget" => self.connection_output_budget = Some(positive(k, v)?),
+                "globalOutputBudget" => self.global_output_budget = Some(positive(k, v)?),
+                "maxReplySize" => self.max_reply_size = Some(positive(k, v)?),
                 // Accepted for compatibility; they have no effect on a standalone server.
                 "initLimit"
                 | "syncLimit"
@@ -261,6 +319,30 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("forceSync"), "{e}");
+    }
+
+    #[test]
+    fn output_budgets_default_from_jute_maxbuffer_and_can_be_set() {
+        let mut c = Config::default();
+        assert_eq!(c.apply_zoo_cfg("jute.maxbuffer=1000\n"), Ok(vec![]));
+        assert_eq!(c.connection_output_budget(), 4000);
+        assert_eq!(c.max_reply_size(), 2024);
+        assert!(c.global_output_budget() <= 1 << 30);
+        let cfg = "connectionOutputBudget=123\nglobalOutputBudget=4567\nmaxReplySize=89\n";
+        assert_eq!(c.apply_zoo_cfg(cfg), Ok(vec![]));
+        assert_eq!(
+            (
+                c.connection_output_budget(),
+                c.global_output_budget(),
+                c.max_reply_size()
+            ),
+            (123, 4567, 89)
+        );
+        let e = c
+            .apply_zoo_cfg("maxReplySize=0\n")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("maxReplySize"), "{e}");
     }
 
     #[test]

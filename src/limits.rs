@@ -30,3 +30,30 @@ pub const MAX_TXN_BYTES: u32 = 1 << 30;
 /// Snapshot chunks queued to the snapshot writer at most: the core blocks past this, so a
 /// slow disk slows the capture rather than filling memory.
 pub const SNAPSHOT_QUEUE: usize = 8;
+
+/// A connection's writer buffer starts this large (grows up to about `WRITE_BATCH`).
+pub const WRITE_BUFFER: usize = 64 * 1024;
+
+/// The largest first frame of a connection: a ConnectRequest is 45 bytes at most with the
+/// 16-byte password every client sends (44 without readOnly), a four-letter word 4. Until
+/// the handshake is done a connection can hold no more than this (plus its read buffer's
+/// first 8 KiB); a longer announced length closes it.
+pub const PRE_HANDSHAKE_FRAME: usize = 256;
+
+/// A reader held back by the server-wide output budget rechecks it this often (its own
+/// budget and its outstanding count wake it when its writer writes).
+pub const READER_RECHECK: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Default `connectionOutputBudget`, in multiples of jute.maxbuffer: a few of the largest
+/// replies can be in flight to one client, enough that pipelined big reads keep its socket
+/// busy, while 1,000 pipelined 1 MB reads no longer take 1 GB.
+pub const CONNECTION_BUDGET_MAXBUFFERS: usize = 4;
+
+/// Default `globalOutputBudget`: 1 GiB, or a quarter of the machine's memory if that is
+/// less — the server's own tree must still fit beside what its clients have not read.
+pub const GLOBAL_BUDGET_DEFAULT: usize = 1 << 30;
+
+/// Extra room of `maxReplySize` over jute.maxbuffer by default: a getData of a node whose
+/// data filled a whole request (at most jute.maxbuffer) replies with that data plus a reply
+/// header, a length and a Stat (88 bytes), so no reply ZooKeeper gives for one node is refused.
+pub const REPLY_HEADROOM: usize = 1024;

@@ -9,6 +9,7 @@ use crate::durability::log::{self, LogSink};
 use crate::durability::recovery::{self, Restored};
 use crate::durability::snapshotter::{self, SnapDirs};
 use crate::durability::LogQueue;
+use crate::limits::MAX_TXN_BYTES;
 use crate::net::connection::{self, ConnParams};
 use std::collections::HashMap;
 use std::io;
@@ -87,10 +88,6 @@ fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
     Ok((wal, restored))
 }
 
-/// The log accepts any txn the core can build; a closeSession of a session with very many
-/// ephemerals can exceed jute.maxbuffer, so the bound is far above it.
-pub const MAX_TXN_BYTES: u32 = 1 << 30;
-
 pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     let secret = load_secret(&cfg)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
@@ -101,6 +98,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
         min_session_timeout: cfg.min_timeout(),
         max_session_timeout: cfg.max_timeout(),
         max_buffer: cfg.jute_max_buffer,
+        max_reply: cfg.max_reply_size(),
         ttl_enabled: cfg.extended_types_enabled,
         four_letter_words: cfg.four_letter_words.clone(),
         super_digest: cfg.super_digest.clone(),
@@ -163,7 +161,15 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
         max_buffer: cfg.jute_max_buffer,
         max_outstanding: cfg.max_outstanding_per_connection.max(1),
         handshake_timeout: Duration::from_millis(cfg.tick_time.max(1000) * 10),
+        output_budget: cfg.connection_output_budget(),
+        global: crate::core::GlobalBudget::new(cfg.global_output_budget()),
     });
+    tracing::info!(
+        connection_output_budget = params.output_budget,
+        global_output_budget = cfg.global_output_budget(),
+        max_reply_size = cfg.max_reply_size(),
+        "output bounds"
+    );
     let per_ip: Arc<parking_lot::Mutex<HashMap<IpAddr, usize>>> = Default::default();
     let next_conn = AtomicU64::new(1);
     tracing::info!(addr = %listener.local_addr()?, "serving");

@@ -31,6 +31,10 @@ impl FrameCodec {
             first: true,
         }
     }
+    /// The largest frame accepted from now on (e.g. small until the handshake is done).
+    pub fn set_max_frame(&mut self, max_frame: usize) {
+        self.max_frame = max_frame;
+    }
     /// Client side: every frame is length-prefixed.
     pub fn client(max_frame: usize) -> Self {
         FrameCodec {
@@ -62,9 +66,9 @@ impl Decoder for FrameCodec {
             Ok(len) if len <= self.max_frame => len,
             _ => return Err(FrameError::BadLength(i64::from(n))),
         };
-        let total = len + 4;
-        if src.len() < total {
-            src.reserve(total - src.len());
+        // Wait for the rest without reserving the announced length: the buffer grows as
+        // bytes arrive, so a peer that announces a large frame and sends little holds little.
+        if src.len().saturating_sub(4) < len {
             return Ok(None);
         }
         src.advance(4);

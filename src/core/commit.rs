@@ -63,14 +63,13 @@ impl Core {
         at: std::time::Instant,
     ) {
         self.stats.record(at);
-        self.send_reply(conn, reply::write_reply(txn, effects));
         if let Some(c) = self.conns.get(&conn) {
             debug_assert!(
-                matches!(c.queue.front(), Some(Slot::Write(x)) if *x == txn.header.cxid),
+                matches!(c.queue.iter().find(|s| matches!(s, Slot::Write(_))), Some(Slot::Write(x)) if *x == txn.header.cxid),
                 "a write's reply out of its connection's order"
             );
         }
-        self.finish_slot(conn, txn.header.zxid);
+        self.write_answered(conn, reply::write_reply(txn, effects), txn.header.zxid);
     }
 
     /// A createSession committed: its connection (if still open) is attached to the session
@@ -111,7 +110,7 @@ impl Core {
             }
             let frame = reply::event(ch.event, ch.path);
             for c in conns {
-                self.send_bytes(c, frame.clone());
+                self.send_event(c, frame.clone());
             }
         }
     }

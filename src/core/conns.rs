@@ -16,6 +16,9 @@ use std::time::Instant;
 pub(crate) enum Slot {
     /// A write whose txn is in flight (its cxid).
     Write(i32),
+    /// A write that committed while an earlier request of its connection was still held
+    /// back: its reply, sent in its turn.
+    Answered { frame: Bytes, zxid: i64 },
     /// A read waiting for the writes before it.
     Read { xid: i32, req: Request, at: Instant },
     /// A request that did not decode, answered in its turn.
@@ -38,6 +41,8 @@ pub(crate) struct Conn {
     pub sent: u64,
     pub last_zxid: i64,
     pub timeout: i32,
+    /// The writer's byte count when the core last looked (a held-back client's progress).
+    pub seen_written: u64,
 }
 
 impl Core {
@@ -49,11 +54,30 @@ impl Core {
         }
     }
 
-    /// Notifications and other frames that answer no request.
-    pub(crate) fn send_bytes(&self, conn: ConnId, frame: Bytes) {
-        if let Some(c) = self.conns.get(&conn) {
-            let _ = c.out.send(Out::Bytes(frame));
+    /// A watch notification. A connection whose unsent notifications exceed its output
+    /// budget (a client that does not read while the tree changes) is closed: its session
+    /// stays, and the client's reconnect restores its watches with setWatches.
+    pub(crate) fn send_event(&mut self, conn: ConnId, frame: Bytes) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let budget = &c.out.budget;
+        if budget.queued_events().saturating_add(frame.len()) <= budget.limit() {
+            let _ = c.out.send(Out::Event(frame));
+            return;
         }
+        tracing::warn!(
+            conn,
+            peer = %c.peer,
+            session = format_args!("{:#x}", c.session),
+            queued = budget.queued(),
+            queued_notifications = budget.queued_events(),
+            budget = budget.limit(),
+            "connection's unsent notifications exceed its output budget (connectionOutputBudget); closing it, its session stays"
+        );
+        self.stats.closed_output_budget += 1;
+        budget.cancel.cancel();
+        self.drop_conn(conn, false);
     }
 
     /// Forgets a connection (closing it if `close`), its watches, and its session's
@@ -69,27 +93,46 @@ impl Core {
                 }
             }
         }
+        self.held.remove(&conn);
         self.watches.remove_conn(conn);
     }
 
-    /// The write at the head of a connection's queue is answered: run the reads behind it.
-    pub(super) fn finish_slot(&mut self, conn_id: ConnId, zxid: i64) {
+    /// A write of this connection committed: its reply goes out now if nothing before it is
+    /// still waiting, else in its turn; then the requests behind it run.
+    pub(super) fn write_answered(&mut self, conn_id: ConnId, frame: Bytes, zxid: i64) {
         let Some(conn) = self.conns.get_mut(&conn_id) else {
             return;
         };
-        conn.last_zxid = zxid;
-        if matches!(conn.queue.front(), Some(Slot::Write(_))) {
-            conn.queue.pop_front();
+        // A connection's writes commit in the order they came, so this is its first one.
+        if let Some(slot) = conn.queue.iter_mut().find(|s| matches!(s, Slot::Write(_))) {
+            *slot = Slot::Answered { frame, zxid };
         }
+        self.run_queue(conn_id);
+    }
+
+    /// Answers the requests at the head of a connection's queue until one must wait: a write
+    /// not committed yet, or a read while the connection is over its output budget (it is
+    /// then held until its writer reports it drained, `CoreMsg::Drained`).
+    pub(super) fn run_queue(&mut self, conn_id: ConnId) {
         loop {
             let Some(conn) = self.conns.get_mut(&conn_id) else {
                 return;
             };
             match conn.queue.front() {
-                Some(Slot::Read { .. }) | Some(Slot::Bad { .. }) => {}
-                _ => return,
+                Some(Slot::Answered { .. }) | Some(Slot::Bad { .. }) => {}
+                Some(Slot::Read { .. }) => {
+                    if conn.out.budget.over() && conn.out.budget.hold() {
+                        self.held.insert(conn_id);
+                        return;
+                    }
+                }
+                Some(Slot::Write(_)) | None => return,
             }
             match conn.queue.pop_front() {
+                Some(Slot::Answered { frame, zxid }) => {
+                    conn.last_zxid = zxid;
+                    self.send_reply(conn_id, frame);
+                }
                 Some(Slot::Read { xid, req, at }) => self.read(conn_id, xid, req, at),
                 Some(Slot::Bad {
                     xid,
@@ -99,6 +142,47 @@ impl Core {
                 }) => self.answer_bad(conn_id, xid, err, close, multi_body),
                 _ => return,
             }
+        }
+    }
+
+    /// The writer of a held connection (or of any, for the server's budget) reports it drained.
+    pub(super) fn drained(&mut self, conn: Option<ConnId>) {
+        let conns: Vec<ConnId> = match conn {
+            Some(c) => vec![c],
+            None => self.held.iter().copied().collect(),
+        };
+        for c in conns {
+            self.held.remove(&c);
+            self.run_queue(c);
+        }
+    }
+
+    /// Each tick: a connection with a backlog whose client made progress reading counts as live
+    /// (the server, not the client, is the one not reading its pings); and held connections
+    /// are looked at again, in case a wake-up was missed.
+    pub(super) fn held_tick(&mut self, now_ms: u64) {
+        let mut live = Vec::new();
+        for c in self.conns.values_mut() {
+            // Progress with output still queued: a client reading a backlog, not one that
+            // stopped reading (its socket buffers fill, and progress stops with them).
+            let written = c.out.budget.written();
+            if written != c.seen_written && c.out.budget.queued() > 0 {
+                live.push(c.session);
+            }
+            c.seen_written = written;
+        }
+        for s in live {
+            self.liveness.touch(s, now_ms);
+        }
+        let held: Vec<ConnId> = self
+            .held
+            .iter()
+            .copied()
+            .filter(|c| self.conns.get(c).is_some_and(|c| !c.out.budget.over()))
+            .collect();
+        for c in held {
+            self.held.remove(&c);
+            self.run_queue(c);
         }
     }
 }

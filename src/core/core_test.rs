@@ -20,6 +20,7 @@ struct Harness {
 struct Client {
     conn: ConnId,
     rx: mpsc::UnboundedReceiver<Out>,
+    budget: std::sync::Arc<OutBudget>,
 }
 
 /// One decoded server message.
@@ -43,6 +44,7 @@ fn cfg() -> CoreConfig {
         min_session_timeout: 4000,
         max_session_timeout: 40000,
         max_buffer: DEFAULT_MAX_BUFFER,
+        max_reply: DEFAULT_MAX_BUFFER + 1024,
         ttl_enabled: true,
         four_letter_words: vec!["*".into()],
         super_digest: None,
@@ -80,9 +82,15 @@ impl Harness {
     }
 
     fn connect(&mut self) -> Client {
+        self.connect_with(OutBudget::unlimited())
+    }
+
+    /// A client whose output is charged to `budget` (released by `Client::write_out`).
+    fn connect_with(&mut self, budget: std::sync::Arc<OutBudget>) -> Client {
         let conn = self.next_conn;
         self.next_conn += 1;
-        let (out, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let out = OutTx::new(tx, budget.clone());
         let (ready, _ready_rx) = oneshot::channel();
         let req = ConnectRequest {
             time_out: 30000,
@@ -98,7 +106,7 @@ impl Harness {
             ready,
         });
         self.durable();
-        let mut c = Client { conn, rx };
+        let mut c = Client { conn, rx, budget };
         assert!(
             matches!(c.rx.try_recv(), Ok(Out::Bytes(_))),
             "ConnectResponse"
@@ -116,10 +124,18 @@ impl Harness {
 }
 
 impl Client {
+    /// What the core queued, as the writer task would see it: written, so released.
+    fn write_out(&mut self) -> Vec<Msg> {
+        let msgs = self.drain();
+        self.budget
+            .wrote((self.budget.queued(), self.budget.queued_events()));
+        msgs
+    }
+
     fn drain(&mut self) -> Vec<Msg> {
         let mut out = Vec::new();
         while let Ok(o) = self.rx.try_recv() {
-            let (Out::Bytes(mut b) | Out::Reply(mut b)) = o else {
+            let (Out::Bytes(mut b) | Out::Event(mut b) | Out::Reply(mut b)) = o else {
                 continue;
             };
             b.advance(4);
@@ -812,4 +828,129 @@ mod model {
             run(steps)?;
         }
     }
+}
+
+fn create_with(path: &str, data: &[u8]) -> Request {
+    let Request::Create(mut c) = create(path, 0) else {
+        unreachable!()
+    };
+    c.data = Some(Bytes::copy_from_slice(data));
+    Request::Create(c)
+}
+
+fn errs(msgs: &[Msg]) -> Vec<(i32, i32)> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            Msg::Reply { xid, err, .. } => Some((*xid, *err)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn over_its_output_budget_a_connections_reads_are_held_and_replies_stay_in_order() {
+    let mut h = Harness::new();
+    let budget = OutBudget::new(100, GlobalBudget::new(usize::MAX));
+    let mut a = h.connect_with(budget.clone());
+    a.write_out();
+    h.send(&a, 1, create_with("/big", &[7; 1000]));
+    h.durable();
+    assert_eq!(xids(&a.write_out()), vec![1]);
+    // The first read's reply (1,088 bytes) is queued and not written: over the budget.
+    h.send(&a, 2, get_data("/big", false));
+    h.send(&a, 3, get_data("/big", false));
+    h.send(&a, 4, create("/after", 0));
+    h.durable();
+    assert_eq!(
+        xids(&a.drain()),
+        vec![2],
+        "read 3 is held, write 4 waits behind it"
+    );
+    assert!(budget.over());
+    // The writer writes reply 2 and reports the connection drained.
+    budget.wrote((budget.queued(), 0));
+    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    assert_eq!(
+        xids(&a.drain()),
+        vec![3, 4],
+        "the held read, then the write's reply, in request order"
+    );
+}
+
+#[test]
+fn a_connection_whose_notifications_exceed_its_budget_is_closed_and_its_session_kept() {
+    let mut h = Harness::new();
+    let budget = OutBudget::new(200, GlobalBudget::new(usize::MAX));
+    let mut w = h.connect_with(budget.clone());
+    w.write_out();
+    let session = h.core.conns.get(&w.conn).map(|c| c.session);
+    h.send(
+        &w,
+        1,
+        Request::AddWatch(AddWatchRequest {
+            path: "/".into(),
+            mode: 1,
+        }),
+    );
+    assert_eq!(xids(&w.write_out()), vec![1]);
+    let writer = h.connect();
+    for i in 0..20 {
+        h.send(&writer, i + 1, create(&format!("/node{i:04}"), 0));
+        h.durable();
+    }
+    assert!(!h.core.conns.contains_key(&w.conn), "closed");
+    assert!(
+        budget.cancel.is_cancelled(),
+        "its tasks told to stop at once"
+    );
+    assert_eq!(h.core.stats.closed_output_budget, 1);
+    let events = w
+        .drain()
+        .into_iter()
+        .filter(|m| matches!(m, Msg::Event { .. }))
+        .count();
+    assert!(
+        (1..20).contains(&events),
+        "{events} events queued before it was closed"
+    );
+    let session = session.unwrap_or_default();
+    assert!(h.core.liveness.get(session).is_some(), "the session stays");
+}
+
+#[test]
+fn a_reply_over_max_reply_is_refused_before_it_is_built() {
+    let mut h = Harness::new();
+    h.core.cfg.max_reply = 300;
+    let mut a = h.connect();
+    h.send(&a, 1, create("/p", 0));
+    for i in 0..10 {
+        h.send(&a, i + 2, create(&format!("/p/{:030}", i), 0));
+    }
+    h.durable();
+    a.drain();
+    let children = |watch| {
+        Request::GetChildren(GetChildrenRequest {
+            path: "/p".into(),
+            watch,
+        })
+    };
+    let multi = |n: usize| {
+        Request::MultiRead(MultiRequest::new(
+            (0..n).map(|_| get_data("/p", false)).collect(),
+        ))
+    };
+    // 10 names of 30 bytes: a 344-byte vector; 4 getData of 72 bytes each: 350 bytes.
+    h.send(&a, 20, children(false));
+    h.send(&a, 21, get_data("/p", false));
+    h.send(&a, 22, multi(4));
+    h.send(&a, 23, multi(2));
+    assert_eq!(
+        errs(&a.drain()),
+        vec![
+            (20, ErrorCode::MarshallingError.code()),
+            (21, 0),
+            (22, ErrorCode::MarshallingError.code()),
+            (23, 0)
+        ]
+    );
 }

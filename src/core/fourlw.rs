@@ -1,7 +1,7 @@
 //! Four-letter words, in ZooKeeper 3.8's output formats.
 
 use crate::core::watch::ConnId;
-use crate::core::Core;
+use crate::core::{Core, Out, OutTx};
 use palisade_proto::FourLetterWord;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -116,6 +116,38 @@ impl Core {
         self.conns.values().map(|c| c.queue.len()).sum()
     }
 
+    /// Answers a four-letter word and closes. `dirs` walks the file system, so it runs on a
+    /// thread of its own, not on the core thread (a data dir of many files took the core
+    /// away from every client for as long as the walk took).
+    pub(crate) fn answer_four_letter(
+        &mut self,
+        word: FourLetterWord,
+        out: OutTx,
+        peer: SocketAddr,
+    ) {
+        if matches!(word, FourLetterWord::Dirs) && self.allowed(word.name()) {
+            let (data, log) = (self.cfg.data_dir.clone(), self.cfg.data_log_dir.clone());
+            let spawned = std::thread::Builder::new()
+                .name("palisade-dirs".into())
+                .spawn(move || {
+                    let text = format!(
+                        "datadir_size: {}\nlogdir_size: {}\n",
+                        dir_size(&data),
+                        dir_size(&log)
+                    );
+                    let _ = out.send(Out::Bytes(bytes::Bytes::from(text)));
+                    let _ = out.send(Out::Close);
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "cannot start a thread for dirs");
+            }
+            return;
+        }
+        let text = self.four_letter(word, peer);
+        let _ = out.send(Out::Bytes(bytes::Bytes::from(text)));
+        let _ = out.send(Out::Close);
+    }
+
     pub(crate) fn four_letter(&mut self, word: FourLetterWord, peer: SocketAddr) -> String {
         let name = word.name();
         if !self.allowed(name) {
@@ -217,6 +249,13 @@ impl Core {
                 for (k, v) in kv {
                     let _ = writeln!(out, "zk_{k}\t{v}");
                 }
+                // Palisade's own, zk_-prefixed as parsers expect (they skip keys they do
+                // not know).
+                let _ = writeln!(
+                    out,
+                    "zk_palisade_connections_closed_output_budget\t{}",
+                    self.stats.closed_output_budget
+                );
                 // Unix only in ZooKeeper too (from the JVM's UnixOperatingSystemMXBean).
                 if let Some((open, max)) = file_descriptors() {
                     let _ = writeln!(out, "zk_open_file_descriptor_count\t{open}");

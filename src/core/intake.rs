@@ -20,7 +20,8 @@ impl Core {
         let session = conn.session;
         self.liveness.touch(session, now);
         if !req.is_write() {
-            if conn.queue.is_empty() {
+            // Over its output budget, a read waits (held) in its connection's queue.
+            if conn.queue.is_empty() && !conn.out.budget.over() {
                 self.read(conn_id, xid, req, Instant::now());
             } else {
                 conn.queue.push_back(Slot::Read {
@@ -28,6 +29,7 @@ impl Core {
                     req,
                     at: Instant::now(),
                 });
+                self.run_queue(conn_id);
             }
             return;
         }

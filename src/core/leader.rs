@@ -23,6 +23,8 @@ impl Leader {
 
 impl Core {
     pub(super) fn tick(&mut self) {
+        let now = self.now_ms();
+        self.held_tick(now);
         if self.leader.is_some() {
             self.expire_sessions();
             self.reap();

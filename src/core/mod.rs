@@ -33,7 +33,7 @@ mod stats;
 pub mod watch;
 
 pub(crate) use conns::Conn;
-pub use msg::{CoreMsg, Out, OutTx};
+pub use msg::{CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
 pub(crate) use stats::Stats;
 
 use crate::acl::AuthId;
@@ -43,7 +43,7 @@ use crate::durability::Durability;
 use crate::prep::Prepper;
 use crate::spin;
 use crate::state::State;
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use leader::Leader;
 use liveness::Liveness;
 use palisade_proto::Txn;
@@ -59,6 +59,8 @@ pub struct CoreConfig {
     pub min_session_timeout: i32,
     pub max_session_timeout: i32,
     pub max_buffer: usize,
+    /// The largest reply built (`maxReplySize`); a larger one is answered with an error.
+    pub max_reply: usize,
     pub ttl_enabled: bool,
     pub four_letter_words: Vec<String>,
     pub super_digest: Option<String>,
@@ -80,6 +82,8 @@ pub struct Core {
     pub(crate) liveness: Liveness,
     prep: Prepper,
     pub(crate) conns: HashMap<ConnId, Conn>,
+    /// Connections whose reads are held back until their output drains.
+    held: HashSet<ConnId>,
     pending: PendingWrites,
     /// Txns handed to the log and not yet durable, in zxid order.
     inflight: VecDeque<Txn>,
@@ -113,6 +117,7 @@ impl Core {
             liveness,
             prep,
             conns: HashMap::new(),
+            held: HashSet::new(),
             pending: PendingWrites::default(),
             inflight: VecDeque::new(),
             log,
@@ -206,11 +211,7 @@ impl Core {
                 error,
             } => self.bad(conn, xid, op, error),
             CoreMsg::Closed { conn } => self.drop_conn(conn, false),
-            CoreMsg::FourLetter { word, out, peer } => {
-                let text = self.four_letter(word, peer);
-                let _ = out.send(Out::Bytes(bytes::Bytes::from(text)));
-                let _ = out.send(Out::Close);
-            }
+            CoreMsg::FourLetter { word, out, peer } => self.answer_four_letter(word, out, peer),
             CoreMsg::Durable(upto) => {
                 self.durable(upto);
                 return self.stopping && self.inflight.is_empty();
@@ -219,6 +220,7 @@ impl Core {
                 tracing::error!(error = %e, "log write failed; stopping so no write is acknowledged without being durable");
                 return true;
             }
+            CoreMsg::Drained(conn) => self.drained(conn),
             CoreMsg::Tick => self.tick(),
             CoreMsg::Shutdown => {
                 // In-flight writes: wait for the log to report them, then stop.

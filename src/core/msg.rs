@@ -1,23 +1,204 @@
-//! What reaches the core (its inbox) and what it sends to a connection's writer.
+//! What reaches the core (its inbox) and what it sends to a connection's writer, with the
+//! byte budget of unsent output the two share.
 
 use crate::core::watch::ConnId;
 use bytes::Bytes;
 use palisade_proto::{ConnectRequest, DecodeError, FourLetterWord, Request};
 use std::net::SocketAddr;
-use tokio::sync::{mpsc, oneshot};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio_util::sync::CancellationToken;
 
 /// What the core writes to a connection.
 #[derive(Debug)]
 pub enum Out {
-    /// Bytes to write as they are (notifications, handshake, 4lw text).
+    /// Bytes to write as they are (handshake, 4lw text).
     Bytes(Bytes),
+    /// A watch notification: counted against the connection's notification budget too.
+    Event(Bytes),
     /// The reply to one request: frees one slot of the connection's outstanding budget.
     Reply(Bytes),
     /// Flush what came before, then close.
     Close,
 }
 
-pub type OutTx = mpsc::UnboundedSender<Out>;
+impl Out {
+    /// (bytes it holds, of which notification bytes).
+    pub fn weight(&self) -> (usize, usize) {
+        match self {
+            Out::Bytes(b) | Out::Reply(b) => (b.len(), 0),
+            Out::Event(b) => (b.len(), b.len()),
+            Out::Close => (0, 0),
+        }
+    }
+}
+
+/// The server-wide budget of output queued to connections and not yet written.
+#[derive(Debug)]
+pub struct GlobalBudget {
+    queued: AtomicUsize,
+    limit: usize,
+    /// The core held back a read because this budget was spent: a writer that brings it back
+    /// under the limit tells the core (`CoreMsg::Drained(None)`).
+    held: AtomicBool,
+}
+
+impl GlobalBudget {
+    pub fn new(limit: usize) -> Arc<Self> {
+        Arc::new(GlobalBudget {
+            queued: AtomicUsize::new(0),
+            limit,
+            held: AtomicBool::new(false),
+        })
+    }
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::SeqCst)
+    }
+    pub fn over(&self) -> bool {
+        self.queued() >= self.limit
+    }
+}
+
+/// One connection's budget of unsent output (replies and notifications together), counted
+/// when the core queues a frame and released when the writer has written it. Over it, the
+/// reader stops reading requests and the core holds back the reads it has; the writer, once
+/// it brings the connection back under, tells the core (`CoreMsg::Drained`).
+#[derive(Debug)]
+pub struct OutBudget {
+    pub global: Arc<GlobalBudget>,
+    limit: usize,
+    queued: AtomicUsize,
+    /// Of `queued`, the notification bytes.
+    events: AtomicUsize,
+    /// Bytes written to the socket so far (the core's measure of a held client's progress).
+    written: AtomicU64,
+    /// The core holds back reads of this connection until it is under its budget again.
+    held: AtomicBool,
+    /// Wakes the reader when output was written.
+    pub freed: Notify,
+    /// Ends the connection's tasks at once, whatever they wait on (a write to a client that
+    /// does not read included).
+    pub cancel: CancellationToken,
+}
+
+impl OutBudget {
+    pub fn new(limit: usize, global: Arc<GlobalBudget>) -> Arc<Self> {
+        Arc::new(OutBudget {
+            global,
+            limit,
+            queued: AtomicUsize::new(0),
+            events: AtomicUsize::new(0),
+            written: AtomicU64::new(0),
+            held: AtomicBool::new(false),
+            freed: Notify::new(),
+            cancel: CancellationToken::new(),
+        })
+    }
+
+    /// A budget that never fills (tests that drive the core directly).
+    pub fn unlimited() -> Arc<Self> {
+        OutBudget::new(usize::MAX, GlobalBudget::new(usize::MAX))
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::SeqCst)
+    }
+    pub fn queued_events(&self) -> usize {
+        self.events.load(Ordering::SeqCst)
+    }
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+    pub fn own_over(&self) -> bool {
+        self.queued() >= self.limit
+    }
+    /// Over its own budget or the server's.
+    pub fn over(&self) -> bool {
+        self.own_over() || self.global.over()
+    }
+
+    fn charge(&self, (bytes, events): (usize, usize)) {
+        self.queued.fetch_add(bytes, Ordering::SeqCst);
+        self.events.fetch_add(events, Ordering::SeqCst);
+        self.global.queued.fetch_add(bytes, Ordering::SeqCst);
+    }
+
+    /// Output that left the queue (written, or dropped with the connection).
+    pub fn release(&self, (bytes, events): (usize, usize)) {
+        let sub = |a: &AtomicUsize, n: usize| {
+            let _ = a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                Some(v.saturating_sub(n))
+            });
+        };
+        sub(&self.queued, bytes);
+        sub(&self.events, events);
+        sub(&self.global.queued, bytes);
+    }
+
+    /// Output written to the socket.
+    pub fn wrote(&self, weight: (usize, usize)) {
+        self.written.fetch_add(weight.0 as u64, Ordering::Relaxed);
+        self.release(weight);
+        self.freed.notify_one();
+    }
+
+    /// The core holds back this connection's reads (and, when the server's budget is the
+    /// cause, says so there). Returns false when the budget freed up meanwhile: the core runs
+    /// them now instead.
+    pub fn hold(&self) -> bool {
+        self.held.store(true, Ordering::SeqCst);
+        if self.global.over() {
+            self.global.held.store(true, Ordering::SeqCst);
+        }
+        if self.over() {
+            return true;
+        }
+        self.held.store(false, Ordering::SeqCst);
+        false
+    }
+
+    /// After a write: which of the core's holds this connection's writer must lift
+    /// (its own, the server's).
+    pub fn lifted(&self) -> (bool, bool) {
+        let own = !self.own_over()
+            && !self.global.over()
+            && self.held.load(Ordering::SeqCst)
+            && self.held.swap(false, Ordering::SeqCst);
+        let global = !self.global.over()
+            && self.global.held.load(Ordering::SeqCst)
+            && self.global.held.swap(false, Ordering::SeqCst);
+        (own, global)
+    }
+}
+
+/// The core's end of a connection's writer: every frame is charged to the budget.
+#[derive(Debug, Clone)]
+pub struct OutTx {
+    tx: mpsc::UnboundedSender<Out>,
+    pub budget: Arc<OutBudget>,
+}
+
+impl OutTx {
+    pub fn new(tx: mpsc::UnboundedSender<Out>, budget: Arc<OutBudget>) -> Self {
+        OutTx { tx, budget }
+    }
+
+    pub fn send(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
+        let w = o.weight();
+        self.budget.charge(w);
+        self.tx.send(o).inspect_err(|_| self.budget.release(w))
+    }
+}
+
+impl From<mpsc::UnboundedSender<Out>> for OutTx {
+    fn from(tx: mpsc::UnboundedSender<Out>) -> Self {
+        OutTx::new(tx, OutBudget::unlimited())
+    }
+}
 
 pub enum CoreMsg {
     Connect {
@@ -47,6 +228,9 @@ pub enum CoreMsg {
         out: OutTx,
         peer: SocketAddr,
     },
+    /// A connection whose reads the core held back is under its output budget again
+    /// (`None`: the server's budget, for every held connection).
+    Drained(Option<ConnId>),
     /// The log made every txn up to this zxid durable.
     Durable(i64),
     LogFailed(String),

@@ -47,6 +47,34 @@ impl Core {
         Ok(id)
     }
 
+    /// The bytes a reply frame of `body` bytes takes (length prefix and ReplyHeader).
+    fn over_max(&self, body: usize) -> bool {
+        body.saturating_add(16) > self.cfg.max_reply
+    }
+
+    /// Bytes of a getData body (data and Stat).
+    fn data_bytes(&self, id: NodeId) -> usize {
+        4 + self.state.tree.node(id).map_or(0, |n| n.data_len()) + STAT_BYTES
+    }
+
+    /// Bytes of a children vector, or `None` once it passes `cap`: the walk stops there, so a
+    /// node with a million children costs no more than a reply of `cap` bytes.
+    fn children_bytes(&self, id: NodeId, cap: usize) -> Option<usize> {
+        let mut total = 4usize;
+        for c in self
+            .state
+            .tree
+            .children(id)
+            .filter_map(|c| self.state.tree.node(c))
+        {
+            total = total.saturating_add(4 + c.name().len());
+            if total > cap {
+                return None;
+            }
+        }
+        Some(total)
+    }
+
     /// GetDataResponse, written straight from the node (no copy of the data in between).
     fn write_data(&self, w: &mut bytes::BytesMut, id: NodeId) {
         write_buffer(w, self.state.tree.node(id).and_then(|n| n.data()));
@@ -70,6 +98,19 @@ impl Core {
     pub(crate) fn read(&mut self, conn: ConnId, xid: i32, req: Request, at: Instant) {
         let zxid = self.state.zxid();
         let err = |e: ErrorCode| reply::header(xid, zxid, e.code());
+        // A reply larger than maxReplySize is not built: MARSHALLINGERROR instead (a Java
+        // client could not read it anyway: it drops a frame over its jute.maxbuffer).
+        let max = self.cfg.max_reply;
+        let too_big = |conn: ConnId, op: &str, len: usize| {
+            tracing::debug!(
+                conn,
+                op,
+                len,
+                max,
+                "reply would exceed maxReplySize; refused"
+            );
+            err(ErrorCode::MarshallingError)
+        };
         let mut close = false;
         let frame = match req {
             // ZooKeeper answers a ping with xid -2 whatever xid it came with.
@@ -91,9 +132,12 @@ impl Core {
             Request::GetData(r) => {
                 match self.read_node(conn, &r.path, r.watch.then_some(Kind::Data)) {
                     Ok(id) => {
-                        let len =
-                            4 + self.state.tree.node(id).map_or(0, |n| n.data_len()) + STAT_BYTES;
-                        reply::frame_sized(xid, zxid, 0, len, |w| self.write_data(w, id))
+                        let len = self.data_bytes(id);
+                        if self.over_max(len) {
+                            too_big(conn, "getData", len)
+                        } else {
+                            reply::frame_sized(xid, zxid, 0, len, |w| self.write_data(w, id))
+                        }
                     }
                     Err(e) => err(e),
                 }
@@ -124,16 +168,26 @@ impl Core {
             },
             Request::GetChildren(r) => {
                 match self.read_node(conn, &r.path, r.watch.then_some(Kind::Child)) {
-                    Ok(id) => reply::frame(xid, zxid, 0, |w| self.write_children(w, id)),
+                    Ok(id) => match self.children_bytes(id, self.cfg.max_reply) {
+                        Some(len) if !self.over_max(len) => {
+                            reply::frame_sized(xid, zxid, 0, len, |w| self.write_children(w, id))
+                        }
+                        _ => too_big(conn, "getChildren", self.cfg.max_reply),
+                    },
                     Err(e) => err(e),
                 }
             }
             Request::GetChildren2(r) => {
                 match self.read_node(conn, &r.path, r.watch.then_some(Kind::Child)) {
-                    Ok(id) => reply::frame(xid, zxid, 0, |w| {
-                        self.write_children(w, id);
-                        self.state.tree.stat(id).write(w);
-                    }),
+                    Ok(id) => match self.children_bytes(id, self.cfg.max_reply) {
+                        Some(len) if !self.over_max(len + STAT_BYTES) => {
+                            reply::frame_sized(xid, zxid, 0, len + STAT_BYTES, |w| {
+                                self.write_children(w, id);
+                                self.state.tree.stat(id).write(w);
+                            })
+                        }
+                        _ => too_big(conn, "getChildren2", self.cfg.max_reply),
+                    },
                     Err(e) => err(e),
                 }
             }
@@ -146,6 +200,39 @@ impl Core {
                 reply::record(xid, zxid, &SyncResponse { path })
             }
             Request::MultiRead(m) => {
+                // The reply's size first (ACL checks included, nothing copied): one larger
+                // than maxReplySize is refused before any of it is built.
+                let mut len = 16usize + 9;
+                for op in &m.ops {
+                    let cap = self.cfg.max_reply.saturating_sub(len);
+                    let op_len = match &op.op {
+                        Request::GetData(r) => self
+                            .readable(conn, &r.path, acl::READ)
+                            .map_or(Some(4), |id| Some(self.data_bytes(id))),
+                        Request::GetChildren(r) => self
+                            .readable(conn, &r.path, acl::READ)
+                            .map_or(Some(4), |id| self.children_bytes(id, cap)),
+                        _ => Some(4),
+                    };
+                    len = op_len.map_or(usize::MAX, |n| len.saturating_add(9 + n));
+                    if len > self.cfg.max_reply {
+                        break;
+                    }
+                }
+                if len > self.cfg.max_reply {
+                    tracing::debug!(
+                        conn,
+                        ops = m.ops.len(),
+                        max = self.cfg.max_reply,
+                        "multiRead reply would exceed maxReplySize; refused"
+                    );
+                    let frame = reply::frame(xid, zxid, ErrorCode::MarshallingError.code(), |w| {
+                        MultiResponse::new(vec![]).write(w)
+                    });
+                    self.stats.record(at);
+                    self.send_reply(conn, frame);
+                    return;
+                }
                 let mut results = Vec::with_capacity(m.ops.len());
                 for op in &m.ops {
                     // ZooKeeper ignores the watch flag of ops inside multiRead.
@@ -388,7 +475,7 @@ impl Core {
             }
         }
         for (kind, p) in events {
-            self.send_bytes(conn, reply::event(kind, &p));
+            self.send_event(conn, reply::event(kind, &p));
         }
         Ok(())
     }

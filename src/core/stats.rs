@@ -10,6 +10,8 @@ pub(crate) struct Stats {
     pub latency_max: u64,
     pub latency_sum: u64,
     pub latency_count: u64,
+    /// Connections closed because their unsent notifications exceeded their output budget.
+    pub closed_output_budget: u64,
 }
 
 impl Stats {

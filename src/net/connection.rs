@@ -1,9 +1,13 @@
 //! One client connection: a reader task (frames → decoded requests → core) and a writer task
 //! (core's output → socket). The reader stops reading while the connection has
-//! `max_outstanding` requests unanswered: backpressure instead of unbounded queues.
+//! `max_outstanding` requests unanswered or is over its byte budget of unsent output
+//! (`OutBudget`, shared with the core): backpressure instead of unbounded queues. Before the
+//! handshake a connection may send one frame of at most `limits::PRE_HANDSHAKE_FRAME` bytes,
+//! within `handshake_timeout`.
 
 use crate::core::watch::ConnId;
-use crate::core::{CoreMsg, Out};
+use crate::core::{CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
+use crate::limits::{PRE_HANDSHAKE_FRAME, READER_RECHECK, WRITE_BATCH, WRITE_BUFFER};
 use bytes::BytesMut;
 use futures_util::StreamExt;
 use palisade_proto::{ConnectRequest, Frame, FrameCodec, Reader, Record, Request, RequestHeader};
@@ -21,12 +25,16 @@ pub struct ConnParams {
     pub max_buffer: usize,
     pub max_outstanding: usize,
     pub handshake_timeout: Duration,
+    /// Bytes of unsent output a connection may have queued (`connectionOutputBudget`).
+    pub output_budget: usize,
+    pub global: Arc<GlobalBudget>,
 }
 
 struct Shared {
     outstanding: AtomicUsize,
     freed: Notify,
     cancel: CancellationToken,
+    budget: Arc<OutBudget>,
 }
 
 pub async fn serve(
@@ -38,14 +46,18 @@ pub async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
+    let budget = OutBudget::new(p.output_budget, p.global.clone());
     let shared = Arc::new(Shared {
         outstanding: AtomicUsize::new(0),
         freed: Notify::new(),
-        cancel: CancellationToken::new(),
+        cancel: budget.cancel.clone(),
+        budget: budget.clone(),
     });
-    let (out_tx, out_rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_loop(wr, out_rx, shared.clone()));
-    let mut frames = FramedRead::new(rd, FrameCodec::server(p.max_buffer));
+    let (tx, out_rx) = mpsc::unbounded_channel();
+    let out_tx = OutTx::new(tx, budget);
+    let writer = tokio::spawn(write_loop(wr, out_rx, shared.clone(), conn, core.clone()));
+    // Until the handshake, one small frame: a ConnectRequest or a four-letter word.
+    let mut frames = FramedRead::new(rd, FrameCodec::server(PRE_HANDSHAKE_FRAME));
 
     let first = tokio::select! {
         f = tokio::time::timeout(p.handshake_timeout, frames.next()) => f,
@@ -73,6 +85,7 @@ pub async fn serve(
                     ready: ready_tx,
                 };
                 if core.send(msg).await.is_ok() && ready_rx.await.unwrap_or(false) {
+                    frames.decoder_mut().set_max_frame(p.max_buffer);
                     read_loop(&mut frames, conn, &core, &p, &shared).await;
                     let _ = core.send(CoreMsg::Closed { conn }).await;
                     shared.cancel.cancel();
@@ -101,9 +114,15 @@ async fn read_loop(
     shared: &Shared,
 ) {
     loop {
-        while shared.outstanding.load(Ordering::Acquire) >= p.max_outstanding {
+        // Held back while too many requests are unanswered or too much output is unsent
+        // (the writer wakes us; the server-wide budget is rechecked now and then).
+        while shared.outstanding.load(Ordering::Acquire) >= p.max_outstanding
+            || shared.budget.over()
+        {
             tokio::select! {
                 _ = shared.freed.notified() => {}
+                _ = shared.budget.freed.notified() => {}
+                _ = tokio::time::sleep(READER_RECHECK) => {}
                 _ = shared.cancel.cancelled() => return,
             }
         }
@@ -153,8 +172,11 @@ async fn write_loop(
     mut wr: tokio::net::tcp::OwnedWriteHalf,
     mut rx: mpsc::UnboundedReceiver<Out>,
     shared: Arc<Shared>,
+    conn: ConnId,
+    core: mpsc::Sender<CoreMsg>,
 ) {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let budget = &shared.budget;
+    let mut buf = BytesMut::with_capacity(WRITE_BUFFER);
     'outer: loop {
         let first = tokio::select! {
             o = rx.recv() => match o {
@@ -163,25 +185,41 @@ async fn write_loop(
             },
             _ = shared.cancel.cancelled() => break,
         };
-        let (mut close, mut replies) = (false, 0usize);
+        let (mut close, mut replies, mut weight) = (false, 0usize, (0usize, 0usize));
         let mut next = Some(first);
         while let Some(o) = next.take() {
+            let w = o.weight();
+            weight = (weight.0 + w.0, weight.1 + w.1);
             match o {
-                Out::Bytes(b) => buf.extend_from_slice(&b),
+                Out::Bytes(b) | Out::Event(b) => buf.extend_from_slice(&b),
                 Out::Reply(b) => {
                     replies += 1;
                     buf.extend_from_slice(&b);
                 }
                 Out::Close => close = true,
             }
-            if !close && buf.len() < 1 << 20 {
+            if !close && buf.len() < WRITE_BATCH {
                 next = rx.try_recv().ok();
             }
         }
-        if !buf.is_empty() && wr.write_all(&buf).await.is_err() {
+        let written = tokio::select! {
+            r = wr.write_all(&buf), if !buf.is_empty() => r.is_ok(),
+            _ = shared.cancel.cancelled() => false,
+            _ = std::future::ready(()), if buf.is_empty() => true,
+        };
+        if !written {
+            budget.release(weight);
             break 'outer;
         }
         buf.clear();
+        budget.wrote(weight);
+        let (own, global) = budget.lifted();
+        if own && core.send(CoreMsg::Drained(Some(conn))).await.is_err() {
+            break;
+        }
+        if global && core.send(CoreMsg::Drained(None)).await.is_err() {
+            break;
+        }
         if replies > 0 {
             let _ = shared
                 .outstanding
@@ -194,6 +232,11 @@ async fn write_loop(
             break;
         }
     }
-    let _ = wr.shutdown().await;
     shared.cancel.cancel();
+    // What is still queued will never be written: give it back to the budgets.
+    rx.close();
+    while let Ok(o) = rx.try_recv() {
+        budget.release(o.weight());
+    }
+    let _ = wr.shutdown().await;
 }

@@ -5,7 +5,7 @@ use crate::error::InspectError;
 use std::path::{Path, PathBuf};
 
 /// The server's `max_payload` for its log: a smaller value would call its big records damage.
-pub const MAX_PAYLOAD: u32 = palisade::server::MAX_TXN_BYTES;
+pub const MAX_PAYLOAD: u32 = palisade::limits::MAX_TXN_BYTES;
 
 /// The two directories a recovery reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
