@@ -6,6 +6,7 @@ use crate::error::SnapError;
 use crate::format;
 use crate::reader::Snapshot;
 use crate::writer::sync_dir;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// Where `retain` moves damaged snapshots.
@@ -117,7 +118,11 @@ pub fn retain(dir: &Path, keep: usize) -> Result<Option<i64>, SnapError> {
 /// Moves `path` into `<dir>/detached/`, never over an earlier detached file of the same name.
 fn detach(dir: &Path, path: &Path) -> Result<PathBuf, SnapError> {
     let detached = dir.join(DETACHED_DIR);
-    std::fs::create_dir_all(&detached).map_err(SnapError::io(&detached))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(crate::writer::DIR_MODE)
+        .create(&detached)
+        .map_err(SnapError::io(&detached))?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

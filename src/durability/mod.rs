@@ -9,6 +9,7 @@
 
 pub mod capture;
 pub mod crashpoint;
+pub mod datadir;
 pub mod digest_record;
 pub mod log;
 pub mod recovery;

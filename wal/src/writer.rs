@@ -8,7 +8,7 @@ use crate::segment;
 use crate::{Corruption, Options, RecordKind, Recovered, WalError};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The segment being appended to (on disk).
@@ -56,7 +56,7 @@ impl Wal {
     /// Creates `opts.dir` if missing. Fails with [`WalError::Locked`] if another `Wal` holds
     /// the directory.
     pub fn open(opts: Options, on_corruption: Corruption) -> Result<(Wal, Recovered), WalError> {
-        std::fs::create_dir_all(&opts.dir).map_err(|e| WalError::io(&opts.dir, e))?;
+        segment::create_private_dir(&opts.dir)?;
         let lock = lock_dir(&opts.dir)?;
         let (recovered, resume) = recovery::recover(&opts, on_corruption)?;
         tracing::info!("{}", recovered.report());
@@ -311,6 +311,7 @@ fn lock_dir(dir: &Path) -> Result<File, WalError> {
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(segment::FILE_MODE)
         .open(&path)
         .map_err(|e| WalError::io(&path, e))?;
     match file.try_lock() {
