@@ -113,8 +113,8 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     let snap_tx = snapshotter::spawn(
         SnapDirs {
             snap_dir: cfg.snap_dir(),
-            log_dir: cfg.log_dir(),
             retain: cfg.snap_retain_count.max(1) as usize,
+            log: log_tx.clone(),
         },
         spare_tx,
     )?;
