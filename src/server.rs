@@ -5,6 +5,7 @@
 
 use crate::config::Config;
 use crate::core::{Core, CoreConfig, CoreMsg};
+use crate::durability::datadir;
 use crate::durability::log::{self, LogSink};
 use crate::durability::recovery::{self, Restored};
 use crate::durability::snapshotter::{self, SnapDirs};
@@ -19,25 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-
-/// Reads the server secret (for session passwords) from the data dir, creating it once.
-fn load_secret(cfg: &Config) -> io::Result<[u8; 16]> {
-    std::fs::create_dir_all(&cfg.data_dir)?;
-    let path = cfg.data_dir.join("secret");
-    let mut secret = [0u8; 16];
-    match std::fs::read(&path) {
-        Ok(b) if b.len() == 16 => secret.copy_from_slice(&b),
-        _ => {
-            use std::io::Read;
-            std::fs::File::open("/dev/urandom")?.read_exact(&mut secret)?;
-            let tmp = cfg.data_dir.join("secret.tmp");
-            std::fs::write(&tmp, secret)?;
-            std::fs::File::open(&tmp)?.sync_all()?;
-            std::fs::rename(&tmp, &path)?;
-        }
-    }
-    Ok(secret)
-}
 
 /// The child tables' hash key (see state/tree): derived from the secret, so every process of
 /// this installation lays tables out alike while clients cannot predict it.
@@ -72,7 +54,7 @@ fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
     let (wal, log) = palisade_wal::Wal::open(opts, on_corruption)
         .map_err(|e| io::Error::other(format!("cannot open the log: {e}")))?;
     tracing::info!(report = %log.report(), "log opened");
-    std::fs::create_dir_all(cfg.snap_dir())?;
+    datadir::create_private_dir(&cfg.snap_dir())?;
     let restored = recovery::recover(&cfg.snap_dir(), &log)
         .map_err(|e| io::Error::other(format!("cannot recover the data dir: {e}")))?;
     tracing::info!(
@@ -89,7 +71,7 @@ fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
 }
 
 pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
-    let secret = load_secret(&cfg)?;
+    let secret = datadir::load_secret(&cfg.data_dir)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
     let (wal, restored) = open_data(&cfg)?;
     let spin_wait = Duration::from_micros(cfg.spin_wait_micros);
@@ -129,8 +111,8 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     let snap_tx = snapshotter::spawn(
         SnapDirs {
             snap_dir: cfg.snap_dir(),
-            log_dir: cfg.log_dir(),
             retain: cfg.snap_retain_count.max(1) as usize,
+            log: log_tx.clone(),
         },
         spare_tx,
     )?;

@@ -6,6 +6,7 @@ use crate::error::SnapError;
 use crate::format;
 use crate::reader::Snapshot;
 use crate::writer::sync_dir;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// Where `retain` moves damaged snapshots.
@@ -81,10 +82,12 @@ pub fn load_newest(dir: &Path) -> Result<(Option<Snapshot>, Vec<(PathBuf, SnapEr
     Ok((None, rejected))
 }
 
-/// Keeps the `keep` newest valid snapshots (at least one: with none, recovery would depend on
-/// log segments the caller is about to purge), deletes older valid ones, and moves damaged
-/// ones to `<dir>/detached/`. Returns the start zxid of the oldest kept snapshot, so the
-/// caller can purge log segments wholly before it; `None` if no valid snapshot exists. An I/O
+/// Keeps the `keep` newest valid snapshots (at least one), deletes older valid ones, and moves
+/// damaged ones to `<dir>/detached/`. Returns the start zxid of the oldest kept snapshot once
+/// `keep` valid snapshots exist, so the caller can purge log segments wholly before it; `None`
+/// while fewer exist: then every snapshot but the log from zxid 1 is a recovery point, and a
+/// damaged snapshot must not lose the log it would need (`autopurge.snapRetainCount` means
+/// that many independent recovery points). An I/O
 /// error opening a snapshot (not damage) stops retention with nothing further touched.
 /// Each snapshot is fully validated, as `open` does.
 pub fn retain(dir: &Path, keep: usize) -> Result<Option<i64>, SnapError> {
@@ -111,13 +114,20 @@ pub fn retain(dir: &Path, keep: usize) -> Result<Option<i64>, SnapError> {
     if changed {
         sync_dir(dir)?;
     }
+    if kept.len() < keep {
+        return Ok(None);
+    }
     Ok(kept.last().copied())
 }
 
 /// Moves `path` into `<dir>/detached/`, never over an earlier detached file of the same name.
 fn detach(dir: &Path, path: &Path) -> Result<PathBuf, SnapError> {
     let detached = dir.join(DETACHED_DIR);
-    std::fs::create_dir_all(&detached).map_err(SnapError::io(&detached))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(crate::writer::DIR_MODE)
+        .create(&detached)
+        .map_err(SnapError::io(&detached))?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -10,7 +10,12 @@ use crate::format::{
 use crate::validate::Validator;
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+/// Snapshots hold every node's data: owner-only files and directories.
+pub const FILE_MODE: u32 = 0o600;
+pub const DIR_MODE: u32 = 0o700;
 
 /// Small writes (block headers) are coalesced; large payloads go straight to the file.
 const BUFFER_BYTES: usize = 256 << 10;
@@ -42,7 +47,13 @@ impl SnapshotWriter {
         let name = format::file_name(start_zxid);
         let target = dir.join(&name);
         let tmp = dir.join(format!("{name}.tmp"));
-        let file = File::create(&tmp).map_err(SnapError::io(&tmp))?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(FILE_MODE)
+            .open(&tmp)
+            .map_err(SnapError::io(&tmp))?;
         let mut w = SnapshotWriter {
             dir: dir.to_path_buf(),
             tmp,

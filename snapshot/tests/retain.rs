@@ -79,7 +79,7 @@ fn crash_before_rename_leaves_only_tmp() {
     std::fs::copy(&kept, dir.path().join("snapshot.0000000000000009.tmp")).unwrap();
     assert!(tmp.exists());
     assert_eq!(zxids(dir.path()), vec![5]);
-    assert_eq!(retain(dir.path(), 3).unwrap(), Some(5));
+    assert_eq!(retain(dir.path(), 3).unwrap(), None, "one of 3 snapshots");
 
     let (snap, rejected) = load_newest(dir.path()).unwrap();
     assert_eq!(snap.unwrap().path(), kept);
@@ -91,4 +91,23 @@ fn crash_before_rename_leaves_only_tmp() {
     std::fs::write(dir.path().join("other.tmp"), b"x").unwrap();
     assert!(clean(dir.path()).unwrap().is_empty());
     assert!(dir.path().join("other.tmp").exists());
+}
+
+/// Until `keep` valid snapshots exist no purge point is reported: the log before the first
+/// snapshot is the only recovery point left if a snapshot is damaged (issue 12 item 13).
+#[test]
+fn no_purge_point_until_keep_valid_snapshots_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), 10, &sample(4), 2);
+    assert_eq!(retain(dir.path(), 3).unwrap(), None);
+    write(dir.path(), 20, &sample(4), 2);
+    assert_eq!(retain(dir.path(), 3).unwrap(), None);
+    // A damaged third does not count.
+    std::fs::write(dir.path().join(palisade_snapshot::file_name(30)), b"bad").unwrap();
+    assert_eq!(retain(dir.path(), 3).unwrap(), None);
+    write(dir.path(), 40, &sample(4), 2);
+    assert_eq!(retain(dir.path(), 3).unwrap(), Some(10));
+    write(dir.path(), 50, &sample(4), 2);
+    assert_eq!(retain(dir.path(), 3).unwrap(), Some(20));
+    assert_eq!(zxids(dir.path()), vec![50, 40, 20]);
 }

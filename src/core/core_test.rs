@@ -2,7 +2,7 @@
 //! ordering guarantees (reads vs writes, events before replies), the reaper, shutdown.
 
 use super::*;
-use crate::durability::log::Batch;
+use crate::durability::log::LogMsg;
 use crate::durability::LogQueue;
 use crate::state::tree;
 use bytes::{Buf, Bytes};
@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 struct Harness {
     core: Core,
-    log: std_mpsc::Receiver<Batch>,
+    log: std_mpsc::Receiver<LogMsg>,
     next_conn: ConnId,
 }
 
@@ -74,7 +74,11 @@ impl Harness {
         let last = self
             .log
             .try_iter()
-            .flat_map(|b| b.records)
+            .filter_map(|m| match m {
+                LogMsg::Batch(b) => Some(b.records),
+                LogMsg::Purge { .. } => None,
+            })
+            .flatten()
             .filter(|r| r.kind == RecordKind::Txn)
             .map(|r| r.zxid)
             .max();

@@ -21,6 +21,10 @@ pub trait LogSink: Send + 'static {
     fn append(&mut self, rec: &LogRecord) -> io::Result<()>;
     /// Makes every appended record durable.
     fn sync(&mut self) -> io::Result<()>;
+    /// Deletes whole segments holding only txns before `keep_from`; returns how many.
+    fn purge(&mut self, _keep_from: i64) -> io::Result<usize> {
+        Ok(0)
+    }
 }
 
 /// Keeps nothing: every txn is "durable" at once (for tests of the core).
@@ -42,11 +46,27 @@ impl LogSink for palisade_wal::Wal {
     fn sync(&mut self) -> io::Result<()> {
         palisade_wal::Wal::sync(self).map_err(io::Error::other)
     }
+    fn purge(&mut self, keep_from: i64) -> io::Result<usize> {
+        self.purge_before(keep_from)
+            .map(|d| d.len())
+            .map_err(io::Error::other)
+    }
 }
 
 /// Records handed to the log in zxid order.
 pub struct Batch {
     pub records: Vec<LogRecord>,
+}
+
+/// What the log thread is sent: batches from the core, and purge points from the snapshot
+/// thread (the log's owner deletes its own segments; nobody else touches them).
+pub enum LogMsg {
+    Batch(Batch),
+    /// Every retained snapshot starts at or after `keep_from - 1`: segments holding only
+    /// txns before `keep_from` are no longer needed by any recovery point.
+    Purge {
+        keep_from: i64,
+    },
 }
 
 /// Starts the writer: every batch waiting is appended, then one sync, then `durable(last
@@ -59,8 +79,8 @@ pub fn spawn_writer(
     mut sink: Box<dyn LogSink>,
     spin_wait: Duration,
     durable: impl Fn(Result<i64, io::Error>) + Send + 'static,
-) -> io::Result<mpsc::Sender<Batch>> {
-    let (tx, rx) = mpsc::channel::<Batch>();
+) -> io::Result<mpsc::Sender<LogMsg>> {
+    let (tx, rx) = mpsc::channel::<LogMsg>();
     std::thread::Builder::new()
         .name("palisade-log".into())
         .spawn(move || {
@@ -75,7 +95,17 @@ pub fn spawn_writer(
             while let Some(first) = next() {
                 let mut last_txn = None;
                 let mut result = Ok(());
-                for batch in std::iter::once(first).chain(rx.try_iter()) {
+                let mut appended = false;
+                let mut purge = None;
+                for msg in std::iter::once(first).chain(rx.try_iter()) {
+                    let batch = match msg {
+                        LogMsg::Batch(b) => b,
+                        LogMsg::Purge { keep_from } => {
+                            purge = Some(keep_from);
+                            continue;
+                        }
+                    };
+                    appended = true;
                     for rec in &batch.records {
                         if result.is_ok() {
                             result = sink.append(rec);
@@ -85,17 +115,31 @@ pub fn spawn_writer(
                         }
                     }
                 }
-                crate::durability::crashpoint::hit("log.before_sync");
-                match result.and_then(|_| sink.sync()) {
-                    Ok(()) => {
-                        crate::durability::crashpoint::hit("log.before_ack");
-                        if let Some(z) = last_txn {
-                            durable(Ok(z));
+                if appended {
+                    crate::durability::crashpoint::hit("log.before_sync");
+                    match result.and_then(|_| sink.sync()) {
+                        Ok(()) => {
+                            crate::durability::crashpoint::hit("log.before_ack");
+                            if let Some(z) = last_txn {
+                                durable(Ok(z));
+                            }
+                        }
+                        Err(e) => {
+                            durable(Err(e));
+                            return;
                         }
                     }
-                    Err(e) => {
-                        durable(Err(e));
-                        return;
+                }
+                // After the sync: a purge never races the batch it shares a wake-up with.
+                if let Some(keep_from) = purge {
+                    match sink.purge(keep_from) {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(
+                            segments = n,
+                            keep_from = format_args!("{keep_from:#x}"),
+                            "purged log segments no retained snapshot needs"
+                        ),
+                        Err(e) => tracing::warn!(error = %e, "could not purge old log segments"),
                     }
                 }
             }

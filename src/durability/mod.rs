@@ -9,13 +9,14 @@
 
 pub mod capture;
 pub mod crashpoint;
+pub mod datadir;
 pub mod digest_record;
 pub mod log;
 pub mod recovery;
 pub mod snapshotter;
 
 use bytes::Bytes;
-use log::{Batch, LogRecord};
+use log::{Batch, LogMsg, LogRecord};
 use palisade_proto::Txn;
 use palisade_wal::RecordKind;
 use std::sync::mpsc;
@@ -33,12 +34,12 @@ pub trait Durability {
 
 /// The log thread's input: batches of records, sent as they are flushed.
 pub struct LogQueue {
-    tx: mpsc::Sender<Batch>,
+    tx: mpsc::Sender<LogMsg>,
     queued: Vec<LogRecord>,
 }
 
 impl LogQueue {
-    pub fn new(tx: mpsc::Sender<Batch>) -> Self {
+    pub fn new(tx: mpsc::Sender<LogMsg>) -> Self {
         LogQueue {
             tx,
             queued: Vec::new(),
@@ -69,7 +70,7 @@ impl Durability for LogQueue {
             return;
         }
         let records = std::mem::take(&mut self.queued);
-        if self.tx.send(Batch { records }).is_err() {
+        if self.tx.send(LogMsg::Batch(Batch { records })).is_err() {
             tracing::error!("log writer is gone; writes cannot be acknowledged");
         }
     }

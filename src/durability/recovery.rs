@@ -25,6 +25,16 @@ pub enum RecoveryError {
     Gap { after: i64, found: i64 },
     #[error("the snapshot's capture ended at zxid {end:#x} but the log stops at {last:#x}: txns the snapshot saw are missing from the log")]
     LogShort { end: i64, last: i64 },
+    /// A snapshot that saw txns the log does not hold: the log was cut or replaced after the
+    /// snapshot was written (the WAL logs every txn before it is applied, so before any
+    /// capture can see it; and a purge never removes the log's last txn).
+    #[error("snapshot {} (start zxid {start:#x}, end zxid {end:#x}) is newer than the log's end ({}): refusing to start, since serving it would lose or fork the txns after the log's end (move the snapshot aside, or restore the log)", snapshot.display(), log_end)]
+    SnapshotAheadOfLog {
+        snapshot: PathBuf,
+        start: i64,
+        end: i64,
+        log_end: String,
+    },
     #[error("digest mismatch after zxid {zxid:#x}: the replayed tree has {ours:#018x}, the {recorded_in} recorded {recorded:#018x}; the tree diverged from what was acknowledged (refusing to start; inspect the data dir, or restore a backup)")]
     Diverged {
         zxid: i64,
@@ -247,6 +257,9 @@ pub fn recover(snap_dir: &Path, log: &Recovered) -> Result<Restored, RecoveryErr
     for (path, e) in &rejected {
         tracing::warn!(path = %path.display(), error = %e, "damaged snapshot skipped; falling back to an older one");
     }
+    if let Some(s) = &snap {
+        check_log_reaches(s, log)?;
+    }
     let mut r = match &snap {
         Some(s) => Replayer::from_snapshot(s)?,
         None => Replayer::new(),
@@ -274,6 +287,29 @@ pub fn recover(snap_dir: &Path, log: &Recovered) -> Result<Restored, RecoveryErr
         }
     }
     r.finish()
+}
+
+/// The log must hold every txn the snapshot saw: its last txn is at least the capture's end.
+/// (A snapshot at zxid 0 of an empty log is the one case with nothing to hold.)
+fn check_log_reaches(s: &Snapshot, log: &Recovered) -> Result<(), RecoveryError> {
+    let end = s.trailer().end_zxid;
+    let report = log.report();
+    let last = report.last_txn_zxid;
+    if end <= 0 || last.is_some_and(|l| l >= end) {
+        return Ok(());
+    }
+    let segment = log.segments().last().map(|(p, _)| p.display().to_string());
+    let log_end = match (last, segment) {
+        (Some(l), Some(seg)) => format!("last txn {l:#x}, in {seg}"),
+        (Some(l), None) => format!("last txn {l:#x}"),
+        (None, _) => format!("{} holds no txn", report.dir.display()),
+    };
+    Err(RecoveryError::SnapshotAheadOfLog {
+        snapshot: s.path().to_path_buf(),
+        start: s.start_zxid(),
+        end,
+        log_end,
+    })
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
 //! The snapshot writer thread: receives the chunks the core captures and writes them as a
-//! snapshot file; when one is complete it keeps the newest `retain` snapshots and deletes the
-//! log segments none of them needs. A failed snapshot is logged, not fatal: the log still
-//! holds everything. It reports nothing back to the core, so the core (which blocks when
-//! this thread's queue is full) can never wait on a thread that waits on it.
+//! snapshot file; when one is complete it keeps the newest `retain` snapshots and, once that
+//! many valid ones exist, tells the log thread (the durability layer's owner of the WAL) from
+//! which zxid on the log is still needed; the log thread deletes the segments before it. A
+//! failed snapshot is logged, not fatal: the log still holds everything. It reports nothing
+//! back to the core, so the core (which blocks when this thread's queue is full) can never
+//! wait on a thread that waits on it; the log thread's channel is unbounded.
 
+use crate::durability::log::LogMsg;
 use palisade_snapshot::{SnapshotWriter, Trailer};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -17,8 +20,9 @@ pub enum SnapMsg {
 
 pub struct SnapDirs {
     pub snap_dir: PathBuf,
-    pub log_dir: PathBuf,
     pub retain: usize,
+    /// The log thread, which purges the segments no retained snapshot needs.
+    pub log: mpsc::Sender<LogMsg>,
 }
 
 /// Chunks queued to the writer at most: the core blocks past this, so a slow disk slows the
@@ -69,11 +73,11 @@ pub fn spawn(
                                 // Begin to durable file: what a snapshot costs.
                                 let ms = t0.elapsed().as_millis() as u64;
                                 crate::durability::crashpoint::hit("snapshot.before_purge");
-                                let purged = purge(&dirs);
+                                let keep_from = retain(&dirs);
                                 tracing::info!(
                                     path = %path.display(),
                                     ms,
-                                    purged_segments = purged,
+                                    log_needed_from = ?keep_from,
                                     "snapshot written"
                                 );
                             }
@@ -93,21 +97,20 @@ pub fn spawn(
     Ok(tx)
 }
 
-/// Keeps the newest `retain` snapshots and the log from the oldest of them on.
-fn purge(dirs: &SnapDirs) -> usize {
+/// Keeps the newest `retain` snapshots; once that many valid ones exist, asks the log thread
+/// to purge the segments before the oldest one's start. Returns that purge point.
+fn retain(dirs: &SnapDirs) -> Option<i64> {
     let oldest = match palisade_snapshot::retain(&dirs.snap_dir, dirs.retain) {
         Ok(Some(z)) => z,
-        Ok(None) => return 0,
+        Ok(None) => return None,
         Err(e) => {
             tracing::warn!(error = %e, "could not purge old snapshots");
-            return 0;
+            return None;
         }
     };
-    match palisade_wal::Wal::purge(&dirs.log_dir, oldest.saturating_add(1)) {
-        Ok(deleted) => deleted.len(),
-        Err(e) => {
-            tracing::warn!(error = %e, "could not purge old log segments");
-            0
-        }
+    let keep_from = oldest.saturating_add(1);
+    if dirs.log.send(LogMsg::Purge { keep_from }).is_err() {
+        tracing::warn!("log thread is gone; no log purge");
     }
+    Some(keep_from)
 }

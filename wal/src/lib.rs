@@ -136,6 +136,11 @@ pub const DEFAULT_MAX_PAYLOAD: u32 = 16 * 1024 * 1024;
 pub const SEGMENT_HEADER_BYTES: u64 = format::SEGMENT_HEADER_LEN as u64;
 pub const RECORD_HEADER_BYTES: u64 = format::RECORD_HEADER_LEN as u64;
 
+/// Whether `name` is a segment file name (`log.<16 lowercase hex>`).
+pub fn is_segment_file_name(name: &str) -> bool {
+    format::parse_segment_file_name(name).is_some()
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     pub dir: PathBuf,

@@ -6,13 +6,26 @@ use crate::WalError;
 use memmap2::{Mmap, MmapOptions};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub const DETACHED_DIR: &str = "detached";
 pub const LOCK_FILE: &str = "LOCK";
 const TMP_SUFFIX: &str = ".tmp";
+/// Txn payloads are client data: files the WAL creates are readable by their owner only, and
+/// so are the directories it creates (group and others get nothing).
+pub const FILE_MODE: u32 = 0o600;
+pub const DIR_MODE: u32 = 0o700;
+
+/// `mkdir -p` whose created directories are 0700 (existing ones are left as they are).
+pub fn create_private_dir(dir: &Path) -> Result<(), WalError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+        .map_err(|e| WalError::io(dir, e))
+}
 
 /// The segment files of `dir` (`log.<16 hex>`), in zxid order. Other names are ignored.
 pub fn list(dir: &Path) -> Result<Vec<(i64, PathBuf)>, WalError> {
@@ -70,6 +83,7 @@ pub fn create(dir: &Path, first_zxid: i64, size: u64) -> Result<(File, PathBuf),
         .write(true)
         .create(true)
         .truncate(true)
+        .mode(FILE_MODE)
         .open(&tmp)
         .map_err(|e| WalError::io(&tmp, e))?;
     file.write_all_at(&format::encode_segment_header(first_zxid), 0)
@@ -170,7 +184,7 @@ pub fn open_rw(path: &Path) -> Result<File, WalError> {
 pub fn detached_dir(dir: &Path) -> Result<PathBuf, WalError> {
     let detached = dir.join(DETACHED_DIR);
     if !detached.is_dir() {
-        fs::create_dir_all(&detached).map_err(|e| WalError::io(&detached, e))?;
+        create_private_dir(&detached)?;
         sync_dir(dir)?;
     }
     Ok(detached)
@@ -201,6 +215,7 @@ pub fn save_evidence(dir: &Path, base: &str, bytes: &[u8]) -> Result<PathBuf, Wa
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(FILE_MODE)
         .open(&path)
         .map_err(|e| WalError::io(&path, e))?;
     f.write_all(bytes)

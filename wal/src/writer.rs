@@ -8,7 +8,7 @@ use crate::segment;
 use crate::{Corruption, Options, RecordKind, Recovered, WalError};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The segment being appended to (on disk).
@@ -56,7 +56,7 @@ impl Wal {
     /// Creates `opts.dir` if missing. Fails with [`WalError::Locked`] if another `Wal` holds
     /// the directory.
     pub fn open(opts: Options, on_corruption: Corruption) -> Result<(Wal, Recovered), WalError> {
-        std::fs::create_dir_all(&opts.dir).map_err(|e| WalError::io(&opts.dir, e))?;
+        segment::create_private_dir(&opts.dir)?;
         let lock = lock_dir(&opts.dir)?;
         let (recovered, resume) = recovery::recover(&opts, on_corruption)?;
         tracing::info!("{}", recovered.report());
@@ -284,7 +284,27 @@ impl Wal {
     /// never goes. Oldest first, so a crash midway still leaves a contiguous log. Lists the
     /// directory rather than asking the writer, so the snapshot thread can call it.
     pub fn purge(dir: &Path, keep_from: i64) -> Result<Vec<PathBuf>, WalError> {
-        let segments = segment::list(dir)?;
+        Self::purge_listed(dir, keep_from, segment::list(dir)?)
+    }
+
+    /// [`Wal::purge`] by the writer's owner (the log thread), which also knows whether the
+    /// open segment holds a txn yet: if it does not, the segment before it (which holds the
+    /// log's last txn) stays too, so the log never loses its last txn to a purge: recovery
+    /// checks a snapshot against it.
+    pub fn purge_before(&self, keep_from: i64) -> Result<Vec<PathBuf>, WalError> {
+        let mut segments = segment::list(&self.opts.dir)?;
+        let active_has_txn = self.cursor.is_none_or(|c| c.has_txn);
+        if !active_has_txn {
+            segments.pop();
+        }
+        Self::purge_listed(&self.opts.dir, keep_from, segments)
+    }
+
+    fn purge_listed(
+        dir: &Path,
+        keep_from: i64,
+        segments: Vec<(i64, PathBuf)>,
+    ) -> Result<Vec<PathBuf>, WalError> {
         let mut deleted = Vec::new();
         for pair in segments.windows(2) {
             let [(_, path), (next_first, _)] = pair else {
@@ -311,6 +331,7 @@ fn lock_dir(dir: &Path) -> Result<File, WalError> {
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(segment::FILE_MODE)
         .open(&path)
         .map_err(|e| WalError::io(&path, e))?;
     match file.try_lock() {
