@@ -1512,7 +1512,114 @@ def hostile_pipelined(h):
     h.health()
 
 
+
+# ---------------------------------------------------------------- watch events and ACLs
+# CVE-2024-23944 (ZOOKEEPER-4799, fixed in 3.8.4 / 3.9.2 and in Debian's 3.8.0-11+deb12u2, the
+# reference): a watch event is delivered only to a connection that may READ the node it names
+# (a deleted node's own ACL, the parent's for NodeChildrenChanged).
+
+NO_READ = [(31 & ~zw.PERM_READ, 'world', 'anyone')]
+
+# The truth table of ZooKeeper's PersistentWatcherACLTest: (allow /a, allow /a/b, allow
+# /a/b/c (None: never created), watch target, mode, steps). A step is (op, target); which
+# events the watcher gets is what the transcripts compare.
+WATCH_ACL_ROUNDS = [
+    (False, True, None, '/a', 0, [('setData', '/a'), ('create', '/a/b'), ('setData', '/a/b'),
+                                  ('delete', '/a/b'), ('delete', '/a')]),
+    (False, False, None, '/a', 0, [('setData', '/a'), ('create', '/a/b'), ('delete', '/a/b'),
+                                   ('delete', '/a')]),
+    (True, False, None, '/a', 0, [('create', '/a'), ('setData', '/a'), ('create', '/a/b'),
+                                  ('setData', '/a/b'), ('delete', '/a/b'), ('delete', '/a')]),
+    (False, True, None, '/a', 1, [('setData', '/a'), ('create', '/a/b'), ('setData', '/a/b'),
+                                  ('delete', '/a/b'), ('delete', '/a')]),
+    (False, False, None, '/a', 1, [('setData', '/a'), ('create', '/a/b'), ('setData', '/a/b'),
+                                   ('delete', '/a/b'), ('delete', '/a')]),
+    (False, False, False, '/a', 1, [('create', '/a/b'), ('setData', '/a/b'), ('create', '/a/b/c'),
+                                    ('setData', '/a/b/c'), ('delete', '/a/b/c'),
+                                    ('delete', '/a/b')]),
+    (False, True, True, '/a', 1, [('create', '/a/b'), ('setData', '/a/b'), ('create', '/a/b/c'),
+                                  ('setData', '/a/b/c'), ('delete', '/a/b/c'),
+                                  ('delete', '/a/b')]),
+    (False, True, False, '/a', 1, [('create', '/a/b'), ('setData', '/a/b'), ('create', '/a/b/c'),
+                                   ('setData', '/a/b/c'), ('delete', '/a/b/c'),
+                                   ('delete', '/a/b')]),
+    (False, True, False, '/a/b/c', 1, [('create', '/a/b'), ('setData', '/a/b'),
+                                       ('create', '/a/b/c'), ('setData', '/a/b/c'),
+                                       ('delete', '/a/b/c'), ('delete', '/a/b')]),
+    (False, True, True, '/a/b/c', 1, [('create', '/a/b'), ('setData', '/a/b'),
+                                      ('create', '/a/b/c'), ('setData', '/a/b/c'),
+                                      ('delete', '/a/b/c'), ('delete', '/a/b')]),
+]
+
+
+def _acl_for(allow):
+    return zw.OPEN_ACL if allow else NO_READ
+
+
+def watches_acl_truth_table(h):
+    """The ten rounds of ZooKeeper's PersistentWatcherACLTest (ZOOKEEPER-4799), each under its
+    own node: an unauthenticated connection W watches (PERSISTENT or PERSISTENT_RECURSIVE)
+    while A creates, changes and deletes nodes whose ACL grants everything but READ (deny) or
+    everything (allow); after each step, the events W got."""
+    start(h)
+    h.connect('W')
+    for i, (a, b, c, target, mode, steps) in enumerate(WATCH_ACL_ROUNDS):
+        base = h.p('/round%d' % i)
+        h.op('A', 'create', path=base)
+        acls = {'/a': _acl_for(a), '/a/b': _acl_for(b), '/a/b/c': _acl_for(c)}
+        if steps[0] != ('create', '/a'):
+            h.op('A', 'create', path=base + '/a', acl=acls['/a'])
+        h.op('W', 'addWatch', path=base + target, mode=mode)
+        for op, t in steps:
+            if op == 'create':
+                h.op('A', 'create', path=base + t, acl=acls[t])
+            elif op == 'delete':
+                h.op('A', 'delete', path=base + t)
+            else:
+                h.op('A', 'setData', path=base + t, data=b'x')
+            h.events('W')
+        h.op('W', 'removeWatches', path=base + target, type=3)
+
+
+def watches_acl_digest(h):
+    """A node readable by alice only (digest), under a recursively watched, open parent:
+    an unauthenticated watcher sees nothing of it (NodeCreated, NodeDataChanged,
+    NodeChildrenChanged of its children, NodeDeleted), whether its watch is PERSISTENT on the
+    node, PERSISTENT_RECURSIVE on the parent, or a one-shot exists watch; alice's and super's
+    connections get every event. Changes of the open parent reach everyone."""
+    start(h)
+    h.op('A', 'auth', xid=zw.XID_AUTH, scheme='digest', auth=b'alice:secret')
+    prot = [(31, 'digest', digest_id('alice', 'secret'))]
+    h.op('A', 'create', path=h.p('/open'))
+    for name, login in (('U', None), ('L', b'alice:secret'), ('S', b'super:secret')):
+        h.connect(name)
+        if login:
+            h.op(name, 'auth', xid=zw.XID_AUTH, scheme='digest', auth=login)
+        h.op(name, 'addWatch', path=h.p('/open'), mode=1)
+        h.op(name, 'addWatch', path=h.p('/open/secret'), mode=0)
+        h.op(name, 'exists', path=h.p('/open/secret'), watch=True)
+    h.op('A', 'create', path=h.p('/open/secret'), data=b's', acl=prot)   # NodeCreated
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+        h.op(name, 'exists', path=h.p('/open/secret'), watch=True)
+    h.op('A', 'setData', path=h.p('/open/secret'), data=b't')            # NodeDataChanged
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+    h.op('A', 'create', path=h.p('/open/secret/child'), acl=zw.OPEN_ACL)  # NodeChildrenChanged
+    h.op('A', 'delete', path=h.p('/open/secret/child'))
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+    h.op('A', 'delete', path=h.p('/open/secret'))                        # NodeDeleted
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+    h.op('A', 'setData', path=h.p('/open'), data=b'o')                   # open: everyone
+    h.op('A', 'create', path=h.p('/open/plain'))
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+
 SCENARIOS = [
+    ('watches_acl_truth_table', watches_acl_truth_table),
+    ('watches_acl_digest', watches_acl_digest),
     ('create_basic', create_basic),
     ('create_flags', create_flags),
     ('create_container', create_container),
