@@ -5,6 +5,7 @@
 use super::conns::Slot;
 use super::pending::{Awaiting, Waiter};
 use super::{reply, Core, Out};
+use crate::acl;
 use crate::core::watch::{ON_CHILDREN, ON_DATA, ON_DELETE};
 use crate::durability::digest_record::DIGEST_EVERY;
 use crate::state::{Change, Effects, SessionEffect};
@@ -96,7 +97,12 @@ impl Core {
         let _ = ready.send(true);
     }
 
-    /// Watch events for what the txn changed, each to every connection watching it, once.
+    /// Watch events for what the txn changed, each to every connection watching it, once,
+    /// and only to a connection that may READ the node the event names (the node's ACL at the
+    /// change: a deleted node's own, the parent's for NodeChildrenChanged). This is ZooKeeper's
+    /// fix of CVE-2024-23944 (ZOOKEEPER-4799, 3.8.4 / 3.9.2): it checks every watcher at
+    /// delivery, after the table fired, so a one-shot watch a connection may not read is used
+    /// up without an event, as there.
     fn notify(&mut self, changes: &[Change<'_>]) {
         for ch in changes {
             let tables = match ch.event {
@@ -108,9 +114,17 @@ impl Core {
             if conns.is_empty() {
                 continue;
             }
-            let frame = reply::event(ch.event, ch.path);
+            let mut frame = None;
             for c in conns {
-                self.send_event(c, frame.clone());
+                let readable = self
+                    .conns
+                    .get(&c)
+                    .is_some_and(|conn| acl::check(&ch.acl, acl::READ, &conn.auth));
+                if !readable {
+                    continue;
+                }
+                let f = frame.get_or_insert_with(|| reply::event(ch.event, ch.path));
+                self.send_event(c, f.clone());
             }
         }
     }

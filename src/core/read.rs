@@ -14,13 +14,18 @@ use std::time::Instant;
 type RResult<T> = Result<T, ErrorCode>;
 
 /// A request's path as ZooKeeper's Java decoding sees it: undecodable bytes become U+FFFD
-/// (so such a path names no node, rather than being a malformed request); null is "".
+/// (so such a path names no node, rather than being a malformed request); null is "" (the
+/// reads that look a node up refuse null first, see `readable`).
 fn text(path: &JStr) -> Cow<'_, str> {
     path.to_lossy().unwrap_or_default()
 }
 
 impl Core {
     fn readable(&self, conn: ConnId, path: &JStr, perm: i32) -> RResult<NodeId> {
+        // ZooKeeper looks a null path up in a map that refuses null: MARSHALLINGERROR.
+        if path.is_null() {
+            return Err(ErrorCode::MarshallingError);
+        }
         let id = self
             .state
             .tree
@@ -117,7 +122,9 @@ impl Core {
             Request::Ping => reply::header(reply::XID_PING, zxid, 0),
             Request::Exists(r) => {
                 let p = text(&r.path);
-                if p.contains('\0') {
+                if r.path.is_null() {
+                    err(ErrorCode::MarshallingError)
+                } else if p.contains('\0') {
                     err(ErrorCode::BadArguments)
                 } else {
                     if r.watch {
@@ -193,8 +200,10 @@ impl Core {
             }
             // The path comes back as ZooKeeper re-encodes what it decoded.
             Request::Sync(r) => {
+                // echoed as sent: null stays null, undecodable bytes become U+FFFD
                 let path = match r.path.as_str() {
                     Some(_) => r.path,
+                    None if r.path.is_null() => r.path,
                     None => JStr::from(text(&r.path).into_owned()),
                 };
                 reply::record(xid, zxid, &SyncResponse { path })

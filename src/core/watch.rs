@@ -5,9 +5,11 @@
 //! connection holds a PERSISTENT watch turns that half into a one-shot watch (ZooKeeper 3.8's
 //! WatcherModeManager; ZOOKEEPER-4466 changed this only in 3.9).
 //!
-//! Triggering costs the watchers of the path plus the recursive watchers of its ancestors (the
-//! ancestor walk is skipped while a table holds no recursive watch).
+//! Triggering costs the watchers of the path plus the recursive watchers of its ancestors,
+//! found in one walk over the path through a trie of recursively watched paths (skipped while
+//! a table holds no recursive watch): O(path length), not O(depth × path length).
 
+use crate::path::trie::PathTrie;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -53,71 +55,82 @@ pub fn add_watch_mode(mode: i32) -> Option<Mode> {
     }
 }
 
-/// The watchers of one path in one table: non-recursive ones (with whether they persist) and
-/// recursive ones apart, so that an ancestor walk only visits recursive watchers.
-#[derive(Default)]
-struct Watchers {
-    exact: HashMap<ConnId, bool>,
-    recursive: HashSet<ConnId>,
-}
-
-impl Watchers {
-    fn is_empty(&self) -> bool {
-        self.exact.is_empty() && self.recursive.is_empty()
-    }
-
-    fn len(&self) -> usize {
-        self.exact.len() + self.recursive.len()
-    }
-
-    fn contains(&self, conn: ConnId) -> bool {
-        self.exact.contains_key(&conn) || self.recursive.contains(&conn)
-    }
-
-    /// Removes `conn`; true if it was a recursive watcher.
-    fn take(&mut self, conn: ConnId) -> Option<bool> {
-        if self.recursive.remove(&conn) {
-            Some(true)
-        } else {
-            self.exact.remove(&conn).map(|_| false)
-        }
-    }
-}
-
+/// One table: the non-recursive watchers of each path (with whether they persist), and the
+/// recursive ones in a trie of watched paths, so that an event finds the recursive watchers
+/// of its path and of all its ancestors in one walk over the path (O(path length), however
+/// deep the path and however many recursive watches there are).
 #[derive(Default)]
 struct Table {
-    paths: HashMap<Arc<str>, Watchers>,
+    exact: HashMap<Arc<str>, HashMap<ConnId, bool>>,
+    recursive: PathTrie<HashSet<ConnId>>,
     /// Every connection that registered a watch in this table, with the paths it still
     /// watches. Like ZooKeeper's watch2Paths, an entry stays (possibly empty) after its
     /// watches fired or were removed, until the connection goes; `wchs`/`wchc` show it.
     by_conn: HashMap<ConnId, HashSet<Arc<str>>>,
     /// Number of recursive (connection, path) watches in this table.
-    recursive: usize,
+    recursive_count: usize,
 }
 
 impl Table {
-    fn add(&mut self, mode: Mode, path: &str, conn: ConnId) {
-        let key: Arc<str> = match self.paths.get_key_value(path) {
+    /// The stored key for `path`, shared with the entries that already name it.
+    fn key(&self, path: &str) -> Arc<str> {
+        match self.exact.get_key_value(path) {
             Some((k, _)) => k.clone(),
-            None => Arc::from(path),
-        };
-        let w = self.paths.entry(key.clone()).or_default();
-        if w.take(conn) == Some(true) {
-            self.recursive -= 1;
+            None => self
+                .recursive
+                .key(path)
+                .cloned()
+                .unwrap_or_else(|| Arc::from(path)),
         }
-        match mode {
-            Mode::Standard => {
-                w.exact.insert(conn, false);
+    }
+
+    /// Removes `conn`'s watch at `path` from the watcher sets (not from `by_conn`); Some(true)
+    /// if it was a recursive one.
+    fn take(&mut self, path: &str, conn: ConnId) -> Option<bool> {
+        if let Some(set) = self.recursive.get_mut(path) {
+            if set.remove(&conn) {
+                if set.is_empty() {
+                    self.recursive.remove(path);
+                }
+                self.recursive_count = self.recursive_count.saturating_sub(1);
+                return Some(true);
             }
-            Mode::Persistent => {
-                w.exact.insert(conn, true);
+        }
+        let m = self.exact.get_mut(path)?;
+        m.remove(&conn)?;
+        if m.is_empty() {
+            self.exact.remove(path);
+        }
+        Some(false)
+    }
+
+    fn add(&mut self, mode: Mode, path: &str, conn: ConnId) {
+        let key = self.key(path);
+        self.take(path, conn);
+        match mode {
+            Mode::Standard | Mode::Persistent => {
+                self.exact
+                    .entry(key.clone())
+                    .or_default()
+                    .insert(conn, mode == Mode::Persistent);
             }
             Mode::Recursive => {
-                w.recursive.insert(conn);
-                self.recursive += 1;
+                if let Some(set) = self.recursive.get_or_insert_with(&key, HashSet::new) {
+                    set.insert(conn);
+                    self.recursive_count += 1;
+                }
             }
         }
         self.by_conn.entry(conn).or_default().insert(key);
+    }
+
+    fn has(&self, path: &str, conn: ConnId) -> bool {
+        self.exact.get(path).is_some_and(|m| m.contains_key(&conn))
+            || self.recursive.get(path).is_some_and(|s| s.contains(&conn))
+    }
+
+    fn watched(&self, path: &str) -> bool {
+        self.exact.contains_key(path) || self.recursive.get(path).is_some()
     }
 
     fn remove(&mut self, path: &str, conn: ConnId) -> bool {
@@ -127,18 +140,7 @@ impl Table {
         if !paths.remove(path) {
             return false;
         }
-        let Some(w) = self.paths.get_mut(path) else {
-            return false;
-        };
-        match w.take(conn) {
-            None => return false,
-            Some(true) => self.recursive -= 1,
-            Some(false) => {}
-        }
-        if w.is_empty() {
-            self.paths.remove(path);
-        }
-        true
+        self.take(path, conn).is_some()
     }
 
     fn remove_conn(&mut self, conn: ConnId) {
@@ -146,14 +148,7 @@ impl Table {
             return;
         };
         for p in paths {
-            if let Some(w) = self.paths.get_mut(&p) {
-                if w.take(conn) == Some(true) {
-                    self.recursive -= 1;
-                }
-                if w.is_empty() {
-                    self.paths.remove(&p);
-                }
-            }
+            self.take(&p, conn);
         }
     }
 
@@ -161,25 +156,22 @@ impl Table {
     /// removed), and recursive watchers at `path` and its ancestors fire unless the event is
     /// NodeChildrenChanged.
     fn trigger(&mut self, path: &str, children_changed: bool, mut notify: impl FnMut(ConnId)) {
-        if let Some((key, w)) = self.paths.get_key_value(path) {
+        if let Some((key, m)) = self.exact.get_key_value(path) {
             let key = key.clone();
             let mut fired_once = Vec::new();
-            for (&c, &persistent) in &w.exact {
+            for (&c, &persistent) in m {
                 notify(c);
                 if !persistent {
                     fired_once.push(c);
                 }
             }
-            if !children_changed {
-                w.recursive.iter().for_each(|&c| notify(c));
-            }
             if !fired_once.is_empty() {
-                if let Some(w) = self.paths.get_mut(path) {
+                if let Some(m) = self.exact.get_mut(path) {
                     for c in &fired_once {
-                        w.exact.remove(c);
+                        m.remove(c);
                     }
-                    if w.is_empty() {
-                        self.paths.remove(path);
+                    if m.is_empty() {
+                        self.exact.remove(path);
                     }
                 }
                 for c in fired_once {
@@ -189,29 +181,42 @@ impl Table {
                 }
             }
         }
-        if self.recursive == 0 || children_changed {
+        if self.recursive_count == 0 || children_changed {
             return;
         }
-        let mut p = path;
-        while let Some(parent) = parent(p) {
-            if let Some(w) = self.paths.get(parent) {
-                w.recursive.iter().for_each(|&c| notify(c));
-            }
-            p = parent;
-        }
+        self.recursive
+            .for_each_covering(path, |_, set| set.iter().for_each(|&c| notify(c)));
     }
 
     fn count(&self) -> usize {
-        self.paths.values().map(Watchers::len).sum()
+        self.exact.values().map(HashMap::len).sum::<usize>() + self.recursive_count
     }
-}
 
-/// The parent of an absolute path ("/" for "/a"), None for "/" and for anything without '/'.
-fn parent(p: &str) -> Option<&str> {
-    match p.rfind('/') {
-        Some(0) if p.len() > 1 => Some("/"),
-        Some(i) if i > 0 => p.get(..i),
-        _ => None,
+    /// Number of distinct watched paths.
+    fn path_count(&self) -> usize {
+        let rec_only = self
+            .recursive
+            .iter()
+            .filter(|(k, _)| !self.exact.contains_key(k.as_ref()))
+            .count();
+        self.exact.len() + rec_only
+    }
+
+    /// Every watched path with its connections.
+    fn by_path(&self) -> impl Iterator<Item = (&Arc<str>, Vec<ConnId>)> {
+        let exact = self.exact.iter().map(|(p, m)| {
+            let mut conns: Vec<ConnId> = m.keys().copied().collect();
+            if let Some(s) = self.recursive.get(p) {
+                conns.extend(s.iter().copied());
+            }
+            (p, conns)
+        });
+        let rec_only = self
+            .recursive
+            .iter()
+            .filter(|(k, _)| !self.exact.contains_key(k.as_ref()))
+            .map(|(k, s)| (k, s.iter().copied().collect()));
+        exact.chain(rec_only)
     }
 }
 
@@ -254,17 +259,14 @@ impl Watches {
 
     /// Whether `conn` itself watches `path` in that table (exactly there, any mode).
     pub fn has(&self, kind: Kind, path: &str, conn: ConnId) -> bool {
-        self.table_ref(kind)
-            .paths
-            .get(path)
-            .is_some_and(|w| w.contains(conn))
+        self.table_ref(kind).has(path, conn)
     }
 
     /// checkWatches as ZooKeeper 3.8.0 answers it: true when the table holds any watch at
     /// exactly `path`, whichever connection holds it (its WatchManager.containsWatcher tests
     /// the path's watcher set for existence, not for the caller).
     pub fn watched(&self, kind: Kind, path: &str) -> bool {
-        self.table_ref(kind).paths.contains_key(path)
+        self.table_ref(kind).watched(path)
     }
 
     /// removeWatches for one table: removes `conn`'s watch at exactly `path`, any mode.
@@ -304,7 +306,7 @@ impl Watches {
     /// registered a data watch and are still open, watched paths, watches).
     pub fn data_summary(&self) -> (usize, usize, usize) {
         let t = &self.data;
-        (t.by_conn.len(), t.paths.len(), t.count())
+        (t.by_conn.len(), t.path_count(), t.count())
     }
 
     /// The data table by connection (`wchc`): every connection that registered a data watch,
@@ -315,10 +317,7 @@ impl Watches {
 
     /// The data table by path (`wchp`): every watched path with its connections.
     pub fn data_by_path(&self) -> impl Iterator<Item = (&Arc<str>, Vec<ConnId>)> {
-        self.data.paths.iter().map(|(p, w)| {
-            let conns = w.exact.keys().chain(w.recursive.iter()).copied().collect();
-            (p, conns)
-        })
+        self.data.by_path()
     }
 }
 

@@ -98,6 +98,19 @@ impl Check<'_> {
 
     /// One op. Inside a multi, create2 is logged as create (its result has no stat).
     fn op(&mut self, req: &Request, in_multi: bool, undo: &mut Undo) -> PResult<TxnBody> {
+        // A null path (string length -1): ZooKeeper's create and delete dereference it before
+        // any path rule and answer MARSHALLINGERROR (setData validates it: BADARGUMENTS).
+        let null_path = match req {
+            Request::Create(c) | Request::Create2(c) | Request::CreateContainer(c) => {
+                c.path.is_null()
+            }
+            Request::CreateTtl(c) => c.path.is_null(),
+            Request::Delete(d) => d.path.is_null(),
+            _ => false,
+        };
+        if null_path && !in_multi {
+            return Err(ErrorCode::MarshallingError);
+        }
         match req {
             Request::Create(c) | Request::Create2(c) | Request::CreateContainer(c) => {
                 let op = match req.op_code() {

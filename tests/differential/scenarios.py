@@ -1477,6 +1477,81 @@ def hostile_bad_body(h):
     h.health()
 
 
+def create_odd_path_strings(h):
+    """Path strings ZooKeeper's jute and PrepRequestProcessor see before any path rule: an
+    empty path (create, create2, and inside a multi), a null one (length -1), and a path whose
+    declared length runs past the end of the frame (by a little, with the other fields after
+    it, and by a lot). Each on its own connection: what matters is the reply or the close."""
+    _hostile_conn(h, 'A')
+    h.op('A', 'create', path=h.p())
+    w = zw.Writer
+    acl = lambda x: x.vector(zw.OPEN_ACL, zw.Writer.acl)  # noqa: E731
+    cases = [
+        ('create', OP['create'], acl(w().ustring('').buffer(b'').raw(b'')).int(0).bytes(),
+         'create, empty path'),
+        ('create2', OP['create2'], acl(w().ustring('').buffer(b'x')).int(0).bytes(),
+         'create2, empty path'),
+        ('create', OP['create'], acl(w().int(-1).buffer(b'')).int(0).bytes(),
+         'create, null path'),
+        ('create', OP['create'],
+         acl(w().int(len(h.p('/x')) + 64).raw(h.p('/x').encode()).buffer(b'')).int(0).bytes(),
+         'create, path length past the frame by a little'),
+        ('create', OP['create'], w().int(100000).raw(h.p('/y').encode()).bytes(),
+         'create, path length past the frame by a lot'),
+        ('setData', OP['setData'], w().int(4096).raw(h.p().encode()).bytes(),
+         'setData, path length past the frame'),
+        ('create2', OP['create2'], acl(w().int(-1).buffer(b'')).int(0).bytes(),
+         'create2, null path'),
+        ('createContainer', OP['createContainer'], acl(w().ustring('').buffer(b'')).int(4).bytes(),
+         'createContainer, empty path'),
+        ('createTTL', OP['createTTL'],
+         acl(w().ustring('').buffer(b'')).int(5).long(HOUR).bytes(), 'createTTL, empty path'),
+        ('createTTL', OP['createTTL'],
+         acl(w().int(len(h.p('/t')) + 9).raw(h.p('/t').encode()).buffer(b'')).int(5).long(HOUR)
+         .bytes(), 'createTTL, path length past the frame'),
+        ('delete', OP['delete'], w().ustring('').int(-1).bytes(), 'delete, empty path'),
+        ('delete', OP['delete'], w().int(-1).int(-1).bytes(), 'delete, null path'),
+        ('setData', OP['setData'], w().int(-1).buffer(b'').int(-1).bytes(), 'setData, null path'),
+        ('setData', OP['setData'], w().ustring('').buffer(b'').int(-1).bytes(),
+         'setData, empty path'),
+        ('getData', OP['getData'], w().int(-1).raw(b'\x00').bytes(), 'getData, null path'),
+        ('exists', OP['exists'], w().int(-1).raw(b'\x00').bytes(), 'exists, null path'),
+        ('getChildren', OP['getChildren'], w().int(-1).raw(b'\x00').bytes(),
+         'getChildren, null path'),
+        ('getChildren2', OP['getChildren2'], w().int(-1).raw(b'\x00').bytes(),
+         'getChildren2, null path'),
+        ('getACL', OP['getACL'], w().int(-1).bytes(), 'getACL, null path'),
+        ('getData', OP['getData'], w().int(-1).raw(b'\x01').bytes(), 'getData, null path, watch'),
+        ('addWatch', OP['addWatch'], w().int(-1).int(1).bytes(), 'addWatch, null path'),
+        ('addWatch', OP['addWatch'], w().ustring('').int(1).bytes(), 'addWatch, empty path'),
+        ('sync', OP['sync'], w().int(-1).bytes(), 'sync, null path'),
+        ('getChildren', OP['getChildren'], w().ustring('').raw(b'\x00').bytes(),
+         'getChildren, empty path'),
+        ('getData', OP['getData'], w().ustring('').raw(b'\x00').bytes(), 'getData, empty path'),
+        ('exists', OP['exists'], w().ustring('').raw(b'\x00').bytes(), 'exists, empty path'),
+    ]
+    h.op('A', 'multi', ops=[('create', {'path': h.p('/m')}), ('create', {'path': ''})])
+    for i, (opname, code, body, desc) in enumerate(cases):
+        name = 'B%d' % i
+        h.connect(name)
+        # '' reads '/', whose stat depends on the server's history: compare its shape only
+        h.op(name, opname, opcode=code, body=body, note=desc, redact=opname in ('getData', 'exists', 'getChildren'))
+        h.expect_closed(name, wait=0.2)
+    h.connect('C')  # A does not ping while the cases run: its session may be gone
+    h.op('C', 'getChildren', path=h.p())
+    h.health()
+
+
+def multi_null_path(h):
+    """A multi with a null path in one op: ZooKeeper's prep throws outside its per-op error
+    handling, so the whole multi is one MARSHALLINGERROR (header error, empty result list)."""
+    _hostile_conn(h, 'A')
+    h.op('A', 'create', path=h.p())
+    h.op('A', 'multi', ops=[('create', {'path': h.p('/n')}), ('delete', {'path': None})])
+    h.op('A', 'multi', ops=[('create', {'path': h.p('/o')}), ('create', {'path': None})])
+    h.op('A', 'getChildren', path=h.p())
+
+
 def hostile_short_header(h):
     _hostile_conn(h)
     h.raw('X', frame(b'\x00\x00\x00\x01\x00\x00'), '6-byte request (short header)')
@@ -1512,7 +1587,114 @@ def hostile_pipelined(h):
     h.health()
 
 
+
+# ---------------------------------------------------------------- watch events and ACLs
+# CVE-2024-23944 (ZOOKEEPER-4799, fixed in 3.8.4 / 3.9.2 and in Debian's 3.8.0-11+deb12u2, the
+# reference): a watch event is delivered only to a connection that may READ the node it names
+# (a deleted node's own ACL, the parent's for NodeChildrenChanged).
+
+NO_READ = [(31 & ~zw.PERM_READ, 'world', 'anyone')]
+
+# The truth table of ZooKeeper's PersistentWatcherACLTest: (allow /a, allow /a/b, allow
+# /a/b/c (None: never created), watch target, mode, steps). A step is (op, target); which
+# events the watcher gets is what the transcripts compare.
+WATCH_ACL_ROUNDS = [
+    (False, True, None, '/a', 0, [('setData', '/a'), ('create', '/a/b'), ('setData', '/a/b'),
+                                  ('delete', '/a/b'), ('delete', '/a')]),
+    (False, False, None, '/a', 0, [('setData', '/a'), ('create', '/a/b'), ('delete', '/a/b'),
+                                   ('delete', '/a')]),
+    (True, False, None, '/a', 0, [('create', '/a'), ('setData', '/a'), ('create', '/a/b'),
+                                  ('setData', '/a/b'), ('delete', '/a/b'), ('delete', '/a')]),
+    (False, True, None, '/a', 1, [('setData', '/a'), ('create', '/a/b'), ('setData', '/a/b'),
+                                  ('delete', '/a/b'), ('delete', '/a')]),
+    (False, False, None, '/a', 1, [('setData', '/a'), ('create', '/a/b'), ('setData', '/a/b'),
+                                   ('delete', '/a/b'), ('delete', '/a')]),
+    (False, False, False, '/a', 1, [('create', '/a/b'), ('setData', '/a/b'), ('create', '/a/b/c'),
+                                    ('setData', '/a/b/c'), ('delete', '/a/b/c'),
+                                    ('delete', '/a/b')]),
+    (False, True, True, '/a', 1, [('create', '/a/b'), ('setData', '/a/b'), ('create', '/a/b/c'),
+                                  ('setData', '/a/b/c'), ('delete', '/a/b/c'),
+                                  ('delete', '/a/b')]),
+    (False, True, False, '/a', 1, [('create', '/a/b'), ('setData', '/a/b'), ('create', '/a/b/c'),
+                                   ('setData', '/a/b/c'), ('delete', '/a/b/c'),
+                                   ('delete', '/a/b')]),
+    (False, True, False, '/a/b/c', 1, [('create', '/a/b'), ('setData', '/a/b'),
+                                       ('create', '/a/b/c'), ('setData', '/a/b/c'),
+                                       ('delete', '/a/b/c'), ('delete', '/a/b')]),
+    (False, True, True, '/a/b/c', 1, [('create', '/a/b'), ('setData', '/a/b'),
+                                      ('create', '/a/b/c'), ('setData', '/a/b/c'),
+                                      ('delete', '/a/b/c'), ('delete', '/a/b')]),
+]
+
+
+def _acl_for(allow):
+    return zw.OPEN_ACL if allow else NO_READ
+
+
+def watches_acl_truth_table(h):
+    """The ten rounds of ZooKeeper's PersistentWatcherACLTest (ZOOKEEPER-4799), each under its
+    own node: an unauthenticated connection W watches (PERSISTENT or PERSISTENT_RECURSIVE)
+    while A creates, changes and deletes nodes whose ACL grants everything but READ (deny) or
+    everything (allow); after each step, the events W got."""
+    start(h)
+    h.connect('W')
+    for i, (a, b, c, target, mode, steps) in enumerate(WATCH_ACL_ROUNDS):
+        base = h.p('/round%d' % i)
+        h.op('A', 'create', path=base)
+        acls = {'/a': _acl_for(a), '/a/b': _acl_for(b), '/a/b/c': _acl_for(c)}
+        if steps[0] != ('create', '/a'):
+            h.op('A', 'create', path=base + '/a', acl=acls['/a'])
+        h.op('W', 'addWatch', path=base + target, mode=mode)
+        for op, t in steps:
+            if op == 'create':
+                h.op('A', 'create', path=base + t, acl=acls[t])
+            elif op == 'delete':
+                h.op('A', 'delete', path=base + t)
+            else:
+                h.op('A', 'setData', path=base + t, data=b'x')
+            h.events('W')
+        h.op('W', 'removeWatches', path=base + target, type=3)
+
+
+def watches_acl_digest(h):
+    """A node readable by alice only (digest), under a recursively watched, open parent:
+    an unauthenticated watcher sees nothing of it (NodeCreated, NodeDataChanged,
+    NodeChildrenChanged of its children, NodeDeleted), whether its watch is PERSISTENT on the
+    node, PERSISTENT_RECURSIVE on the parent, or a one-shot exists watch; alice's and super's
+    connections get every event. Changes of the open parent reach everyone."""
+    start(h)
+    h.op('A', 'auth', xid=zw.XID_AUTH, scheme='digest', auth=b'alice:secret')
+    prot = [(31, 'digest', digest_id('alice', 'secret'))]
+    h.op('A', 'create', path=h.p('/open'))
+    for name, login in (('U', None), ('L', b'alice:secret'), ('S', b'super:secret')):
+        h.connect(name)
+        if login:
+            h.op(name, 'auth', xid=zw.XID_AUTH, scheme='digest', auth=login)
+        h.op(name, 'addWatch', path=h.p('/open'), mode=1)
+        h.op(name, 'addWatch', path=h.p('/open/secret'), mode=0)
+        h.op(name, 'exists', path=h.p('/open/secret'), watch=True)
+    h.op('A', 'create', path=h.p('/open/secret'), data=b's', acl=prot)   # NodeCreated
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+        h.op(name, 'exists', path=h.p('/open/secret'), watch=True)
+    h.op('A', 'setData', path=h.p('/open/secret'), data=b't')            # NodeDataChanged
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+    h.op('A', 'create', path=h.p('/open/secret/child'), acl=zw.OPEN_ACL)  # NodeChildrenChanged
+    h.op('A', 'delete', path=h.p('/open/secret/child'))
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+    h.op('A', 'delete', path=h.p('/open/secret'))                        # NodeDeleted
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+    h.op('A', 'setData', path=h.p('/open'), data=b'o')                   # open: everyone
+    h.op('A', 'create', path=h.p('/open/plain'))
+    for name in ('U', 'L', 'S'):
+        h.events(name)
+
 SCENARIOS = [
+    ('watches_acl_truth_table', watches_acl_truth_table),
+    ('watches_acl_digest', watches_acl_digest),
     ('create_basic', create_basic),
     ('create_flags', create_flags),
     ('create_container', create_container),
@@ -1574,6 +1756,8 @@ SCENARIOS = [
     ('hostile_oversize_frame', hostile_oversize_frame),
     ('hostile_bad_body', hostile_bad_body),
     ('hostile_short_header', hostile_short_header),
+    ('create_odd_path_strings', create_odd_path_strings),
+    ('multi_null_path', multi_null_path),
     ('hostile_pipelined', hostile_pipelined),
 ]
 

@@ -333,6 +333,48 @@ impl Client {
         }
     }
 
+    /// Sends every request before reading any reply (a pipelined client); returns each
+    /// reply's error code, in order.
+    pub fn pipeline(&mut self, reqs: &[Request]) -> io::Result<Vec<i32>> {
+        let first = self.xid + 1;
+        let mut msg = Vec::new();
+        for r in reqs {
+            self.xid += 1;
+            let body = r.encode(self.xid);
+            msg.extend_from_slice(&(body.len() as i32).to_be_bytes());
+            msg.extend_from_slice(&body);
+        }
+        self.stream.write_all(&msg)?;
+        let mut errs = Vec::with_capacity(reqs.len());
+        let mut want = first;
+        while want <= self.xid {
+            let mut frame = read_frame(&mut self.stream)?;
+            if frame.len() < 16 {
+                return Err(bad("short reply"));
+            }
+            let (xid, zxid, err) = (frame.get_i32(), frame.get_i64(), frame.get_i32());
+            if xid == -1 {
+                continue;
+            }
+            if xid != want {
+                return Err(bad(format!("reply xid {xid}, expected {want}")));
+            }
+            self.last_zxid = self.last_zxid.max(zxid);
+            errs.push(err);
+            want += 1;
+        }
+        Ok(errs)
+    }
+
+    /// addWatch (0 = PERSISTENT, 1 = PERSISTENT_RECURSIVE); the reply's error code.
+    pub fn add_watch(&mut self, path: &str, mode: i32) -> io::Result<i32> {
+        let req = Request::AddWatch(AddWatchRequest {
+            path: JStr::from(path),
+            mode,
+        });
+        Ok(self.call(&req)?.0.err)
+    }
+
     /// Sends one request; Ok(Err(code)) for a ZooKeeper error, else the body decoded.
     fn call_ok<T>(
         &mut self,

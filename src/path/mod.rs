@@ -1,4 +1,7 @@
-//! ZooKeeper's path rules (PathUtils.validatePath) and path helpers.
+//! ZooKeeper's path rules (PathUtils.validatePath) and path helpers; [`trie`] finds the
+//! stored paths covering a path in one pass.
+
+pub mod trie;
 
 /// Whether `path` is a valid znode path: starts with `/`, no trailing `/` (except `/` itself),
 /// no empty, `.` or `..` component, and no character ZooKeeper forbids.
