@@ -24,6 +24,7 @@ pub mod config;
 pub mod core;
 pub mod durability;
 pub mod limits;
+pub mod migrate;
 pub mod net;
 pub mod path;
 pub mod prep;
