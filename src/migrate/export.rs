@@ -123,6 +123,7 @@ pub fn run(o: &ExportOpts) -> Result<Summary, String> {
             .map_or("none".into(), |p| p.display().to_string()),
         restored.replayed
     );
+    s.first_zxid = state.zxid();
     s.digests_checked = restored.digests_checked;
     s.read_ms = t0.elapsed().as_millis() as u64;
     if !o.dry_run {

@@ -13,7 +13,7 @@ use super::zktree;
 use super::Summary;
 use crate::config::Config;
 use crate::state::State;
-use palisade_proto::{TxnBody, TxnDigest};
+use palisade_proto::{ErrorCode, ErrorTxn, TxnBody, TxnDigest};
 use palisade_zkdisk::{self as zkdisk, LogEnd, Quirk, ZkError, ZkSnapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +24,10 @@ pub struct ImportOpts {
     pub data_dir: PathBuf,
     pub dry_run: bool,
 }
+
+/// Node visits spent on checking ZooKeeper's per-txn digests (about a second of work); the
+/// snapshot's digest and the last txn's are checked regardless.
+const DIGEST_CHECK_NODE_VISITS: u64 = 50_000_000;
 
 fn epoch(z: i64) -> i64 {
     z >> 32
@@ -56,6 +60,30 @@ fn check_digest(state: &State, recorded: i64, what: &str) -> Result<(), String> 
     Ok(())
 }
 
+/// ZooKeeper logs a failed multi with the sub-txns before the failing op as they were
+/// prepared, then ErrorTxns (PrepRequestProcessor), and applies it as nothing but errors
+/// (DataTree.processTxn: once any sub-txn is an error, every other becomes ErrorTxn 0 before
+/// the first error and RUNTIMEINCONSISTENCY after it). Palisade logs failed multis in that
+/// applied form already; this turns ZooKeeper's form into it.
+fn failed_multi(subs: &mut [TxnBody]) {
+    if !subs.iter().any(|b| matches!(b, TxnBody::Error(_))) {
+        return;
+    }
+    let mut post_failed = false;
+    for b in subs.iter_mut() {
+        if matches!(b, TxnBody::Error(_)) {
+            post_failed = true;
+            continue;
+        }
+        let err = if post_failed {
+            ErrorCode::RuntimeInconsistency.code()
+        } else {
+            ErrorCode::Ok.code()
+        };
+        *b = TxnBody::Error(ErrorTxn { err });
+    }
+}
+
 /// Replays the logs over `state` (at `snap_zxid`), checking order, gaps and digests.
 fn replay(
     mut state: State,
@@ -75,6 +103,7 @@ fn replay(
         }
     }
     let mut last_digest: Option<TxnDigest> = None;
+    let mut budget = DIGEST_CHECK_NODE_VISITS;
     // Only the logs that can hold txns after the snapshot: a log's txns end where the next
     // log's name begins.
     let first = logs
@@ -124,6 +153,7 @@ fn replay(
                         .and_then(|id| state.tree.node(id))
                         .map_or(0, |n| n.child_creates.saturating_add(1));
                 }
+                (TxnBody::Multi(subs), _) => failed_multi(subs),
                 _ => {}
             }
             state.apply(&txn);
@@ -133,6 +163,20 @@ fn replay(
                     check_digest(&state, d, "recorded in the snapshot")?;
                     checked += 1;
                     pending_digest = None;
+                }
+            }
+            // Past the fuzzy window every txn's recorded digest must match; each check walks
+            // the tree, so they are checked while a budget of node visits lasts.
+            if let Some(d) = e
+                .digest
+                .as_ref()
+                .filter(|d| d.version == zkdisk::snap::DIGEST_VERSION)
+            {
+                let nodes = state.tree.znode_count() as u64;
+                if pending_digest.is_none() && budget >= nodes {
+                    budget -= nodes;
+                    check_digest(&state, d.tree_digest, "recorded with its txn")?;
+                    checked += 1;
                 }
             }
             last_digest = e.digest.clone();
