@@ -43,6 +43,7 @@ fn rust_ty(t: &Ty) -> String {
         Ty::Int => "i32".into(),
         Ty::Long => "i64".into(),
         Ty::Bool => "bool".into(),
+        Ty::Byte => "u8".into(),
         Ty::Buffer => "Option<Bytes>".into(),
         Ty::UString => "JStr".into(),
         Ty::Vector(inner) => format!("Option<Vec<{}>>", rust_ty(inner)),
@@ -55,6 +56,7 @@ fn jute_ty(t: &Ty) -> String {
         Ty::Int => "int".into(),
         Ty::Long => "long".into(),
         Ty::Bool => "boolean".into(),
+        Ty::Byte => "byte".into(),
         Ty::Buffer => "buffer".into(),
         Ty::UString => "ustring".into(),
         Ty::Vector(inner) => format!("vector<{}>", jute_ty(inner)),
@@ -67,6 +69,7 @@ fn read_expr(t: &Ty) -> String {
         Ty::Int => "r.int()?".into(),
         Ty::Long => "r.long()?".into(),
         Ty::Bool => "r.boolean()?".into(),
+        Ty::Byte => "r.byte()?".into(),
         Ty::Buffer => "r.buffer()?".into(),
         Ty::UString => "r.ustring()?".into(),
         Ty::Vector(inner) => format!("r.vector(|r| Ok({}))?", read_expr(inner)),
@@ -80,6 +83,7 @@ fn write_stmt(t: &Ty, v: &str, depth: usize) -> String {
         Ty::Int => format!("w.put_i32(*({v}));"),
         Ty::Long => format!("w.put_i64(*({v}));"),
         Ty::Bool => format!("w.put_u8(u8::from(*({v})));"),
+        Ty::Byte => format!("w.put_u8(*({v}));"),
         Ty::Buffer => format!("write_buffer(w, ({v}).as_deref());"),
         Ty::UString => format!("({v}).write(w);"),
         Ty::Vector(inner) => {
@@ -99,6 +103,7 @@ fn len_expr(t: &Ty, v: &str, depth: usize) -> String {
         Ty::Int => "4".into(),
         Ty::Long => "8".into(),
         Ty::Bool => "1".into(),
+        Ty::Byte => "1".into(),
         Ty::Buffer => format!("4 + {v}.as_ref().map_or(0, |b| b.len())"),
         Ty::UString => format!("{v}.wire_len()"),
         Ty::Vector(inner) => {
@@ -117,6 +122,7 @@ fn strategy(t: &Ty) -> String {
         Ty::Int => "any::<i32>().boxed()".into(),
         Ty::Long => "any::<i64>().boxed()".into(),
         Ty::Bool => "any::<bool>().boxed()".into(),
+        Ty::Byte => "any::<u8>().boxed()".into(),
         Ty::Buffer => "arb_buffer()".into(),
         Ty::UString => "arb_jstr()".into(),
         Ty::Vector(inner) => format!(

@@ -25,6 +25,7 @@ pub mod core;
 pub mod durability;
 pub mod ensemble;
 pub mod limits;
+pub mod migrate;
 pub mod net;
 pub mod path;
 pub mod prep;

@@ -1,4 +1,5 @@
-//! `palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]`
+//! `palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]`,
+//! or `palisade import-zookeeper|export-zookeeper …` (see `palisade::migrate`).
 //!
 //! With no arguments it serves 127.0.0.1:2181 with data in ./data.
 
@@ -63,6 +64,10 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
+    let mut args = std::env::args().skip(1);
+    if let Some(code) = args.next().and_then(|c| palisade::migrate::main(&c, args)) {
+        return ExitCode::from(code);
+    }
     let cfg = match parse_args() {
         Ok(c) => c,
         Err(e) => {

@@ -94,6 +94,11 @@ if ! kill -0 "${pids[0]}" 2>/dev/null; then
 fi
 tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
 
+# Migration both ways (issue 17): real ZooKeeper 3.8 -> import -> Palisade -> export ->
+# ZooKeeper 3.8, equal dumps at each step, plus damaged ZooKeeper data dirs.
+run_suite "ZooKeeper migration round trip" \
+  timeout -k 5 300 python3 tests/migration/roundtrip.py --palisade ./target/release/palisade --port-base 23410
+
 # The failover-replay tool: kill -9 cycles (random moments, after bursts, mid-snapshot, at
 # crash points, during recovery) against a Palisade of its own, with the offline invariants
 # checked after every cycle. More cycles: PALISADE_FAILOVER_CYCLES.

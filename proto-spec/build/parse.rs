@@ -5,6 +5,7 @@ pub enum Ty {
     Int,
     Long,
     Bool,
+    Byte,
     Buffer,
     UString,
     Vector(Box<Ty>),
@@ -135,6 +136,7 @@ impl Parser {
             "int" => Ty::Int,
             "long" => Ty::Long,
             "boolean" => Ty::Bool,
+            "byte" => Ty::Byte,
             "buffer" => Ty::Buffer,
             "ustring" => Ty::UString,
             "vector" => {

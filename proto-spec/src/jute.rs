@@ -182,6 +182,10 @@ impl Reader {
         self.need(8)?;
         Ok(self.buf.get_i64())
     }
+    pub fn byte(&mut self) -> Result<u8, DecodeError> {
+        self.need(1)?;
+        Ok(self.buf.get_u8())
+    }
     pub fn boolean(&mut self) -> Result<bool, DecodeError> {
         self.need(1)?;
         Ok(self.buf.get_u8() != 0)
@@ -209,6 +213,11 @@ impl Reader {
                 Ok(Some(self.buf.split_to(len)))
             }
         }
+    }
+    /// The next `n` bytes, unframed (for records whose length was read separately).
+    pub fn take(&mut self, n: usize) -> Result<Bytes, DecodeError> {
+        self.need(n)?;
+        Ok(self.buf.split_to(n))
     }
     pub fn ustring(&mut self) -> Result<JStr, DecodeError> {
         Ok(JStr(self.buffer()?))

@@ -1,0 +1,341 @@
+//! `palisade import-zookeeper`: a ZooKeeper 3.8 data dir → a Palisade data dir.
+//!
+//! As ZooKeeper's own startup does (FileSnap.deserialize, FileTxnSnapLog.restore): the newest
+//! snapshot whose seals check (falling back to older ones), then every logged txn after the
+//! snapshot's zxid, each entry's Adler32 checked. The snapshot is fuzzy, so the txns are
+//! replayed through `State::apply` with Palisade's raise-only rules: counters and zxids only
+//! rise, so txns the capture already reflects change nothing and the suffix counters come out
+//! as the live server had them. ZooKeeper's digest is checked where it recorded one: when the
+//! replay reaches the snapshot's digest zxid, and after the last txn. The result is written
+//! with the snapshot and WAL crates' writers: one snapshot at the last zxid, an empty log.
+
+use super::zktree;
+use super::Summary;
+use crate::config::Config;
+use crate::state::State;
+use palisade_proto::{ErrorCode, ErrorTxn, TxnBody, TxnDigest};
+use palisade_zkdisk::{self as zkdisk, LogEnd, Quirk, ZkError, ZkSnapshot};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub struct ImportOpts {
+    pub zk_data_dir: PathBuf,
+    pub zk_log_dir: Option<PathBuf>,
+    pub data_dir: PathBuf,
+    pub dry_run: bool,
+}
+
+/// Node visits spent on checking ZooKeeper's per-txn digests (about a second of work); the
+/// snapshot's digest and the last txn's are checked regardless.
+const DIGEST_CHECK_NODE_VISITS: u64 = 50_000_000;
+
+fn epoch(z: i64) -> i64 {
+    z >> 32
+}
+
+/// The state rebuilt from one snapshot and the logs, with what was checked on the way.
+struct Rebuilt {
+    state: State,
+    snapshot: Option<PathBuf>,
+    snap_zxid: i64,
+    replayed: u64,
+    digests_checked: u64,
+    notes: Vec<String>,
+}
+
+fn from_snapshot(snap: &ZkSnapshot, zxid: i64) -> Result<State, String> {
+    let tree = zktree::load(snap)?;
+    let sessions: BTreeMap<i64, i32> = snap.sessions.iter().map(|s| (s.id, s.timeout)).collect();
+    Ok(State::from_parts(tree, sessions, zxid))
+}
+
+fn check_digest(state: &State, recorded: i64, what: &str) -> Result<(), String> {
+    let ours = zktree::zk_digest(&state.tree);
+    if ours != recorded {
+        return Err(format!(
+            "ZooKeeper's digest after zxid {:#x} ({what}) is {recorded:#x}, the replayed tree's is {ours:#x}: the replay diverged from what ZooKeeper acknowledged; refusing to import",
+            state.zxid()
+        ));
+    }
+    Ok(())
+}
+
+/// ZooKeeper logs a failed multi with the sub-txns before the failing op as they were
+/// prepared, then ErrorTxns (PrepRequestProcessor), and applies it as nothing but errors
+/// (DataTree.processTxn: once any sub-txn is an error, every other becomes ErrorTxn 0 before
+/// the first error and RUNTIMEINCONSISTENCY after it). Palisade logs failed multis in that
+/// applied form already; this turns ZooKeeper's form into it.
+fn failed_multi(subs: &mut [TxnBody]) {
+    if !subs.iter().any(|b| matches!(b, TxnBody::Error(_))) {
+        return;
+    }
+    let mut post_failed = false;
+    for b in subs.iter_mut() {
+        if matches!(b, TxnBody::Error(_)) {
+            post_failed = true;
+            continue;
+        }
+        let err = if post_failed {
+            ErrorCode::RuntimeInconsistency.code()
+        } else {
+            ErrorCode::Ok.code()
+        };
+        *b = TxnBody::Error(ErrorTxn { err });
+    }
+}
+
+/// Replays the logs over `state` (at `snap_zxid`), checking order, gaps and digests.
+fn replay(
+    mut state: State,
+    logs: &[(i64, PathBuf)],
+    snap_digest: Option<(i64, i64)>,
+    notes: &mut Vec<String>,
+) -> Result<(State, u64, u64), String> {
+    let snap_zxid = state.zxid();
+    let mut replayed = 0u64;
+    let mut checked = 0u64;
+    let mut pending_digest = snap_digest.filter(|&(z, _)| z > 0 && z >= snap_zxid);
+    if let Some((z, d)) = pending_digest {
+        if z == snap_zxid {
+            check_digest(&state, d, "the snapshot's")?;
+            checked += 1;
+            pending_digest = None;
+        }
+    }
+    let mut last_digest: Option<TxnDigest> = None;
+    let mut budget = DIGEST_CHECK_NODE_VISITS;
+    // Only the logs that can hold txns after the snapshot: a log's txns end where the next
+    // log's name begins.
+    let first = logs
+        .iter()
+        .rposition(|(start, _)| *start <= snap_zxid.saturating_add(1))
+        .unwrap_or(0);
+    let wanted = logs.get(first..).unwrap_or_default();
+    for (i, (_, path)) in wanted.iter().enumerate() {
+        let log = zkdisk::read_log(path).map_err(|e| e.to_string())?;
+        for e in &log.entries {
+            let mut txn = e.txn.clone();
+            let z = txn.header.zxid;
+            let cur = state.zxid();
+            if z <= snap_zxid {
+                continue;
+            }
+            if z <= cur {
+                return Err(format!(
+                    "{}: at byte {}: zxid {z:#x} after {cur:#x} (out of order)",
+                    path.display(),
+                    e.offset
+                ));
+            }
+            let next_epoch = epoch(z) > epoch(cur) && z & 0xffff_ffff >= 1;
+            if z != cur + 1 && !next_epoch {
+                return Err(format!(
+                    "{}: at byte {}: the logs jump from zxid {cur:#x} to {z:#x}: txns {:#x}..{:#x} are missing (a log file is missing or damaged)",
+                    path.display(),
+                    e.offset,
+                    cur + 1,
+                    z - 1
+                ));
+            }
+            match (&mut txn.body, e.quirk) {
+                (TxnBody::CloseSession(c), Quirk::CloseWithoutPaths) => {
+                    let tree = &state.tree;
+                    let paths = tree
+                        .ephemerals_of(txn.header.client_id)
+                        .map(|id| tree.path_of(id).into())
+                        .collect();
+                    c.paths2_delete = Some(paths);
+                }
+                (TxnBody::Create(c), Quirk::CreateV0) => {
+                    let p = c.path.as_str().unwrap_or("");
+                    let parent = crate::path::parent(p).and_then(|pp| state.tree.lookup(pp));
+                    c.parent_c_version = parent
+                        .and_then(|id| state.tree.node(id))
+                        .map_or(0, |n| n.child_creates.saturating_add(1));
+                }
+                (TxnBody::Multi(subs), _) => failed_multi(subs),
+                _ => {}
+            }
+            state.apply(&txn);
+            replayed += 1;
+            if let Some((dz, d)) = pending_digest {
+                if z == dz {
+                    check_digest(&state, d, "recorded in the snapshot")?;
+                    checked += 1;
+                    pending_digest = None;
+                }
+            }
+            // Past the fuzzy window every txn's recorded digest must match; each check walks
+            // the tree, so they are checked while a budget of node visits lasts.
+            if let Some(d) = e
+                .digest
+                .as_ref()
+                .filter(|d| d.version == zkdisk::snap::DIGEST_VERSION)
+            {
+                let nodes = state.tree.znode_count() as u64;
+                if pending_digest.is_none() && budget >= nodes {
+                    budget -= nodes;
+                    check_digest(&state, d.tree_digest, "recorded with its txn")?;
+                    checked += 1;
+                }
+            }
+            last_digest = e.digest.clone();
+        }
+        if let LogEnd::Torn { offset, reason } = &log.end {
+            let last = i + 1 == wanted.len();
+            notes.push(format!(
+                "{}: torn entry at byte {offset} ({reason}){}",
+                path.display(),
+                if last {
+                    ": a partial last write, never acknowledged; ignored as ZooKeeper does"
+                } else {
+                    "; the next log must continue the zxids (checked)"
+                }
+            ));
+        }
+    }
+    if let Some((dz, _)) = pending_digest {
+        return Err(format!(
+            "the snapshot's capture saw txns up to zxid {dz:#x} but the logs end at {:#x}: txns are missing",
+            state.zxid()
+        ));
+    }
+    if let Some(d) = last_digest.filter(|d| d.version == zkdisk::snap::DIGEST_VERSION) {
+        if state.zxid() > snap_zxid {
+            check_digest(&state, d.tree_digest, "recorded with the last txn")?;
+            checked += 1;
+        }
+    }
+    Ok((state, replayed, checked))
+}
+
+fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path) -> Result<Rebuilt, String> {
+    let snaps = zkdisk::list(zk_snap_dir).map_err(|e| e.to_string())?;
+    let logs = zkdisk::list(zk_log_dir).map_err(|e| e.to_string())?.logs;
+    if snaps.snapshots.is_empty() && logs.is_empty() {
+        return Err(format!(
+            "{}: no ZooKeeper snapshot or log (expected snapshot.<zxid> and log.<zxid> files)",
+            zk_snap_dir.display()
+        ));
+    }
+    let mut notes = Vec::new();
+    // ZooKeeper tries up to 100 snapshots, newest first.
+    for f in snaps.snapshots.iter().take(100) {
+        let snap = match zkdisk::read_snapshot(&f.path) {
+            Ok(s) => s,
+            Err(e @ ZkError::Io { .. }) => return Err(e.to_string()),
+            Err(e) => {
+                notes.push(format!("skipped damaged snapshot: {e}"));
+                continue;
+            }
+        };
+        let state =
+            from_snapshot(&snap, f.zxid).map_err(|e| format!("{}: {e}", f.path.display()))?;
+        let digest = snap.digest.as_ref().map(|d| (d.zxid, d.digest));
+        let (state, replayed, checked) = replay(state, &logs, digest, &mut notes)?;
+        return Ok(Rebuilt {
+            state,
+            snapshot: Some(f.path.clone()),
+            snap_zxid: f.zxid,
+            replayed,
+            digests_checked: checked,
+            notes,
+        });
+    }
+    if !snaps.snapshots.is_empty() {
+        return Err(format!(
+            "{}: no valid snapshot ({})",
+            zk_snap_dir.display(),
+            notes.join("; ")
+        ));
+    }
+    let (state, replayed, checked) = replay(State::new(), &logs, None, &mut notes)?;
+    Ok(Rebuilt {
+        state,
+        snapshot: None,
+        snap_zxid: 0,
+        replayed,
+        digests_checked: checked,
+        notes,
+    })
+}
+
+fn refuse_nonempty(dir: &Path) -> Result<(), String> {
+    match std::fs::read_dir(dir).map(|mut rd| rd.next().is_some()) {
+        Ok(true) => Err(format!(
+            "{} already holds files; refusing to import over them (give an empty or new directory)",
+            dir.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+pub fn run(o: &ImportOpts) -> Result<Summary, String> {
+    let t0 = std::time::Instant::now();
+    refuse_nonempty(&o.data_dir)?;
+    let zk_snap_dir = o.zk_data_dir.join(zkdisk::VERSION_DIR);
+    let zk_log_dir = o
+        .zk_log_dir
+        .as_ref()
+        .unwrap_or(&o.zk_data_dir)
+        .join(zkdisk::VERSION_DIR);
+    let r = rebuild(&zk_snap_dir, &zk_log_dir)?;
+    let mut state = r.state;
+    state.tree.rebuild_quotas();
+    let mut s = Summary::of(&state);
+    s.source = format!(
+        "snapshot {} + {} txns replayed from the logs",
+        r.snapshot
+            .as_ref()
+            .map_or("none".into(), |p| p.display().to_string()),
+        r.replayed
+    );
+    s.first_zxid = r.snap_zxid;
+    s.digests_checked = r.digests_checked;
+    s.notes = r.notes;
+    s.read_ms = t0.elapsed().as_millis() as u64;
+    if !o.dry_run {
+        let t1 = std::time::Instant::now();
+        write_palisade(&state, &o.data_dir)?;
+        s.write_ms = t1.elapsed().as_millis() as u64;
+    }
+    Ok(s)
+}
+
+/// Writes the state as a Palisade data dir through the snapshot and WAL crates' writers: a
+/// complete (not fuzzy) snapshot at the state's zxid and an empty log after it.
+pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
+    use crate::durability::capture::Capture;
+    let cfg = Config {
+        data_dir: data_dir.to_path_buf(),
+        ..Config::default()
+    };
+    let snap_dir = cfg.snap_dir();
+    std::fs::create_dir_all(&snap_dir).map_err(|e| format!("{}: {e}", snap_dir.display()))?;
+    let zxid = state.zxid();
+    let mut w =
+        palisade_snapshot::SnapshotWriter::create(&snap_dir, zxid).map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    let mut c = Capture::begin(
+        &state.tree,
+        state.sessions().iter().map(|(&i, &t)| (i, t)),
+        zxid,
+        &mut buf,
+    );
+    loop {
+        let done = c.step(&state.tree, 4096, &mut buf);
+        if done || buf.len() >= 4 << 20 {
+            w.write_block(&buf).map_err(|e| e.to_string())?;
+            buf.clear();
+        }
+        if done {
+            break;
+        }
+    }
+    w.finish(c.trailer(zxid, state.tree.digest()))
+        .map_err(|e| e.to_string())?;
+    // An empty log: the server's first write is zxid + 1.
+    let opts = palisade_wal::Options::new(cfg.log_dir());
+    palisade_wal::Wal::open(opts, palisade_wal::Corruption::Refuse).map_err(|e| e.to_string())?;
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! Migration between Apache ZooKeeper 3.8 and Palisade, both ways (docs/MIGRATION.md):
+//! `palisade import-zookeeper` ([`import`]) and `palisade export-zookeeper` ([`export`]).
+//! ZooKeeper's files are read and written by the zkdisk crate; Palisade's through the
+//! snapshot and WAL crates' writers and `State::apply`.
+
+pub mod export;
+pub mod import;
+pub mod zktree;
+
+use crate::state::State;
+use std::path::PathBuf;
+
+/// What both commands print.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub source: String,
+    pub nodes: usize,
+    pub ephemerals: usize,
+    pub sessions: usize,
+    pub acl_lists: usize,
+    pub first_zxid: i64,
+    pub last_zxid: i64,
+    pub zk_digest: i64,
+    pub palisade_digest: u64,
+    pub digests_checked: u64,
+    pub notes: Vec<String>,
+    pub read_ms: u64,
+    pub write_ms: u64,
+}
+
+impl Summary {
+    fn of(state: &State) -> Summary {
+        let tree = &state.tree;
+        let mut lists = std::collections::HashSet::new();
+        zktree::walk(tree, |_, _, n| {
+            lists.insert(n.acl);
+        });
+        Summary {
+            nodes: tree.znode_count(),
+            ephemerals: tree.ephemeral_count(),
+            sessions: state.sessions().len(),
+            acl_lists: lists.len(),
+            last_zxid: state.zxid(),
+            zk_digest: zktree::zk_digest(tree),
+            palisade_digest: tree.digest(),
+            ..Summary::default()
+        }
+    }
+
+    fn print(&self, what: &str, dry_run: bool) {
+        println!(
+            "{what}{}",
+            if dry_run {
+                " (dry run: nothing written)"
+            } else {
+                ""
+            }
+        );
+        println!("  from:       {}", self.source);
+        println!(
+            "  nodes:      {} ({} ephemeral), {} ACL lists, {} sessions",
+            self.nodes, self.ephemerals, self.acl_lists, self.sessions
+        );
+        println!(
+            "  zxids:      {:#x} .. {:#x}",
+            self.first_zxid, self.last_zxid
+        );
+        println!(
+            "  digest:     ZooKeeper {:#x}, Palisade {:#018x}; {} recorded digest(s) checked",
+            self.zk_digest, self.palisade_digest, self.digests_checked
+        );
+        for n in &self.notes {
+            println!("  note:       {n}");
+        }
+        println!(
+            "  time:       read {} ms, write {} ms",
+            self.read_ms, self.write_ms
+        );
+    }
+}
+
+const USAGE: &str = "usage:\n  palisade import-zookeeper --zk-data-dir DIR [--zk-log-dir DIR] --data-dir OUT [--dry-run]\n  palisade export-zookeeper --data-dir DIR --zk-data-dir OUT [--dry-run]";
+
+/// Runs `palisade import-zookeeper|export-zookeeper ARGS`; returns the exit code, or `None`
+/// when `cmd` is neither.
+pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
+    if cmd != "import-zookeeper" && cmd != "export-zookeeper" {
+        return None;
+    }
+    let (mut zk_data, mut zk_log, mut data, mut dry) = (None, None, None, false);
+    let mut args = args;
+    while let Some(a) = args.next() {
+        let slot = match a.as_str() {
+            "--zk-data-dir" => &mut zk_data,
+            "--zk-log-dir" => &mut zk_log,
+            "--data-dir" => &mut data,
+            "--dry-run" => {
+                dry = true;
+                continue;
+            }
+            _ => {
+                eprintln!("unknown option {a}\n{USAGE}");
+                return Some(2);
+            }
+        };
+        match args.next() {
+            Some(v) => *slot = Some(PathBuf::from(v)),
+            None => {
+                eprintln!("{a} needs a value\n{USAGE}");
+                return Some(2);
+            }
+        }
+    }
+    let (Some(zk_data), Some(data)) = (zk_data, data) else {
+        eprintln!("--zk-data-dir and --data-dir are required\n{USAGE}");
+        return Some(2);
+    };
+    let r = if cmd == "import-zookeeper" {
+        import::run(&import::ImportOpts {
+            zk_data_dir: zk_data,
+            zk_log_dir: zk_log,
+            data_dir: data,
+            dry_run: dry,
+        })
+        .map(|s| s.print("imported a ZooKeeper data dir", dry))
+    } else {
+        if zk_log.is_some() {
+            eprintln!("--zk-log-dir is for import only\n{USAGE}");
+            return Some(2);
+        }
+        export::run(&export::ExportOpts {
+            data_dir: data,
+            zk_data_dir: zk_data,
+            dry_run: dry,
+        })
+        .map(|s| s.print("exported a ZooKeeper 3.8 data dir", dry))
+    };
+    match r {
+        Ok(()) => Some(0),
+        Err(e) => {
+            eprintln!("palisade {cmd}: {e}");
+            Some(1)
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Between ZooKeeper's snapshot records and Palisade's tree: loading a ZooKeeper snapshot's
+//! nodes into a [`DataTree`] (through the same [`TreeLoader`] recovery uses), walking a tree
+//! in ZooKeeper's pre-order with ZooKeeper's paths, and ZooKeeper's tree digest.
+
+use crate::acl::Entry;
+use crate::state::tree::{DataTree, Node, NodeId, TreeLoader, ROOT};
+use palisade_proto::{StatPersisted, ACL};
+use palisade_snapshot::{NodeItem, NO_PARENT};
+use palisade_zkdisk::{digest, ZkSnapshot};
+use std::collections::HashMap;
+
+/// ReferenceCountedACLCache's index for world:anyone:cdrwa without a table entry.
+pub const OPEN_ACL_INDEX: i64 = -1;
+
+pub fn entries(acl: &[ACL]) -> Vec<Entry> {
+    acl.iter()
+        .map(|a| Entry {
+            perms: a.perms,
+            scheme: a.id.scheme.to_lossy().unwrap_or_default().into(),
+            id: a.id.id.to_lossy().unwrap_or_default().into(),
+        })
+        .collect()
+}
+
+fn world_anyone() -> Vec<Entry> {
+    vec![Entry {
+        perms: 31,
+        scheme: "world".into(),
+        id: "anyone".into(),
+    }]
+}
+
+/// The node's stat as ZooKeeper stores it (cversion is the stored create counter).
+pub fn stat_persisted(n: &Node) -> StatPersisted {
+    StatPersisted {
+        czxid: n.czxid,
+        mzxid: n.mzxid,
+        ctime: n.ctime,
+        mtime: n.mtime,
+        version: n.version,
+        cversion: n.child_creates,
+        aversion: n.aversion,
+        ephemeral_owner: n.owner,
+        pzxid: n.pzxid,
+    }
+}
+
+/// Builds the tree of a ZooKeeper snapshot, checking what ZooKeeper's DataTree.deserialize
+/// checks (the root first, every parent before its children) and that every ACL index is in
+/// the table.
+pub fn load(snap: &ZkSnapshot) -> Result<DataTree, String> {
+    let mut loader = TreeLoader::new();
+    let mut acl_index: HashMap<i64, u32> = HashMap::new();
+    for (i, a) in snap.acls.iter().enumerate() {
+        let local = u32::try_from(i).map_err(|_| "too many ACL lists".to_string())?;
+        loader.acl(local, entries(a.acls.as_deref().unwrap_or_default()))?;
+        acl_index.insert(a.index, local);
+    }
+    let mut seq_of: HashMap<&str, u32> = HashMap::with_capacity(snap.nodes.len());
+    for (i, zn) in snap.nodes.iter().enumerate() {
+        let seq = u32::try_from(i).map_err(|_| "too many nodes".to_string())?;
+        let path = zn.path.as_str();
+        let (parent, name) = if i == 0 {
+            if !path.is_empty() {
+                return Err(format!("the first node is {path:?}, not the root"));
+            }
+            (NO_PARENT, "")
+        } else {
+            let Some(slash) = path.rfind('/') else {
+                return Err(format!("node {path:?}: not an absolute path"));
+            };
+            let (pp, name) = (
+                path.get(..slash).unwrap_or(""),
+                path.get(slash + 1..).unwrap_or(""),
+            );
+            let parent = *seq_of.get(pp).ok_or_else(|| {
+                format!("Invalid Datatree, unable to find parent {pp:?} of path {path:?}")
+            })?;
+            (parent, name)
+        };
+        let acl = match acl_index.get(&zn.node.acl) {
+            Some(&a) => a,
+            None if zn.node.acl == OPEN_ACL_INDEX => {
+                let local = u32::try_from(acl_index.len()).map_err(|_| "too many ACL lists")?;
+                loader.acl(local, world_anyone())?;
+                acl_index.insert(OPEN_ACL_INDEX, local);
+                local
+            }
+            None => {
+                return Err(format!(
+                    "node {path:?}: ACL index {} is not in the table",
+                    zn.node.acl
+                ))
+            }
+        };
+        let st = &zn.node.stat;
+        loader.node(&NodeItem {
+            parent,
+            name: name.as_bytes(),
+            data: zn.node.data.as_deref(),
+            acl,
+            czxid: st.czxid,
+            mzxid: st.mzxid,
+            pzxid: st.pzxid,
+            ctime: st.ctime,
+            mtime: st.mtime,
+            version: st.version,
+            cversion: st.cversion,
+            aversion: st.aversion,
+            owner: st.ephemeral_owner,
+        })?;
+        seq_of.insert(path, seq);
+    }
+    loader.finish()
+}
+
+/// Visits every node in pre-order with ZooKeeper's path for it ("" for the root).
+pub fn walk(tree: &DataTree, mut f: impl FnMut(&str, NodeId, &Node)) {
+    let mut stack: Vec<(NodeId, String)> = vec![(ROOT, String::new())];
+    while let Some((id, path)) = stack.pop() {
+        let Some(n) = tree.node(id) else { continue };
+        f(&path, id, n);
+        let mut kids: Vec<(NodeId, String)> = tree
+            .children(id)
+            .filter_map(|c| tree.node(c).map(|cn| (c, format!("{path}/{}", cn.name()))))
+            .collect();
+        // Pushed in reverse so children come out in name order (a stable export).
+        kids.sort_by(|a, b| b.1.cmp(&a.1));
+        stack.extend(kids);
+    }
+}
+
+/// ZooKeeper's digest (version 2) of the tree.
+pub fn zk_digest(tree: &DataTree) -> i64 {
+    let mut sum = 0i64;
+    walk(tree, |path, _, n| {
+        sum = sum.wrapping_add(digest::node_digest(path, n.data(), &stat_persisted(n)));
+    });
+    sum
+}

@@ -1,0 +1,310 @@
+"""ZooKeeper 3.8 -> Palisade -> ZooKeeper 3.8, with equal dumps at every step (issue 17).
+
+1. Real ZooKeeper (tests/support/refzk.sh, snapCount=20 so several snapshots and logs exist),
+   driven by drive.py with kazoo: every node kind, create2, multi, digest ACLs, setACL,
+   sequential gaps, ephemerals of a session left open. Dump A as super (zkdump.py), stop.
+2. palisade import-zookeeper (after a --dry-run that must write nothing); a second import into
+   the same target is refused. Start Palisade on the result: dump B == A.
+3. A sequential create in Palisade continues the parent's counter (no reused suffix); dump B2.
+   Stop Palisade; palisade export-zookeeper; start ZooKeeper on the export: dump C == B2, no
+   digest mismatch in ZooKeeper's log, and a sequential create there continues the counter.
+4. Damage, each on a copy of the ZooKeeper data dir: a byte flipped in the newest snapshot
+   (import falls back to an older one and yields the same tree), a torn last log entry
+   (imported up to the entry before it), a missing log (a gap: refused, naming the file), a
+   byte flipped in a log entry (refused: checksum).
+
+    python3 tests/migration/roundtrip.py --palisade target/release/palisade [--port-base 23410]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+REFZK = os.path.join(ROOT, "tests", "support", "refzk.sh")
+sys.path.insert(0, HERE)
+import zkdump  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def ruok(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            s.sendall(b"ruok")
+            return s.recv(16) == b"imok"
+    except OSError:
+        return False
+
+
+def zk_cfg_lines():
+    return ["snapCount=20", "maxSessionTimeout=600000", zkdump.super_digest_line()]
+
+
+def zk_start(port, d):
+    subprocess.run(["bash", REFZK, "start", str(port), d] + zk_cfg_lines(), check=True, timeout=90)
+
+
+def zk_stop(d):
+    pidf = os.path.join(d, "zk.pid")
+    pid = int(open(pidf).read()) if os.path.exists(pidf) else None
+    subprocess.run(["bash", REFZK, "stop", d], timeout=30)
+    for _ in range(150):
+        if pid is None or not os.path.exists(f"/proc/{pid}"):
+            return
+        time.sleep(0.1)
+
+
+class Palisade:
+    def __init__(self, binary, port, data_dir, log):
+        cfg = os.path.join(os.path.dirname(data_dir), f"palisade-{port}.cfg")
+        with open(cfg, "w") as f:
+            f.write("\n".join([
+                "tickTime=2000", f"dataDir={data_dir}", f"clientPort={port}",
+                "clientPortAddress=127.0.0.1", "extendedTypesEnabled=true",
+                "4lw.commands.whitelist=*", "maxSessionTimeout=600000",
+                zkdump.super_digest_line()]) + "\n")
+        self.log = open(log, "w")
+        self.p = subprocess.Popen([binary, cfg], stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(300):
+            if ruok(port):
+                return
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"Palisade did not start on {port}; see {log}")
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        self.p.wait(timeout=30)
+        self.log.close()
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+    return r.returncode, r.stdout + r.stderr
+
+
+def dump(port):
+    zk = zkdump.connect(f"127.0.0.1:{port}")
+    try:
+        return zkdump.dump(zk)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def diff(a, b):
+    out = []
+    for p in sorted(set(a) | set(b)):
+        if a.get(p) != b.get(p):
+            out.append(f"{p}: {a.get(p)} != {b.get(p)}")
+    return out
+
+
+def seq_create(port, parent):
+    zk = zkdump.connect(f"127.0.0.1:{port}")
+    try:
+        return zk.create(parent + "/after-", b"", sequence=True)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def next_suffix(d, parent):
+    """The suffix the next sequential child of `parent` gets: the stored create counter C,
+    recovered from the visible cversion = 2C - numChildren."""
+    st = d[parent]["stat"]
+    return (st["cversion"] + st["numChildren"]) // 2
+
+
+def summary_line(out, key):
+    m = re.search(rf"^\s*{key}:\s*(.*)$", out, re.M)
+    return m.group(1) if m else None
+
+
+def tree_digests(out):
+    """The summary's two tree digests (not the count of recorded digests checked)."""
+    m = re.search(r"digest:\s*(ZooKeeper \S+ Palisade \S+);", out)
+    return m.group(1) if m else None
+
+
+def last_zxid(out):
+    m = re.search(r"zxids:\s*\S+ \.\. (\S+)", out)
+    return int(m.group(1), 16) if m else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--palisade", default=os.path.join(ROOT, "target", "release", "palisade"))
+    ap.add_argument("--port-base", type=int, default=23410)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    pal = os.path.abspath(a.palisade)
+    port_zk1, port_pal, port_zk2 = a.port_base, a.port_base + 1, a.port_base + 2
+    work = tempfile.mkdtemp(prefix="palisade-migration-")
+    zk1, zk2 = os.path.join(work, "zk1"), os.path.join(work, "zk2")
+    pdata = os.path.join(work, "palisade")
+    try:
+        # 1. ZooKeeper, driven with every node kind.
+        zk_start(port_zk1, zk1)
+        r = subprocess.run([sys.executable, os.path.join(HERE, "drive.py"), f"127.0.0.1:{port_zk1}", "4"],
+                           capture_output=True, text=True, timeout=180)
+        check(r.returncode == 0, f"drive.py against ZooKeeper ({r.stderr.strip()[-300:]})")
+        eph_session = int(r.stdout.strip().splitlines()[-1], 16)
+        dump_a = dump(port_zk1)
+        zk_stop(zk1)
+        files = os.listdir(os.path.join(zk1, "data", "version-2"))
+        nsnap = len([f for f in files if f.startswith("snapshot.")])
+        nlog = len([f for f in files if f.startswith("log.")])
+        check(nsnap >= 3 and nlog >= 3, f"ZooKeeper wrote several snapshots ({nsnap}) and logs ({nlog})")
+        kinds = {
+            "ephemeral": any(v["stat"]["ephemeralOwner"] == eph_session for v in dump_a.values()),
+            "container": "/app/box" in dump_a and "/app/emptybox" in dump_a,
+            "ttl": "/app/ttl" in dump_a,
+            "digest acl": any(acl[1] == "digest" for v in dump_a.values() for acl in v["acl"]),
+        }
+        check(all(kinds.values()), f"dump A has every node kind {kinds} ({len(dump_a)} nodes)")
+
+        # 2. Import (dry run first), refuse a non-empty target, start Palisade, compare.
+        dry = os.path.join(work, "dry")
+        rc, out = run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(zk1, "data"),
+                       "--data-dir", dry, "--dry-run"])
+        check(rc == 0 and not os.path.exists(dry), f"import --dry-run writes nothing (rc {rc})")
+        rc, out = run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(zk1, "data"),
+                       "--data-dir", pdata])
+        print(out)
+        check(rc == 0, "import-zookeeper succeeds")
+        good_digest = tree_digests(out)
+        good_nodes = summary_line(out, "nodes")
+        good_last = last_zxid(out)
+        check(good_nodes is not None and "3 ephemeral" in good_nodes and "1 sessions" in good_nodes,
+              f"the summary counts the open session and its 3 ephemerals: {good_nodes}")
+        rc2, out2 = run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(zk1, "data"),
+                         "--data-dir", pdata])
+        check(rc2 != 0 and "refusing" in out2, "a second import into the same data dir is refused")
+        p = Palisade(pal, port_pal, pdata, os.path.join(work, "palisade.log"))
+        try:
+            dump_b = dump(port_pal)
+            d = diff(dump_a, dump_b)
+            check(not d, "Palisade's dump after import equals ZooKeeper's" + ("" if not d else ":\n  " + "\n  ".join(d[:20])))
+            # 3. Sequential creates continue the counters.
+            parent = "/app/round0"
+            want = next_suffix(dump_a, parent)
+            got = seq_create(port_pal, parent)
+            check(got == f"{parent}/after-{want:010d}", f"sequential create in Palisade continues the counter: {got}, expected suffix {want}")
+            dump_b2 = dump(port_pal)
+        finally:
+            p.stop()
+        rc, out = run([pal, "export-zookeeper", "--data-dir", pdata, "--zk-data-dir", os.path.join(zk2, "data")])
+        print(out)
+        check(rc == 0, "export-zookeeper succeeds")
+        rc2, out2 = run([pal, "export-zookeeper", "--data-dir", pdata, "--zk-data-dir", os.path.join(zk2, "data")])
+        check(rc2 != 0 and "refusing" in out2, "a second export into the same directory is refused")
+        zk_start(port_zk2, zk2)
+        try:
+            dump_c = dump(port_zk2)
+            d = diff(dump_b2, dump_c)
+            check(not d, "ZooKeeper's dump after export equals Palisade's" + ("" if not d else ":\n  " + "\n  ".join(d[:20])))
+            want = next_suffix(dump_c, "/app/round0")
+            got = seq_create(port_zk2, "/app/round0")
+            check(got == f"/app/round0/after-{want:010d}", f"sequential create in ZooKeeper after export continues the counter: {got}")
+        finally:
+            zk_stop(zk2)
+        zklog = open(os.path.join(zk2, "zk.log")).read()
+        check("mismatch" not in zklog.lower() and "corruption" not in zklog.lower(),
+              "ZooKeeper reports no digest mismatch or corruption loading the export")
+
+        # 4. Damage cases, each on a copy.
+        v2 = os.path.join(zk1, "data", "version-2")
+
+        def damaged(name, fn):
+            d = os.path.join(work, "damage-" + name)
+            shutil.copytree(os.path.join(zk1, "data"), os.path.join(d, "data"))
+            fn(os.path.join(d, "data", "version-2"))
+            return run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(d, "data"),
+                        "--data-dir", os.path.join(d, "out"), "--dry-run"])
+
+        def by_zxid(prefix):
+            fs = [f for f in os.listdir(v2) if f.startswith(prefix + ".")]
+            return sorted(fs, key=lambda f: int(f.split(".")[1], 16))
+
+        def flip_newest_snapshot(v):
+            f = os.path.join(v, by_zxid("snapshot")[-1])
+            b = bytearray(open(f, "rb").read())
+            b[len(b) // 2] ^= 0x01
+            open(f, "wb").write(bytes(b))
+        rc, out = damaged("flipped-snapshot", flip_newest_snapshot)
+        check(rc == 0 and "skipped damaged snapshot" in out and tree_digests(out) == good_digest
+              and summary_line(out, "nodes") == good_nodes,
+              f"a flipped byte in the newest snapshot: falls back to an older one, same tree ({summary_line(out, 'from')})")
+
+        def entries_end(path):
+            """Offsets of the log's entries (from the header on) and where they end."""
+            b = open(path, "rb").read()
+            at, offs = 16, []
+            while at + 12 <= len(b):
+                n = int.from_bytes(b[at + 8:at + 12], "big", signed=True)
+                if n <= 0:
+                    break
+                offs.append(at)
+                at += 12 + n + 1
+            return offs, at
+
+        def tear_last(v):
+            f = os.path.join(v, by_zxid("log")[-1])
+            offs, end = entries_end(f)
+            b = open(f, "rb").read()
+            last = offs[-1]
+            # The last entry's bytes half written, the rest of the file the preallocated zeros.
+            cut = last + (end - last) // 2
+            open(f, "wb").write(b[:cut] + bytes(len(b) - cut))
+        rc, out = damaged("torn-log", tear_last)
+        check(rc == 0 and "torn entry" in out and last_zxid(out) == good_last - 1,
+              f"a torn last log entry is reported and every txn before it imported (last {last_zxid(out)}, of {good_last})")
+
+        def drop_middle_log(v):
+            logs = by_zxid("log")
+            # The log holding the txns right after the newest snapshot.
+            snapz = int(by_zxid("snapshot")[-1].split(".")[1], 16)
+            need = [f for f in logs if int(f.split(".")[1], 16) <= snapz + 1][-1]
+            os.remove(os.path.join(v, need))
+        rc, out = damaged("log-gap", drop_middle_log)
+        check(rc != 0 and "missing" in out and "log." in out, f"a missing log is a gap, refused naming the file: {out.strip()[-200:]}")
+
+        def flip_log_entry(v):
+            f = os.path.join(v, by_zxid("log")[-1])
+            offs, _ = entries_end(f)
+            b = bytearray(open(f, "rb").read())
+            b[offs[0] + 12 + 5] ^= 0x10
+            open(f, "wb").write(bytes(b))
+        rc, out = damaged("flipped-log", flip_log_entry)
+        check(rc != 0 and "checksum" in out, f"a flipped byte in a log entry is refused: {out.strip()[-200:]}")
+    finally:
+        for d in (zk1, zk2):
+            if os.path.exists(os.path.join(d, "zk.pid")):
+                zk_stop(d)
+        if not a.keep and not failures:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"work dir kept: {work}")
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
