@@ -4,3 +4,4 @@
 
 pub mod network;
 pub mod types;
+pub mod vote;
