@@ -94,6 +94,11 @@ if ! kill -0 "${pids[0]}" 2>/dev/null; then
 fi
 tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
 
+# Hostile clients: each case its own Palisade (ports 23200+), peak RSS and a probe client's
+# getData p99 under the attack, with ceilings (tests/hostile/run.py; about a minute).
+run_suite "hostile clients: memory and latency bounds under attack" \
+  timeout -k 5 240 python3 tests/hostile/run.py --port 23200
+
 # The failover-replay tool: kill -9 cycles (random moments, after bursts, mid-snapshot, at
 # crash points, during recovery) against a Palisade of its own, with the offline invariants
 # checked after every cycle. More cycles: PALISADE_FAILOVER_CYCLES.
