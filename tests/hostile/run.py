@@ -373,6 +373,72 @@ def case_dirs(srv):
              f"threads seen: {sorted(names)}")]
 
 
+def case_kazoo_stopped(srv):
+    """A kazoo client with 8,000 exists-watches is stopped (SIGSTOP) while all of them fire
+    (1 KB paths; connectionOutputBudget 512 KiB here, to stay short): the server closes its connection at its notification budget instead of
+    queueing without end; resumed, kazoo reconnects to the same session, its ephemeral node
+    is there, and a watch it sets then fires — kazoo's own semantics after a lost connection
+    (kazoo re-arms nothing itself; it fires its watchers with a NONE event, as with ZooKeeper)."""
+    n, name_len = 8000, 1000
+    c = Conn(srv.port)
+    assert c.call(wire.OP_CREATE, wire.create_payload("/kz"))[0] == 0
+    here = os.path.dirname(os.path.abspath(__file__))
+    child = subprocess.Popen([sys.executable, os.path.join(here, "kazoo_watcher.py"),
+                              f"127.0.0.1:{srv.port}", str(n), str(name_len)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    checks = []
+
+    def readline(timeout):
+        ready, _, _ = select.select([child.stdout], [], [], timeout)
+        return child.stdout.readline() if ready else "(no answer in %.0f s)" % timeout
+
+    try:
+        line = readline(60)
+        assert line.startswith("READY"), line
+        child.send_signal(signal.SIGSTOP)
+        batch = 200
+        for start in range(0, n, batch):
+            c.sock.sendall(b"".join(
+                wire.request(c.next_xid(), wire.OP_CREATE,
+                             wire.create_payload("/kz/" + ("%05d" % i) + "p" * name_len))
+                for i in range(start, min(n, start + batch))))
+            for _ in range(start, min(n, start + batch)):
+                c.reply()
+        end = time.monotonic() + 5
+        closed = 0
+        while time.monotonic() < end:
+            closed = int(srv.mntr().get("zk_palisade_connections_closed_output_budget", "0") or 0)
+            if closed:
+                break
+            time.sleep(0.1)
+        checks.append(("the stopped kazoo client's connection closed at its budget", closed == 1,
+                       f"closed={closed}"))
+        child.send_signal(signal.SIGCONT)
+        child.stdin.write("CHECK\n")
+        child.stdin.flush()
+        line = readline(60)
+        if line.startswith("WATCHING"):
+            w = Conn(srv.port)
+            assert w.call(wire.OP_CREATE, wire.create_payload("/kz/after"))[0] == 0
+            w.close()
+            line = readline(30)
+        import json
+        res = json.loads(line.split(" ", 1)[1]) if line.startswith("RESULT ") else {"raw": line.strip()}
+        good = all(res.get(k) for k in ("reconnected", "same_session", "ephemeral_kept", "new_watch_fired"))
+        checks.append(("kazoo reconnects to its session, keeps its ephemeral, new watches fire",
+                       good, json.dumps({k: v for k, v in res.items() if k != "states"})
+                       + f" states={res.get('states')}"))
+    finally:
+        child.send_signal(signal.SIGCONT)
+        try:
+            child.wait(40)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        c.close()
+    return checks
+
+
 CASES = [
     ("pipelined getData ×400 ×2 conns, never read", case_pipelined_getdata, ""),
     ("multiRead 300 × getData(1 MB) ×2, never read", case_multiread_big, ""),
@@ -380,6 +446,8 @@ CASES = [
     ("800 conns announce 1 MB frames, send 16 B", case_big_frames, ""),
     ("slow reader (2 s session) of 300 MB", case_slow_reader, "minSessionTimeout=2000\n"),
     ("4 clients repeat dirs over 3,000 files", case_dirs, ""),
+    ("kazoo client stopped while its 8,000 watches fire", case_kazoo_stopped,
+     "connectionOutputBudget=524288\n"),
 ]
 
 
