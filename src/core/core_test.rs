@@ -44,7 +44,7 @@ fn cfg() -> CoreConfig {
         min_session_timeout: 4000,
         max_session_timeout: 40000,
         max_buffer: DEFAULT_MAX_BUFFER,
-        max_reply: DEFAULT_MAX_BUFFER + 1024,
+        max_reply: DEFAULT_MAX_BUFFER + crate::limits::REPLY_HEADROOM,
         ttl_enabled: true,
         four_letter_words: vec!["*".into()],
         super_digest: None,
