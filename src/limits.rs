@@ -40,6 +40,9 @@ pub const WRITE_BUFFER: usize = 64 * 1024;
 /// first 8 KiB); a longer announced length closes it.
 pub const PRE_HANDSHAKE_FRAME: usize = 256;
 
+/// A connection has this many tick times (at least a second each) to complete its handshake.
+pub const HANDSHAKE_TICKS: u64 = 10;
+
 /// A reader held back by the server-wide output budget rechecks it this often (its own
 /// budget and its outstanding count wake it when its writer writes).
 pub const READER_RECHECK: std::time::Duration = std::time::Duration::from_millis(20);

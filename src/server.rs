@@ -142,7 +142,11 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     let params = Arc::new(ConnParams {
         max_buffer: cfg.jute_max_buffer,
         max_outstanding: cfg.max_outstanding_per_connection.max(1),
-        handshake_timeout: Duration::from_millis(cfg.tick_time.max(1000) * 10),
+        handshake_timeout: Duration::from_millis(
+            cfg.tick_time
+                .max(1000)
+                .saturating_mul(crate::limits::HANDSHAKE_TICKS),
+        ),
         output_budget: cfg.connection_output_budget(),
         global: crate::core::GlobalBudget::new(cfg.global_output_budget()),
     });

@@ -99,6 +99,11 @@ tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
 run_suite "ZooKeeper migration round trip" \
   timeout -k 5 300 python3 tests/migration/roundtrip.py --palisade ./target/release/palisade --port-base 23410
 
+# Hostile clients: each case its own Palisade (ports 23200+), peak RSS and a probe client's
+# getData p99 under the attack, with ceilings (tests/hostile/run.py; about a minute).
+run_suite "hostile clients: memory and latency bounds under attack" \
+  timeout -k 5 240 python3 tests/hostile/run.py --port 23200
+
 # The failover-replay tool: kill -9 cycles (random moments, after bursts, mid-snapshot, at
 # crash points, during recovery) against a Palisade of its own, with the offline invariants
 # checked after every cycle. More cycles: PALISADE_FAILOVER_CYCLES.

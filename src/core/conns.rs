@@ -84,7 +84,11 @@ impl Core {
     /// attachment to it.
     pub(crate) fn drop_conn(&mut self, conn: ConnId, close: bool) {
         if let Some(c) = self.conns.remove(&conn) {
-            if close {
+            if close && c.out.budget.own_over() {
+                // A Close queued behind a backlog the client does not read would never be
+                // reached: end the connection's tasks now.
+                c.out.budget.cancel.cancel();
+            } else if close {
                 let _ = c.out.send(Out::Close);
             }
             if let Some(s) = self.liveness.get_mut(c.session) {

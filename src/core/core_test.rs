@@ -44,7 +44,7 @@ fn cfg() -> CoreConfig {
         min_session_timeout: 4000,
         max_session_timeout: 40000,
         max_buffer: DEFAULT_MAX_BUFFER,
-        max_reply: DEFAULT_MAX_BUFFER + 1024,
+        max_reply: DEFAULT_MAX_BUFFER + crate::limits::REPLY_HEADROOM,
         ttl_enabled: true,
         four_letter_words: vec!["*".into()],
         super_digest: None,
@@ -957,4 +957,34 @@ fn a_reply_over_max_reply_is_refused_before_it_is_built() {
             (23, 0)
         ]
     );
+}
+
+#[test]
+fn over_the_server_wide_budget_every_connections_reads_wait_until_it_drains() {
+    let mut h = Harness::new();
+    let global = GlobalBudget::new(1500);
+    let (ba, bb) = (
+        OutBudget::new(usize::MAX, global.clone()),
+        OutBudget::new(usize::MAX, global.clone()),
+    );
+    let (mut a, mut b) = (h.connect_with(ba.clone()), h.connect_with(bb.clone()));
+    a.write_out();
+    b.write_out();
+    h.send(&a, 1, create_with("/big", &[7; 1000]));
+    h.durable();
+    assert_eq!(xids(&a.write_out()), vec![1]);
+    h.send(&a, 2, get_data("/big", false));
+    h.send(&b, 1, get_data("/big", false));
+    assert_eq!(xids(&a.drain()), vec![2]);
+    assert_eq!(xids(&b.drain()), vec![1], "under the server's budget still");
+    h.send(&b, 2, get_data("/big", false));
+    assert!(
+        xids(&b.drain()).is_empty(),
+        "held: the server's budget is spent"
+    );
+    assert!(global.over());
+    ba.wrote((ba.queued(), 0));
+    bb.wrote((bb.queued(), 0));
+    h.core.handle(CoreMsg::Drained(None));
+    assert_eq!(xids(&b.drain()), vec![2]);
 }

@@ -139,9 +139,13 @@ impl OutBudget {
         sub(&self.global.queued, bytes);
     }
 
-    /// Output written to the socket.
+    /// Some bytes reached the socket (a part of a batch, possibly).
+    pub fn progress(&self, bytes: usize) {
+        self.written.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// A batch of output is written to the socket: released.
     pub fn wrote(&self, weight: (usize, usize)) {
-        self.written.fetch_add(weight.0 as u64, Ordering::Relaxed);
         self.release(weight);
         self.freed.notify_one();
     }

@@ -346,9 +346,16 @@ impl Core {
                 if !(prefix.is_empty() || prefix == "/") {
                     paths.retain(|p| p.starts_with(prefix));
                 }
-                paths.sort();
-                let ephemerals = Some(paths.into_iter().map(JStr::from).collect());
-                reply::record(xid, zxid, &GetEphemeralsResponse { ephemerals })
+                let len = paths
+                    .iter()
+                    .fold(4usize, |n, p| n.saturating_add(4 + p.len()));
+                if self.over_max(len) {
+                    too_big(conn, "getEphemerals", len)
+                } else {
+                    paths.sort();
+                    let ephemerals = Some(paths.into_iter().map(JStr::from).collect());
+                    reply::record(xid, zxid, &GetEphemeralsResponse { ephemerals })
+                }
             }
             Request::GetAllChildrenNumber(r) => match self.readable(conn, &r.path, acl::READ) {
                 Ok(id) => reply::record(

@@ -203,9 +203,8 @@ async fn write_loop(
             }
         }
         let written = tokio::select! {
-            r = wr.write_all(&buf), if !buf.is_empty() => r.is_ok(),
+            ok = write_counted(&mut wr, &buf, budget) => ok,
             _ = shared.cancel.cancelled() => false,
-            _ = std::future::ready(()), if buf.is_empty() => true,
         };
         if !written {
             budget.release(weight);
@@ -239,4 +238,24 @@ async fn write_loop(
         budget.release(o.weight());
     }
     let _ = wr.shutdown().await;
+}
+
+/// Writes all of `buf`, counting each part that reaches the socket as the client's progress
+/// (a slow reader's backlog drains in parts; the core looks at progress for liveness).
+async fn write_counted(
+    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    buf: &[u8],
+    budget: &OutBudget,
+) -> bool {
+    let mut rest = buf;
+    while !rest.is_empty() {
+        match wr.write(rest).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => {
+                budget.progress(n);
+                rest = rest.get(n..).unwrap_or_default();
+            }
+        }
+    }
+    true
 }

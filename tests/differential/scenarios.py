@@ -1203,6 +1203,16 @@ def multi_read(h):
     h.events('B')
 
 
+def multi_read_over_max_reply(h):
+    """A multiRead whose reply would exceed jute.maxbuffer (2 × 600 KB): ZooKeeper 3.8 builds
+    and sends it (a frame its own Java client refuses); Palisade answers MARSHALLINGERROR
+    (maxReplySize, README). A known gap; the reads around it match."""
+    start(h)
+    h.op('A', 'create', path=h.p('/big'), data=b'x' * 600000)
+    h.op('A', 'multiRead', ops=[('getData', {'path': h.p('/big')})] * 2)
+    h.op('A', 'exists', path=h.p('/big'))
+
+
 def check_standalone(h):
     """check (13) outside multi.  ZooKeeper 3.8.0 answers the error cases, but a
     successful check hits a NullPointerException while serialising the (absent)
@@ -1734,6 +1744,7 @@ SCENARIOS = [
     ('multi_empty', multi_empty),
     ('multi_mixed', multi_mixed),
     ('multi_read', multi_read),
+    ('multi_read_over_max_reply', multi_read_over_max_reply),
     ('check_standalone', check_standalone),
     ('unknown_opcode_10', _unknown(10)),
     ('unknown_opcode_23', _unknown(23)),
