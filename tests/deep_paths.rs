@@ -26,7 +26,7 @@ const BATCHES: usize = 3;
 
 /// A setData of 1 or 2 bytes: the size changes every time, so quota accounting runs too.
 fn set_data(path: &str, i: usize) -> Request {
-    let data: &'static [u8] = if i % 2 == 0 { b"x" } else { b"xy" };
+    let data: &'static [u8] = if i.is_multiple_of(2) { b"x" } else { b"xy" };
     Request::SetData(SetDataRequest {
         path: JStr::from(path),
         data: Some(Bytes::from_static(data)),
