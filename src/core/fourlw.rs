@@ -3,6 +3,7 @@
 use crate::core::watch::ConnId;
 use crate::core::{Core, Out, OutTx};
 use palisade_proto::FourLetterWord;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 
@@ -195,19 +196,46 @@ impl Core {
                 let _ = writeln!(out, "{}", own_line(peer));
                 out.push('\n');
             }
+            // Every key ZooKeeper 3.8's Environment.list prints, in its order (monitoring
+            // scripts look keys up by name). The JVM's keys have no meaning here: `<NA>`, which
+            // is what ZooKeeper prints for a property that is not set. os.memory.* describe
+            // this process: total = its resident size, max = the machine's memory, free = the
+            // memory available on it (MB, as ZooKeeper prints them).
             FourLetterWord::Envi => {
+                let (user, home) = user_and_home();
+                let (rss, mem_total, mem_avail) = memory_mb();
+                let kv: [(&str, String); 18] = [
+                    ("zookeeper.version", VERSION.to_string()),
+                    ("host.name", "localhost".into()),
+                    ("java.version", "<NA>".into()),
+                    ("java.vendor", "<NA>".into()),
+                    ("java.home", "<NA>".into()),
+                    ("java.class.path", "<NA>".into()),
+                    ("java.library.path", "<NA>".into()),
+                    (
+                        "java.io.tmpdir",
+                        std::env::temp_dir().display().to_string(),
+                    ),
+                    ("java.compiler", "<NA>".into()),
+                    ("os.name", java_os_name().into()),
+                    ("os.arch", java_os_arch().into()),
+                    ("os.version", os_release()),
+                    ("user.name", user),
+                    ("user.home", home),
+                    (
+                        "user.dir",
+                        std::env::current_dir()
+                            .map(|d| d.display().to_string())
+                            .unwrap_or_default(),
+                    ),
+                    ("os.memory.free", format!("{mem_avail}MB")),
+                    ("os.memory.max", format!("{mem_total}MB")),
+                    ("os.memory.total", format!("{rss}MB")),
+                ];
                 let _ = writeln!(out, "Environment:");
-                let _ = writeln!(out, "zookeeper.version={VERSION}");
-                let _ = writeln!(out, "host.name=localhost");
-                let _ = writeln!(out, "os.name={}", std::env::consts::OS);
-                let _ = writeln!(out, "os.arch={}", std::env::consts::ARCH);
-                let _ = writeln!(
-                    out,
-                    "user.dir={}",
-                    std::env::current_dir()
-                        .map(|d| d.display().to_string())
-                        .unwrap_or_default()
-                );
+                for (k, v) in kv {
+                    let _ = writeln!(out, "{k}={v}");
+                }
             }
             FourLetterWord::Conf => {
                 let _ = writeln!(out, "clientPort={}", self.cfg.client_port);
@@ -269,24 +297,82 @@ impl Core {
                 let _ = writeln!(out, "{conns} connections watching {paths} paths");
                 let _ = writeln!(out, "Total watches:{total}");
             }
+            // ZooKeeper 3.8's layout: the session expiry queue (buckets by deadline, oldest
+            // first), the ephemerals by session with a count line, then the connections.
             FourLetterWord::Dump => {
+                let wall_now = super::wall_ms();
+                let now = self.now_ms();
+                let to_wall = |deadline: u64| {
+                    wall_now.saturating_add(i64::try_from(deadline).unwrap_or(i64::MAX))
+                        .saturating_sub(i64::try_from(now).unwrap_or(0))
+                };
+                let mut buckets: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+                for (id, s) in self.liveness.iter() {
+                    buckets.entry(s.deadline_ms).or_default().push(*id);
+                }
                 let _ = writeln!(out, "SessionTracker dump:");
-                let _ = writeln!(out, "Session Sets ({}):", self.liveness.len());
+                let _ = writeln!(
+                    out,
+                    "Session Sets ({})/({}):",
+                    buckets.len(),
+                    self.liveness.len()
+                );
+                for (deadline, ids) in &mut buckets {
+                    ids.sort_unstable();
+                    let when = java_date(to_wall(*deadline));
+                    let _ = writeln!(out, "{} expire at {when}:", ids.len());
+                    for id in ids.iter() {
+                        let _ = writeln!(out, "\t{id:#x}");
+                    }
+                }
                 let _ = writeln!(out, "ephemeral nodes dump:");
                 let mut sessions: Vec<i64> = self.liveness.iter().map(|(id, _)| *id).collect();
                 sessions.sort_unstable();
-                for s in sessions {
-                    let paths: Vec<String> = self
-                        .state
-                        .tree
-                        .ephemerals_of(s)
-                        .map(|id| self.state.tree.path_of(id))
-                        .collect();
-                    if !paths.is_empty() {
-                        let _ = writeln!(out, "{s:#x}:");
-                        for p in paths {
-                            let _ = writeln!(out, "\t{p}");
-                        }
+                let with_ephemerals: Vec<(i64, Vec<String>)> = sessions
+                    .into_iter()
+                    .map(|s| {
+                        let mut paths: Vec<String> = self
+                            .state
+                            .tree
+                            .ephemerals_of(s)
+                            .map(|id| self.state.tree.path_of(id))
+                            .collect();
+                        paths.sort_unstable();
+                        (s, paths)
+                    })
+                    .filter(|(_, paths)| !paths.is_empty())
+                    .collect();
+                let _ = writeln!(out, "Sessions with Ephemerals ({}):", with_ephemerals.len());
+                for (s, paths) in with_ephemerals {
+                    let _ = writeln!(out, "{s:#x}:");
+                    for p in paths {
+                        let _ = writeln!(out, "\t{p}");
+                    }
+                }
+                // Connections by the deadline of their session (ZooKeeper keeps a second
+                // expiry queue for connections; here a connection lives as long as its session).
+                let mut by_deadline: BTreeMap<u64, Vec<(String, i64)>> = BTreeMap::new();
+                for c in self.conns.values().filter(|c| c.session != 0) {
+                    if let Some(s) = self.liveness.get(c.session) {
+                        by_deadline
+                            .entry(s.deadline_ms)
+                            .or_default()
+                            .push((c.peer.to_string(), c.session));
+                    }
+                }
+                let _ = writeln!(out, "Connections dump:");
+                let _ = writeln!(
+                    out,
+                    "Connections Sets ({})/({}):",
+                    by_deadline.len(),
+                    by_deadline.values().map(Vec::len).sum::<usize>()
+                );
+                for (deadline, conns) in &mut by_deadline {
+                    conns.sort_unstable();
+                    let when = java_date(to_wall(*deadline));
+                    let _ = writeln!(out, "{} expire at {when}:", conns.len());
+                    for (peer, session) in conns.iter() {
+                        let _ = writeln!(out, "\tip: /{peer} sessionId: {session:#x}");
                     }
                 }
             }
@@ -390,5 +476,122 @@ mod tests {
             own_line(peer),
             " /127.0.0.1:4321[0](queued=0,recved=1,sent=0)"
         );
+    }
+}
+
+/// `ms` since the epoch as Java's `Date.toString()` prints it in UTC
+/// (`Thu Dec 03 18:40:26 UTC 2026`).
+fn java_date(ms: i64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let weekday = DAYS
+        .get(usize::try_from(days.rem_euclid(7)).unwrap_or(0))
+        .unwrap_or(&"Thu");
+    let mon = MONTHS
+        .get(usize::try_from(month - 1).unwrap_or(0))
+        .unwrap_or(&"Jan");
+    format!(
+        "{weekday} {mon} {day:02} {:02}:{:02}:{:02} UTC {year}",
+        tod / 3600,
+        tod % 3600 / 60,
+        tod % 60
+    )
+}
+
+/// Java's `os.name` for this OS.
+fn java_os_name() -> &'static str {
+    match std::env::consts::OS {
+        "linux" => "Linux",
+        "macos" => "Mac OS X",
+        "freebsd" => "FreeBSD",
+        other => other,
+    }
+}
+
+/// Java's `os.arch` for this CPU (the JVM says amd64 for x86_64).
+fn java_os_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "x86" => "x86",
+        other => other,
+    }
+}
+
+/// The kernel release (`uname -r`), as Java's `os.version`.
+fn os_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "<NA>".into())
+}
+
+/// The effective user's name and home directory (Java's user.name, user.home): from
+/// /etc/passwd for this process's uid, else $USER and $HOME, else `<NA>`.
+fn user_and_home() -> (String, String) {
+    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| "<NA>".into());
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .map(str::to_string);
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let entry = uid.and_then(|uid| {
+        passwd.lines().find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            match (f.first(), f.get(2), f.get(5)) {
+                (Some(name), Some(u), Some(home)) if *u == uid => {
+                    Some((name.to_string(), home.to_string()))
+                }
+                _ => None,
+            }
+        })
+    });
+    entry.unwrap_or_else(|| (env("USER"), env("HOME")))
+}
+
+/// (this process's resident size, the machine's memory, the memory available), in MB, from
+/// /proc (zeros where it cannot be read).
+fn memory_mb() -> (u64, u64, u64) {
+    let field = |text: &str, key: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map_or(0, |kb| kb / 1024)
+    };
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    (
+        field(&status, "VmRSS:"),
+        field(&meminfo, "MemTotal:"),
+        field(&meminfo, "MemAvailable:"),
+    )
+}
+
+#[cfg(test)]
+mod date_tests {
+    use super::java_date;
+
+    #[test]
+    fn dates_print_as_java_does_in_utc() {
+        assert_eq!(java_date(0), "Thu Jan 01 00:00:00 UTC 1970");
+        // 2026-12-03T18:40:26Z, as ZooKeeper printed a session's expiry in its dump
+        assert_eq!(java_date(1_796_323_226_000), "Thu Dec 03 18:40:26 UTC 2026");
+        assert_eq!(java_date(951_782_400_000), "Tue Feb 29 00:00:00 UTC 2000");
     }
 }

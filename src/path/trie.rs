@@ -271,7 +271,11 @@ impl<V> PathTrie<V> {
     /// Calls `f` with every stored (key, value) covering `path` (see the module doc), shortest
     /// first, in one pass over `path`. Returns the number of path bytes examined, which is at
     /// most `path.len()`: the evidence, in tests, that the cost does not grow with depth.
-    pub fn for_each_covering(&self, path: &str, mut f: impl FnMut(&Arc<str>, &V)) -> usize {
+    pub fn for_each_covering<'s>(
+        &'s self,
+        path: &str,
+        mut f: impl FnMut(&'s Arc<str>, &'s V),
+    ) -> usize {
         let p = path.as_bytes();
         let mut id = ROOT;
         let mut at = 0usize;

@@ -254,6 +254,10 @@ def fourlw_checks(ref, sut):
         keys = {s: {l.split(sep, 1)[0] for l in four(a, cmd).splitlines() if sep in l} for s, a in sides}
         check("4lw-%s-keys-subset" % cmd, keys["sut"] <= keys["ref"] and keys["sut"],
               "not in ZooKeeper's: %s" % sorted(keys["sut"] - keys["ref"]))
+    # monitoring scripts look envi's keys up by name: every key ZooKeeper prints, in its order
+    envi = {s: [l.split("=", 1)[0] for l in four(a, "envi").splitlines()] for s, a in sides}
+    check("4lw-envi-keys-as-zookeeper", envi["sut"] == envi["ref"],
+          "ref %r\n    sut %r" % (envi["ref"], envi["sut"]))
     conf = {s: dict(l.split("=", 1) for l in four(a, "conf").splitlines() if "=" in l) for s, a in sides}
     same = ("tickTime", "minSessionTimeout", "maxSessionTimeout", "maxClientCnxns", "serverId")
     check("4lw-conf-values", all(conf["ref"].get(k) == conf["sut"].get(k) for k in same),

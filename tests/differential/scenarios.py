@@ -7,6 +7,7 @@ ping barrier.  Sessions left open are closed by the harness afterwards, so
 nothing expires during later scenarios.
 """
 
+import re
 import struct
 
 import zkwire as zw
@@ -1373,6 +1374,56 @@ def four_letter_words(h):
     h.record({'op': '4lw', 'cmd': 'isro', 'out': zw.four_letter(h.host, h.port, 'isro')})
 
 
+_DUMP_HEADER = re.compile(r'^(Session Sets|Sessions with Ephemerals|Connections Sets) \(\d+\)(/\(\d+\))?:$')
+_DUMP_BUCKET = re.compile(r'^\d+ expire at \w{3} \w{3} \d\d \d\d:\d\d:\d\d \w+ \d{4}:$')
+
+
+def _dump_shape(h, text, names):
+    """dump's layout with what depends on timing or on other sessions taken out: the section
+    and header lines (counts replaced by N), whether every expiry-bucket line is well formed,
+    which of our sessions the session tracker lists, and our sessions' ephemerals (sorted:
+    ZooKeeper prints them in hash order)."""
+    ids = {'0x%x' % h.creds[n][0]: n for n in names}
+    layout, buckets_ok, tracked, ephemerals = [], True, [], {}
+    section, current = None, None
+    for line in text.splitlines():
+        if line in ('SessionTracker dump:', 'ephemeral nodes dump:', 'Connections dump:'):
+            section = line
+            layout.append(line)
+        elif _DUMP_HEADER.match(line):
+            layout.append(re.sub(r'\d+', 'N', line))
+        elif section == 'Connections dump:':
+            continue  # ZooKeeper lists every connection, this dump's own included
+        elif _DUMP_BUCKET.match(line):
+            continue
+        elif section == 'SessionTracker dump:':
+            if line.startswith('\t'):
+                if line[1:] in ids:
+                    tracked.append(ids[line[1:]])
+            elif line:
+                buckets_ok = False
+        elif section == 'ephemeral nodes dump:':
+            if line.endswith(':') and not line.startswith('\t'):
+                current = ids.get(line[:-1])
+            elif line.startswith('\t') and current:
+                ephemerals.setdefault(current, []).append(line[1:])
+    return {'layout': layout, 'buckets_well_formed': buckets_ok, 'tracked': sorted(tracked),
+            'ephemerals': {k: sorted(v) for k, v in sorted(ephemerals.items())}}
+
+
+def four_letter_dump(h):
+    """dump as ZooKeeper 3.8 lays it out: "Session Sets (B)/(N):" and the expiry buckets,
+    then "Sessions with Ephemerals (N):" before the per-session lists, then the connections."""
+    start(h)
+    h.connect('B')
+    h.connect('C')  # no ephemerals: tracked, not listed under ephemerals
+    for name in ('A', 'B'):
+        for i in range(2):
+            h.op(name, 'create', path=h.p('/%s%d' % (name, i)), flags=zw.EPHEMERAL)
+    out = zw.four_letter(h.host, h.port, 'dump')
+    h.record({'op': '4lw', 'cmd': 'dump', 'shape': _dump_shape(h, out, ['A', 'B', 'C'])})
+
+
 # ---------------------------------------------------------------- hostile inputs
 
 def _hostile_conn(h, name='X'):
@@ -1760,6 +1811,7 @@ SCENARIOS = [
     ('future_zxid', future_zxid),
     ('request_before_handshake', request_before_handshake),
     ('four_letter_words', four_letter_words),
+    ('four_letter_dump', four_letter_dump),
     ('hostile_garbage', hostile_garbage),
     ('hostile_truncated', hostile_truncated),
     ('hostile_huge_length', hostile_huge_length),

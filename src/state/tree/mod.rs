@@ -171,7 +171,7 @@ pub struct DataTree {
     count: usize,
     data_size: u64,
     /// Paths under quota (they have a limits node); see quota.rs.
-    pub(crate) quota_roots: std::collections::HashSet<String>,
+    pub(crate) quota_roots: crate::path::trie::PathTrie<()>,
     /// Sum of the node hashes (see digest.rs), kept current by every mutation.
     digest: u64,
 }

@@ -25,18 +25,15 @@ fn parse_stats(data: &[u8]) -> Option<(i64, i64, String)> {
 }
 
 impl DataTree {
-    /// The quota'd path a node at `path` counts toward (the longest prefix under quota).
+    /// The quota'd path a node at `path` counts toward (the longest prefix under quota), found
+    /// in one walk over `path` through the trie of quota roots (not by hashing every
+    /// ancestor prefix, which made each write to a deep path cost O(depth × length) once any
+    /// quota existed).
     fn quota_root_of(&self, path: &str) -> Option<String> {
-        let mut p = path;
-        loop {
-            if self.quota_roots.contains(p) {
-                return Some(p.to_string());
-            }
-            match p.rfind('/') {
-                Some(0) | None => return None,
-                Some(i) => p = p.get(..i)?,
-            }
-        }
+        let mut longest: Option<&str> = None;
+        self.quota_roots
+            .for_each_covering(path, |k, _| longest = Some(k.as_ref()));
+        longest.map(str::to_string)
     }
 
     /// If `id` is a limits or stats node, the quota'd path it belongs to.
@@ -71,7 +68,8 @@ impl DataTree {
     pub(crate) fn quota_created(&mut self, id: NodeId) {
         if let Some((is_limits, target)) = self.quota_node_target(id) {
             if is_limits {
-                self.quota_roots.insert(target);
+                let key: std::sync::Arc<str> = target.as_str().into();
+                self.quota_roots.get_or_insert_with(&key, || ());
             } else {
                 self.recount_stats(id, &target);
             }
@@ -116,7 +114,7 @@ impl DataTree {
     /// from the subtree, as ZooKeeper does on load. A fuzzy snapshot may hold a stats node
     /// captured at another moment than the nodes it counts, and replay cannot tell.
     pub(crate) fn rebuild_quotas(&mut self) {
-        self.quota_roots.clear();
+        self.quota_roots = Default::default();
         let Some(top) = self.lookup(QUOTA_ROOT) else {
             return;
         };
@@ -126,14 +124,15 @@ impl DataTree {
             stack.extend(self.children(x));
             match self.quota_node_target(x) {
                 Some((true, target)) => {
-                    self.quota_roots.insert(target);
+                    let key: std::sync::Arc<str> = target.into();
+                    self.quota_roots.get_or_insert_with(&key, || ());
                 }
                 Some((false, target)) => stats.push((x, target)),
                 None => {}
             }
         }
         for (id, target) in stats {
-            if self.quota_roots.contains(&target) {
+            if self.quota_roots.get(&target).is_some() {
                 self.recount_stats(id, &target);
             }
         }
@@ -273,5 +272,36 @@ mod tests {
         let after = stats(&t, "/zookeeper/quota/zookeeper/zookeeper_stats");
         assert_ne!(before, after);
         assert!(after.starts_with("count="), "{after}");
+    }
+
+    #[test]
+    fn the_innermost_quota_counts_and_names_match_whole_components() {
+        let mut t = DataTree::new();
+        for p in ["/q", "/q/in", "/qx"] {
+            mk(&mut t, p, b"");
+        }
+        for q in ["q", "q/in"] {
+            mk(&mut t, &format!("/zookeeper/quota/{q}"), b"");
+            mk(
+                &mut t,
+                &format!("/zookeeper/quota/{q}/zookeeper_limits"),
+                b"count=-1,bytes=-1",
+            );
+            mk(
+                &mut t,
+                &format!("/zookeeper/quota/{q}/zookeeper_stats"),
+                b"count=0,bytes=0",
+            );
+        }
+        let outer = "/zookeeper/quota/q/zookeeper_stats";
+        let inner = "/zookeeper/quota/q/in/zookeeper_stats";
+        // a stats node starts from its whole subtree, nested quotas included (as ZooKeeper)
+        assert_eq!(stats(&t, outer), "count=2,bytes=0");
+        assert_eq!(stats(&t, inner), "count=1,bytes=0");
+        mk(&mut t, "/q/in/deep", b"12");
+        mk(&mut t, "/q/inx", b"1"); // not under /q/in
+        mk(&mut t, "/qx/y", b"1"); // not under /q
+        assert_eq!(stats(&t, inner), "count=2,bytes=2");
+        assert_eq!(stats(&t, outer), "count=3,bytes=1");
     }
 }
