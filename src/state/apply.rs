@@ -112,10 +112,19 @@ impl<'t> Applier<'_, 't> {
     }
 
     fn changed(&mut self, event: EventType, path: &'t str, node: NodeId) {
-        let acl = self
-            .tree
-            .node(node)
-            .map_or_else(|| Arc::from([]), |n| self.tree.acls.shared(n.acl));
+        // A change always names a node that exists (or, for a delete, existed until just now
+        // and is read before removal). Were it ever missing, fail closed: an empty list would
+        // let every watcher read (ZOOKEEPER-4689's follow-up to CVE-2024-23944).
+        let acl = self.tree.node(node).map_or_else(
+            || {
+                Arc::from([crate::acl::Entry {
+                    perms: 0,
+                    scheme: "world".into(),
+                    id: "anyone".into(),
+                }])
+            },
+            |n| self.tree.acls.shared(n.acl),
+        );
         self.changes.push(Change { event, path, acl });
     }
 

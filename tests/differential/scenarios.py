@@ -14,7 +14,7 @@ import zkwire as zw
 from zkwire import OP, OPEN_ACL, READ_ACL, frame, header
 
 HOUR = 3600 * 1000
-DIGEST_ALICE = 'alice:+Ir5sN1lGJEEs8xBZhZXKvjLJ7c='  # base64(sha1("alice:secret"))
+DIGEST_ALICE = 'alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E='  # base64(sha1("alice:secret"))
 
 
 def digest_id(user, password):
