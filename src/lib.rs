@@ -20,10 +20,12 @@
 )]
 
 pub mod acl;
+pub mod admin;
 pub mod config;
 pub mod core;
 pub mod durability;
 pub mod limits;
+pub mod metrics;
 pub mod net;
 pub mod path;
 pub mod prep;

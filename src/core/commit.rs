@@ -62,7 +62,7 @@ impl Core {
         effects: &Effects<'_>,
         at: std::time::Instant,
     ) {
-        self.stats.record(at);
+        self.record_update(at);
         self.send_reply(conn, reply::write_reply(txn, effects));
         if let Some(c) = self.conns.get(&conn) {
             debug_assert!(

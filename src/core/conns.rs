@@ -38,6 +38,8 @@ pub(crate) struct Conn {
     pub sent: u64,
     pub last_zxid: i64,
     pub timeout: i32,
+    /// When the handshake was answered, wall-clock ms (the admin `connections` command).
+    pub established: i64,
 }
 
 impl Core {

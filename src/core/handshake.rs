@@ -62,6 +62,7 @@ impl Core {
             sent: 0,
             last_zxid: 0,
             timeout,
+            established: super::wall_ms(),
         };
         if req.session_id == 0 {
             let id = self.liveness.allocate_id();

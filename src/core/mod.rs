@@ -34,7 +34,7 @@ pub mod watch;
 
 pub(crate) use conns::Conn;
 pub use msg::{CoreMsg, Out, OutTx};
-pub(crate) use stats::Stats;
+pub(crate) use stats::{CoreMetrics, Stats};
 
 use crate::acl::AuthId;
 use crate::core::watch::{ConnId, Watches};
@@ -90,6 +90,7 @@ pub struct Core {
     clock: Instant,
     pub(crate) started: Instant,
     pub(crate) stats: Stats,
+    pub(crate) metrics: CoreMetrics,
     /// Shutdown was asked for: stop once no txn is in flight.
     stopping: bool,
 }
@@ -121,6 +122,7 @@ impl Core {
             clock: Instant::now(),
             started: Instant::now(),
             stats: Stats::default(),
+            metrics: CoreMetrics::default(),
             stopping: false,
         }
     }
@@ -197,7 +199,10 @@ impl Core {
                 out,
                 peer,
                 ready,
-            } => self.connect(conn, req, out, peer, ready),
+            } => {
+                self.metrics.connection_requests += 1;
+                self.connect(conn, req, out, peer, ready)
+            }
             CoreMsg::Request { conn, xid, req } => self.request(conn, xid, req),
             CoreMsg::Bad {
                 conn,
@@ -206,6 +211,7 @@ impl Core {
                 error,
             } => self.bad(conn, xid, op, error),
             CoreMsg::Closed { conn } => self.drop_conn(conn, false),
+            CoreMsg::Admin(query) => self.admin(query),
             CoreMsg::FourLetter { word, out, peer } => {
                 let text = self.four_letter(word, peer);
                 let _ = out.send(Out::Bytes(bytes::Bytes::from(text)));
