@@ -72,8 +72,14 @@ fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
         .map_err(|e| io::Error::other(format!("cannot open the log: {e}")))?;
     tracing::info!(report = %log.report(), "log opened");
     std::fs::create_dir_all(cfg.snap_dir())?;
-    let restored = recovery::recover(&cfg.snap_dir(), &log)
-        .map_err(|e| io::Error::other(format!("cannot recover the data dir: {e}")))?;
+    let mut progress = crate::metrics::progress::Progress::new(
+        log.report().last_txn_zxid,
+        crate::metrics::progress::EVERY,
+    );
+    let restored = recovery::recover_with_progress(&cfg.snap_dir(), &log, &mut |s, z, b| {
+        progress.tick(s, z, b)
+    })
+    .map_err(|e| io::Error::other(format!("cannot recover the data dir: {e}")))?;
     crate::metrics::shared().recovered(t0.elapsed().as_millis() as u64, restored.replayed);
     tracing::info!(
         snapshot = %restored.snapshot.as_ref().map_or("none".into(), |p| p.display().to_string()),

@@ -7,6 +7,7 @@
 //! `prometheus.rs` turns a sample into the Prometheus text format with the `prometheus`
 //! crate's encoder; `zk.rs` lists ZooKeeper's names and where each value comes from.
 
+pub mod progress;
 pub mod prometheus;
 pub mod sample;
 pub mod summary;
