@@ -111,7 +111,9 @@ def start_palisade(client_port, admin_port, metrics_port, extra=(), args=(), std
     with open(cfg, "w") as f:
         f.write(text)
     log = open(os.path.join(workdir, "server.log"), "wb") if stderr is None else stderr
-    proc = subprocess.Popen([PALISADE_BIN, cfg, *args], stdout=log, stderr=log)
+    # NO_COLOR would hide whether colours follow the terminal (test_logs_and_config).
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    proc = subprocess.Popen([PALISADE_BIN, cfg, *args], stdout=log, stderr=log, env=env)
     if not wait_port(client_port):
         proc.kill()
         raise RuntimeError(f"Palisade did not start on {client_port}")
