@@ -187,3 +187,63 @@ pub fn serve_metrics(listener: TcpListener, core: CoreSlot) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get(addr: std::net::SocketAddr, path: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    async fn admin(slot: CoreSlot) -> std::net::SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        serve_admin(l, slot, Info::default(), "/commands");
+        addr
+    }
+
+    /// Before the core runs (recovery) and after it stopped: not ready, commands say so.
+    #[tokio::test]
+    async fn not_ready_without_a_core() {
+        let slot = CoreSlot::default();
+        let addr = admin(slot.clone()).await;
+        let r = get(addr, "/ready").await;
+        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+        let r = get(addr, "/commands/monitor").await;
+        assert!(
+            r.starts_with("HTTP/1.1 200") && r.contains(NOT_SERVING),
+            "{r}"
+        );
+        // A core that has stopped: its inbox is closed.
+        let (tx, rx) = mpsc::channel(1);
+        drop(rx);
+        let _ = slot.set(tx);
+        let r = get(addr, "/ready").await;
+        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+    }
+
+    /// A core that answers: ready.
+    #[tokio::test]
+    async fn ready_when_the_core_answers() {
+        let slot = CoreSlot::default();
+        let (tx, mut rx) = mpsc::channel::<CoreMsg>(4);
+        let _ = slot.set(tx);
+        tokio::spawn(async move {
+            while let Some(m) = rx.recv().await {
+                if let CoreMsg::Admin(Query::Ready { reply }) = m {
+                    let _ = reply.send(());
+                }
+            }
+        });
+        let addr = admin(slot).await;
+        let r = get(addr, "/ready").await;
+        assert!(r.starts_with("HTTP/1.1 200") && r.contains("\"ok\""), "{r}");
+    }
+}
