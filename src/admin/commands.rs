@@ -223,9 +223,10 @@ fn latency_avg(c: &Core) -> f64 {
     }
 }
 
-/// ZooKeeper's client_response_stats: response sizes are not tracked here (-1: none yet).
-fn response_sizes() -> Value {
-    json!({ "last_buffer_size": -1, "min_buffer_size": -1, "max_buffer_size": -1 })
+/// ZooKeeper's client_response_stats: reply sizes without the length prefix (-1: none yet).
+fn response_sizes(c: &Core) -> Value {
+    let (last, min, max) = c.stats.response_sizes();
+    json!({ "last_buffer_size": last, "min_buffer_size": min, "max_buffer_size": max })
 }
 
 impl Core {
@@ -239,7 +240,7 @@ impl Core {
                 "packets_sent": s.sent,
                 "packets_received": s.received,
                 "fsync_threshold_exceed_count": 0,
-                "client_response_stats": response_sizes(),
+                "client_response_stats": response_sizes(self),
                 "provider_null": false,
                 // Filled in by the HTTP side (a directory walk is kept off the core).
                 "data_dir_size": 0,
@@ -256,7 +257,7 @@ impl Core {
                 "non_mtlsremote_conn_count": 0,
                 "non_mtlslocal_conn_count": 0,
             },
-            "client_response": response_sizes(),
+            "client_response": response_sizes(self),
             "node_count": self.state.tree.znode_count(),
         }))
     }

@@ -47,6 +47,8 @@ impl Core {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.sent += 1;
             self.stats.sent += 1;
+            self.stats.response_sent(frame.len());
+            self.metrics.response_bytes += frame.len() as u64;
             let _ = c.out.send(Out::Reply(frame));
         }
     }

@@ -13,6 +13,9 @@ pub(crate) struct Stats {
     pub latency_max: u64,
     pub latency_sum: u64,
     pub latency_count: u64,
+    /// Sizes of the replies sent without their length prefix, as ZooKeeper's
+    /// client_response_stats (last, min, max); None before the first.
+    pub response_size: Option<(u64, u64, u64)>,
 }
 
 /// The core's part of ZooKeeper's ServerMetrics: not reset by `srst`, as in ZooKeeper.
@@ -20,12 +23,30 @@ pub(crate) struct Stats {
 pub(crate) struct CoreMetrics {
     /// Handshakes received (connection_request_count).
     pub connection_requests: u64,
+    /// Bytes of the replies sent, length prefix included (response_bytes).
+    pub response_bytes: u64,
     /// Latencies in ms by kind (the readlatency and updatelatency summaries).
     pub read_latency: Summary,
     pub update_latency: Summary,
 }
 
 impl Stats {
+    /// A reply frame of `len` bytes (length prefix included) was sent.
+    pub fn response_sent(&mut self, len: usize) {
+        let n = len.saturating_sub(4) as u64;
+        self.response_size = Some(match self.response_size {
+            None => (n, n, n),
+            Some((_, min, max)) => (n, min.min(n), max.max(n)),
+        });
+    }
+
+    /// (last, min, max) reply size, -1 each before the first (ZooKeeper's BufferStats).
+    pub fn response_sizes(&self) -> (i64, i64, i64) {
+        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.response_size
+            .map_or((-1, -1, -1), |(l, mn, mx)| (i(l), i(mn), i(mx)))
+    }
+
     /// One request answered, received at `at` (ZooKeeper reports whole milliseconds).
     pub fn record(&mut self, at: Instant) -> u64 {
         let ms = at.elapsed().as_millis() as u64;

@@ -97,11 +97,12 @@ impl Core {
         s.push("znode_count", int(tree.znode_count()));
         s.push("global_sessions", int(self.liveness.len()));
         s.push("non_mtls_remote_conn_count", Value::Gauge(0));
-        // Response sizes are not tracked: -1, ZooKeeper's value before the first response.
-        s.push("last_client_response_size", Value::Gauge(-1));
+        // Reply sizes (notifications are not counted); -1 before the first, as ZooKeeper.
+        let (last, min, max) = st.response_sizes();
+        s.push("last_client_response_size", Value::Gauge(last));
         s.push("packets_sent", int64(st.sent));
         s.push("packets_received", int64(st.received));
-        s.push("max_client_response_size", Value::Gauge(-1));
+        s.push("max_client_response_size", Value::Gauge(max));
         s.push("connection_drop_probability", Value::GaugeF(0.0));
         s.push("watch_count", int(self.watches.count()));
         s.push("auth_failed_count", Value::Gauge(0));
@@ -113,7 +114,7 @@ impl Core {
         s.push("uptime", int64(self.started.elapsed().as_millis() as u64));
         s.push("max_latency", int64(st.latency_max));
         s.push("outstanding_tls_handshake", Value::Gauge(0));
-        s.push("min_client_response_size", Value::Gauge(-1));
+        s.push("min_client_response_size", Value::Gauge(min));
         s.push("non_mtls_local_conn_count", Value::Gauge(0));
 
         let sh = shared();
@@ -124,6 +125,7 @@ impl Core {
                 "prep_processor_request_queued" => st.received,
                 "connection_request_count" => self.metrics.connection_requests,
                 "sync_processor_request_queued" => sh.log_records.load(Ordering::Relaxed),
+                "response_bytes" => self.metrics.response_bytes,
                 _ => 0,
             };
             s.push(name, Value::Counter(v));

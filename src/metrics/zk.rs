@@ -10,6 +10,7 @@ pub const COUNTED: &[&str] = &[
     "prep_processor_request_queued",
     "connection_request_count",
     "sync_processor_request_queued",
+    "response_bytes",
 ];
 
 pub const COUNTERS: &[&str] = &[

@@ -118,6 +118,10 @@ def test_values_move_with_traffic(palisade):
     assert after["connection_request_count"] > before["connection_request_count"]
     assert after["dbinittime_count"] == 1
     assert after["palisade_last_zxid"] > before["palisade_last_zxid"]
+    # Reply sizes without the length prefix: the smallest reply is a bare ReplyHeader (16).
+    assert after["min_client_response_size"] == 16
+    assert after["max_client_response_size"] >= after["last_client_response_size"] >= 16
+    assert after["response_bytes"] - before["response_bytes"] >= 50 * 20
 
 
 def test_snapshot_metrics(palisade):
