@@ -213,7 +213,21 @@ impl Config {
                 "admin.enableServer" => self.admin.enable = parse_bool(k, v)?,
                 "admin.serverAddress" => self.admin.address = v.clone(),
                 "admin.serverPort" => self.admin.port = parse(k, v)?,
-                "admin.commandURL" => self.admin.command_url = v.clone(),
+                "admin.commandURL" => {
+                    let path = v.trim_end_matches('/');
+                    let ok = path.len() > 1
+                        && path.starts_with('/')
+                        && path != "/ready"
+                        && path
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-._~/".contains(c));
+                    if !ok {
+                        return Err(format!(
+                            "invalid value for {k}: {v:?} (a path such as /commands: letters, digits, - . _ ~ /; not /ready)"
+                        ));
+                    }
+                    self.admin.command_url = path.to_string()
+                }
                 "metricsProvider.className" => {
                     self.admin.prometheus = match v.as_str() {
                         PROMETHEUS_PROVIDER => true,
@@ -328,6 +342,13 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("metricsProvider.className"), "{e}");
+        for bad in ["/", "commands", "/ready", "/a{b}", "/a b"] {
+            let e = c
+                .apply_zoo_cfg(&format!("admin.commandURL={bad}\n"))
+                .err()
+                .unwrap_or_default();
+            assert!(e.contains("admin.commandURL"), "{bad}: {e}");
+        }
         let e = c
             .apply_zoo_cfg("admin.serverPort=x\n")
             .err()
