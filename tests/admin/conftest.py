@@ -162,7 +162,8 @@ def refzk():
             if http_get(s.admin("/commands/ruok"), timeout=2)[0] == 200:
                 break
         except OSError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)
     yield s
     subprocess.run([REFZK, "stop", workdir], timeout=30)
     shutil.rmtree(workdir, ignore_errors=True)
