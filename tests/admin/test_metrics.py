@@ -142,7 +142,7 @@ def test_snapshot_metrics(palisade):
 STABLE = ["znode_count", "watch_count", "ephemerals_count", "approximate_data_size",
           "global_sessions", "outstanding_requests", "packets_received", "packets_sent",
           "min_latency", "max_latency", "avg_latency", "local_sessions",
-          "open_file_descriptor_count", "max_file_descriptor_count"]
+          "max_file_descriptor_count"]
 
 
 def test_values_agree_with_mntr_and_monitor(palisade):
@@ -165,6 +165,12 @@ def test_values_agree_with_mntr_and_monitor(palisade):
             if k not in m1:
                 continue  # file descriptors: Linux only, in both
             assert float(m1[k]) == float(mon[k]) == prom[k], (k, m1[k], mon[k], prom[k])
+        # Each reader holds its own socket open, and earlier tests' sockets may still be
+        # closing: open descriptors agree within a few.
+        if "open_file_descriptor_count" in m1:
+            fds = [float(m1["open_file_descriptor_count"]), float(mon["open_file_descriptor_count"]),
+                   prom["open_file_descriptor_count"]]
+            assert max(fds) - min(fds) <= 4, fds
         # mntr counts its own connection, as ZooKeeper's does; the HTTP side is no client.
         assert int(m1["num_alive_connections"]) == mon["num_alive_connections"] + 1
         assert prom["num_alive_connections"] == mon["num_alive_connections"]
