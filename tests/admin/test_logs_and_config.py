@@ -72,9 +72,12 @@ def test_command_url_and_a_taken_port():
     taken = socket.socket()
     taken.bind(("127.0.0.1", 23551))
     taken.listen(1)
-    s = start_palisade(23549, 23550, 23551, extra=["admin.commandURL=/zk"])
+    s = start_palisade(23549, 23550, 23551, extra=["admin.commandURL=/zk", "4lw.commands.whitelist=srvr"])
     try:
         assert http_get(s.admin("/zk/ruok"))[0] == 200
+        # The four-letter-word whitelist does not apply to the AdminServer (as ZooKeeper 3.8).
+        assert "not in the whitelist" in four_letter(s.client_port, "mntr")
+        assert json.loads(http_get(s.admin("/zk/monitor"))[1 + 1])["error"] is None
         assert http_get(s.admin("/commands/ruok"))[0] == 404
         assert b"Prometheus endpoint not started" in read_log(s)
     finally:
