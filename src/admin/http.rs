@@ -2,6 +2,7 @@
 //! thread per request): the AdminServer and the Prometheus endpoint.
 
 use super::commands::{self, Info, Kind};
+use super::listener::{Bounded, IDLE, MAX_CONNECTIONS};
 use super::{Json, Query};
 use crate::core::CoreMsg;
 use axum::extract::{Path, State};
@@ -152,6 +153,7 @@ pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_ur
         .route(&format!("{url}/{{name}}"), get(command))
         .route("/ready", get(ready))
         .with_state(st);
+    let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::warn!(error = %e, "AdminServer stopped");
@@ -181,6 +183,7 @@ pub fn serve_metrics(listener: TcpListener, core: CoreSlot) {
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(core);
+    let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::warn!(error = %e, "metrics endpoint stopped");

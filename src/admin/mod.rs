@@ -7,6 +7,7 @@
 
 pub mod commands;
 mod http;
+mod listener;
 
 pub use http::{serve_admin, serve_metrics};
 
