@@ -36,6 +36,53 @@ pub struct Config {
     pub max_reply_size: Option<usize>,
     /// `--truncate-corrupt-log`: the operator accepts losing the log from a corrupt record on.
     pub truncate_corrupt_log: bool,
+    /// The AdminServer and the Prometheus endpoint (`admin.*`, `metricsProvider.*`).
+    pub admin: AdminConfig,
+}
+
+/// `admin.*` and `metricsProvider.*`, with ZooKeeper 3.8's defaults except where noted.
+#[derive(Debug, Clone)]
+pub struct AdminConfig {
+    /// admin.enableServer (default true, as ZooKeeper).
+    pub enable: bool,
+    /// admin.serverAddress: Palisade defaults to 127.0.0.1 (ZooKeeper: 0.0.0.0), since the
+    /// AdminServer has no authentication and commands such as stat_reset change state.
+    pub address: String,
+    /// admin.serverPort (8080).
+    pub port: u16,
+    /// admin.commandURL (/commands).
+    pub command_url: String,
+    /// metricsProvider.className names ZooKeeper's Prometheus provider: serve /metrics.
+    pub prometheus: bool,
+    /// metricsProvider.httpHost (0.0.0.0, as ZooKeeper: scrapers run elsewhere; the
+    /// endpoint only reads).
+    pub metrics_host: String,
+    /// metricsProvider.httpPort (7000).
+    pub metrics_port: u16,
+    /// metricsProvider.exportJvmInfo: accepted; there is no JVM to describe.
+    pub export_jvm_info: bool,
+    /// The configuration text as read (the admin `initial_configuration` command).
+    pub initial_text: String,
+}
+
+/// The provider class that switches the Prometheus endpoint on.
+pub const PROMETHEUS_PROVIDER: &str =
+    "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            enable: true,
+            address: "127.0.0.1".into(),
+            port: 8080,
+            command_url: "/commands".into(),
+            prometheus: false,
+            metrics_host: "0.0.0.0".into(),
+            metrics_port: 7000,
+            export_jvm_info: true,
+            initial_text: String::new(),
+        }
+    }
 }
 
 impl Default for Config {
@@ -66,6 +113,7 @@ impl Default for Config {
             global_output_budget: None,
             max_reply_size: None,
             truncate_corrupt_log: false,
+            admin: AdminConfig::default(),
         }
     }
 }
@@ -137,6 +185,7 @@ impl Config {
     pub fn apply_zoo_cfg(&mut self, text: &str) -> Result<Vec<String>, String> {
         let mut unknown = Vec::new();
         let mut kv = BTreeMap::new();
+        self.admin.initial_text.push_str(text);
         for line in text.lines() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -219,15 +268,45 @@ impl Config {
                 "connectionOutputBudget" => self.connection_output_budget = Some(positive(k, v)?),
                 "globalOutputBudget" => self.global_output_budget = Some(positive(k, v)?),
                 "maxReplySize" => self.max_reply_size = Some(positive(k, v)?),
+                "admin.enableServer" => self.admin.enable = parse_bool(k, v)?,
+                "admin.serverAddress" => self.admin.address = v.clone(),
+                "admin.serverPort" => self.admin.port = parse(k, v)?,
+                "admin.commandURL" => {
+                    let path = v.trim_end_matches('/');
+                    let ok = path.len() > 1
+                        && path.starts_with('/')
+                        && path != "/ready"
+                        && path
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-._~/".contains(c));
+                    if !ok {
+                        return Err(format!(
+                            "invalid value for {k}: {v:?} (a path such as /commands: letters, digits, - . _ ~ /; not /ready)"
+                        ));
+                    }
+                    self.admin.command_url = path.to_string()
+                }
+                "metricsProvider.className" => {
+                    self.admin.prometheus = match v.as_str() {
+                        PROMETHEUS_PROVIDER => true,
+                        "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider"
+                        | "org.apache.zookeeper.metrics.impl.NullMetricsProvider" => false,
+                        _ => {
+                            return Err(format!(
+                                "invalid value for {k}: {v:?} (Palisade has {PROMETHEUS_PROVIDER} and the default provider)"
+                            ))
+                        }
+                    }
+                }
+                "metricsProvider.httpHost" => self.admin.metrics_host = v.clone(),
+                "metricsProvider.httpPort" => self.admin.metrics_port = parse(k, v)?,
+                "metricsProvider.exportJvmInfo" => self.admin.export_jvm_info = parse_bool(k, v)?,
                 // Accepted for compatibility; they have no effect on a standalone server.
                 "initLimit"
                 | "syncLimit"
-                | "admin.enableServer"
-                | "admin.serverPort"
                 | "standaloneEnabled"
                 | "reconfigEnabled"
-                | "audit.enable"
-                | "metricsProvider.className" => {}
+                | "audit.enable" => {}
                 // Checked as a whole below.
                 k if k.starts_with("server.") => {}
                 _ => unknown.push(k.clone()),
@@ -343,6 +422,46 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("maxReplySize"), "{e}");
+    }
+
+    #[test]
+    fn admin_and_metrics_keys() {
+        let mut c = Config::default();
+        assert!(c.admin.enable && !c.admin.prometheus);
+        assert_eq!(
+            (c.admin.address.as_str(), c.admin.port),
+            ("127.0.0.1", 8080)
+        );
+        let text = "admin.enableServer=false\nadmin.serverAddress=0.0.0.0\nadmin.serverPort=9090\nadmin.commandURL=/cmds\nmetricsProvider.className=org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider\nmetricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort=7001\nmetricsProvider.exportJvmInfo=false\n";
+        assert_eq!(c.apply_zoo_cfg(text), Ok(vec![]));
+        let a = &c.admin;
+        assert!(!a.enable && a.prometheus && !a.export_jvm_info);
+        assert_eq!(
+            (a.address.as_str(), a.port, a.command_url.as_str()),
+            ("0.0.0.0", 9090, "/cmds")
+        );
+        assert_eq!(
+            (a.metrics_host.as_str(), a.metrics_port),
+            ("127.0.0.1", 7001)
+        );
+        assert_eq!(a.initial_text, text);
+        let e = c
+            .apply_zoo_cfg("metricsProvider.className=com.example.Other\n")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("metricsProvider.className"), "{e}");
+        for bad in ["/", "commands", "/ready", "/a{b}", "/a b"] {
+            let e = c
+                .apply_zoo_cfg(&format!("admin.commandURL={bad}\n"))
+                .err()
+                .unwrap_or_default();
+            assert!(e.contains("admin.commandURL"), "{bad}: {e}");
+        }
+        let e = c
+            .apply_zoo_cfg("admin.serverPort=x\n")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("admin.serverPort"), "{e}");
     }
 
     #[test]

@@ -20,12 +20,14 @@
 )]
 
 pub mod acl;
+pub mod admin;
 pub mod config;
 pub mod core;
 pub mod durability;
 pub mod ensemble;
 pub mod limits;
 pub mod migrate;
+pub mod metrics;
 pub mod net;
 pub mod path;
 pub mod prep;

@@ -1,7 +1,10 @@
-//! `palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]`,
-//! or `palisade import-zookeeper|export-zookeeper …` (see `palisade::migrate`).
+//! `palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]
+//! [--log-format text|json]`, or `palisade import-zookeeper|export-zookeeper …` (see
+//! `palisade::migrate`).
 //!
-//! With no arguments it serves 127.0.0.1:2181 with data in ./data.
+//! With no arguments it serves 127.0.0.1:2181 with data in ./data. Logs go to stderr: text
+//! (colours only when stderr is a terminal) or, with `--log-format json`, one JSON object a
+//! line for log shippers. RUST_LOG sets the filter (default info).
 
 use palisade::config::Config;
 use std::process::ExitCode;
@@ -14,8 +17,56 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn usage() -> &'static str {
     "usage: palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]\n\
+     \x20               [--log-format text|json]\n\
      --truncate-corrupt-log  start even if the log is corrupt in the middle, dropping every\n\
      \x20                       record from the corruption on (moved to log/detached/)"
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The log format from the arguments, read before anything else so the first lines (config
+/// warnings) are already in it.
+fn log_format() -> Result<LogFormat, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut format = LogFormat::Text;
+    for (i, a) in args.iter().enumerate() {
+        let value = if a == "--log-format" {
+            args.get(i + 1).map(String::as_str)
+        } else if let Some(v) = a.strip_prefix("--log-format=") {
+            Some(v)
+        } else {
+            continue;
+        };
+        format = match value {
+            Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            other => {
+                return Err(format!(
+                    "invalid value for --log-format: {:?} (text or json)\n{}",
+                    other.unwrap_or(""),
+                    usage()
+                ))
+            }
+        };
+    }
+    Ok(format)
+}
+
+fn init_logs(format: LogFormat) {
+    use std::io::IsTerminal;
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    match format {
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
 }
 
 fn parse_args() -> Result<Config, String> {
@@ -32,6 +83,11 @@ fn parse_args() -> Result<Config, String> {
                 overrides.push((a, v));
             }
             "--truncate-corrupt-log" => truncate = true,
+            // Read by log_format() before the logs start.
+            "--log-format" => {
+                args.next();
+            }
+            f if f.starts_with("--log-format=") => {}
             "-h" | "--help" => return Err(usage().to_string()),
             f if !f.starts_with('-') => {
                 let text = std::fs::read_to_string(f).map_err(|e| format!("reading {f}: {e}"))?;
@@ -58,12 +114,13 @@ fn parse_args() -> Result<Config, String> {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    match log_format() {
+        Ok(f) => init_logs(f),
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
     let mut args = std::env::args().skip(1);
     if let Some(code) = args.next().and_then(|c| palisade::migrate::main(&c, args)) {
         return ExitCode::from(code);

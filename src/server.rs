@@ -55,8 +55,15 @@ fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
         .map_err(|e| io::Error::other(format!("cannot open the log: {e}")))?;
     tracing::info!(report = %log.report(), "log opened");
     datadir::create_private_dir(&cfg.snap_dir())?;
-    let restored = recovery::recover(&cfg.snap_dir(), &log)
-        .map_err(|e| io::Error::other(format!("cannot recover the data dir: {e}")))?;
+    let mut progress = crate::metrics::progress::Progress::new(
+        log.report().last_txn_zxid,
+        crate::metrics::progress::EVERY,
+    );
+    let restored = recovery::recover_with_progress(&cfg.snap_dir(), &log, &mut |s, z, b| {
+        progress.tick(s, z, b)
+    })
+    .map_err(|e| io::Error::other(format!("cannot recover the data dir: {e}")))?;
+    crate::metrics::shared().recovered(t0.elapsed().as_millis() as u64, restored.replayed);
     tracing::info!(
         snapshot = %restored.snapshot.as_ref().map_or("none".into(), |p| p.display().to_string()),
         replayed = restored.replayed,
@@ -70,7 +77,49 @@ fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
     Ok((wal, restored))
 }
 
+/// Binds the AdminServer and the Prometheus endpoint when configured. A port that cannot be
+/// bound is a warning, as in ZooKeeper: the client port is what must work.
+async fn start_http(cfg: &Config, core: &crate::admin::http_slot::CoreSlot) {
+    let a = &cfg.admin;
+    if a.enable {
+        let addr = format!("{}:{}", a.address, a.port);
+        match TcpListener::bind(&addr).await {
+            Ok(l) => {
+                tracing::info!(%addr, url = %a.command_url, "AdminServer listening");
+                let info = crate::admin::commands::Info {
+                    client_port: cfg.client_port,
+                    data_dir: cfg.data_dir.clone(),
+                    data_log_dir: cfg
+                        .data_log_dir
+                        .clone()
+                        .unwrap_or_else(|| cfg.data_dir.clone()),
+                    snap_dir: cfg.snap_dir(),
+                    tick_time: cfg.tick_time,
+                    max_client_cnxns: cfg.max_client_cnxns,
+                    min_session_timeout: cfg.min_timeout(),
+                    max_session_timeout: cfg.max_timeout(),
+                    initial_configuration: a.initial_text.clone(),
+                };
+                crate::admin::serve_admin(l, core.clone(), info, &a.command_url);
+            }
+            Err(e) => tracing::warn!(%addr, error = %e, "AdminServer not started"),
+        }
+    }
+    if a.prometheus {
+        let addr = format!("{}:{}", a.metrics_host, a.metrics_port);
+        match TcpListener::bind(&addr).await {
+            Ok(l) => {
+                tracing::info!(%addr, "Prometheus /metrics listening");
+                crate::admin::serve_metrics(l, core.clone());
+            }
+            Err(e) => tracing::warn!(%addr, error = %e, "Prometheus endpoint not started"),
+        }
+    }
+}
+
 pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
+    let core_slot = crate::admin::http_slot::CoreSlot::default();
+    start_http(&cfg, &core_slot).await;
     let secret = datadir::load_secret(&cfg.data_dir)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
     let (wal, restored) = open_data(&cfg)?;
@@ -99,7 +148,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
     let durable_tx = core_tx.clone();
-    let sink: Box<dyn LogSink> = Box::new(wal);
+    let sink: Box<dyn LogSink> = Box::new(crate::metrics::TimedSink::new(Box::new(wal)));
     let log_tx = log::spawn_writer(sink, spin_wait, move |r| {
         let msg = match r {
             Ok(z) => CoreMsg::Durable(z),
@@ -127,6 +176,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
             let _ = core_done_tx.send(());
         })?;
 
+    let _ = core_slot.set(core_tx.clone());
     let tick_tx = core_tx.clone();
     let tick_every = Duration::from_millis((cfg.tick_time / 2).clamp(50, 1000));
     tokio::spawn(async move {
@@ -182,6 +232,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
             let n = m.entry(peer.ip()).or_insert(0);
             if cfg.max_client_cnxns > 0 && *n >= cfg.max_client_cnxns {
                 tracing::warn!(%peer, limit = cfg.max_client_cnxns, "too many connections from this address; closing");
+                crate::metrics::shared().connection_rejected();
                 continue;
             }
             *n += 1;

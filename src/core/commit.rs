@@ -63,7 +63,7 @@ impl Core {
         effects: &Effects<'_>,
         at: std::time::Instant,
     ) {
-        self.stats.record(at);
+        self.record_update(at);
         if let Some(c) = self.conns.get(&conn) {
             debug_assert!(
                 matches!(c.queue.iter().find(|s| matches!(s, Slot::Write(_))), Some(Slot::Write(x)) if *x == txn.header.cxid),

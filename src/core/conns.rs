@@ -43,6 +43,8 @@ pub(crate) struct Conn {
     pub timeout: i32,
     /// The writer's byte count when the core last looked (a held-back client's progress).
     pub seen_written: u64,
+    /// When the handshake was answered, wall-clock ms (the admin `connections` command).
+    pub established: i64,
 }
 
 impl Core {
@@ -50,6 +52,8 @@ impl Core {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.sent += 1;
             self.stats.sent += 1;
+            self.stats.response_sent(frame.len());
+            self.metrics.response_bytes += frame.len() as u64;
             let _ = c.out.send(Out::Reply(frame));
         }
     }

@@ -63,6 +63,7 @@ impl Core {
             last_zxid: 0,
             timeout,
             seen_written: 0,
+            established: super::wall_ms(),
         };
         if req.session_id == 0 {
             let id = self.liveness.allocate_id();

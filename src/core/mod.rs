@@ -34,7 +34,7 @@ pub mod watch;
 
 pub(crate) use conns::Conn;
 pub use msg::{CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
-pub(crate) use stats::Stats;
+pub(crate) use stats::{CoreMetrics, Stats};
 
 use crate::acl::AuthId;
 use crate::core::watch::{ConnId, Watches};
@@ -94,6 +94,7 @@ pub struct Core {
     clock: Instant,
     pub(crate) started: Instant,
     pub(crate) stats: Stats,
+    pub(crate) metrics: CoreMetrics,
     /// Shutdown was asked for: stop once no txn is in flight.
     stopping: bool,
 }
@@ -126,6 +127,7 @@ impl Core {
             clock: Instant::now(),
             started: Instant::now(),
             stats: Stats::default(),
+            metrics: CoreMetrics::default(),
             stopping: false,
         }
     }
@@ -202,7 +204,10 @@ impl Core {
                 out,
                 peer,
                 ready,
-            } => self.connect(conn, req, out, peer, ready),
+            } => {
+                self.metrics.connection_requests += 1;
+                self.connect(conn, req, out, peer, ready)
+            }
             CoreMsg::Request { conn, xid, req } => self.request(conn, xid, req),
             CoreMsg::Bad {
                 conn,
@@ -211,6 +216,7 @@ impl Core {
                 error,
             } => self.bad(conn, xid, op, error),
             CoreMsg::Closed { conn } => self.drop_conn(conn, false),
+            CoreMsg::Admin(query) => self.admin(query),
             CoreMsg::FourLetter { word, out, peer } => self.answer_four_letter(word, out, peer),
             CoreMsg::Durable(upto) => {
                 self.durable(upto);

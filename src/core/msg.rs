@@ -227,6 +227,8 @@ pub enum CoreMsg {
     Closed {
         conn: ConnId,
     },
+    /// An AdminServer command, a metrics scrape or a readiness probe (src/admin).
+    Admin(crate::admin::Query),
     FourLetter {
         word: FourLetterWord,
         out: OutTx,

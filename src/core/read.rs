@@ -430,7 +430,7 @@ impl Core {
             },
             _ => err(ErrorCode::MarshallingError),
         };
-        self.stats.record(at);
+        self.record_read(at);
         self.send_reply(conn, frame);
         if close {
             if let Some(c) = self.conns.get(&conn) {

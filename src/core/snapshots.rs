@@ -113,11 +113,13 @@ impl Core {
             let end = self.state.zxid();
             let trailer = capture.trailer(end, tree.digest());
             let nodes = trailer.node_count;
+            let capture_ms = s.started.elapsed().as_millis() as u64;
+            crate::metrics::shared().snapshot_captured(capture_ms);
             let _ = s.tx.send(SnapMsg::Finish(trailer));
             tracing::info!(
                 end = format_args!("{end:#x}"),
                 nodes,
-                capture_ms = s.started.elapsed().as_millis() as u64,
+                capture_ms,
                 "snapshot captured"
             );
             s.capture = None;

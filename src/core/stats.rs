@@ -1,7 +1,10 @@
-//! Request counters and latencies, as `srvr`/`mntr` report them.
+//! Request counters and latencies, as `srvr`/`mntr` and the metrics report them.
 
+use super::Core;
+use crate::metrics::Summary;
 use std::time::Instant;
 
+/// What `srvr`/`mntr` report, and `srst` resets (ZooKeeper's ServerStats).
 #[derive(Default)]
 pub(crate) struct Stats {
     pub received: u64,
@@ -12,11 +15,42 @@ pub(crate) struct Stats {
     pub latency_count: u64,
     /// Connections closed because their unsent notifications exceeded their output budget.
     pub closed_output_budget: u64,
+    /// Sizes of the replies sent without their length prefix, as ZooKeeper's
+    /// client_response_stats (last, min, max); None before the first.
+    pub response_size: Option<(u64, u64, u64)>,
+}
+
+/// The core's part of ZooKeeper's ServerMetrics: not reset by `srst`, as in ZooKeeper.
+#[derive(Default)]
+pub(crate) struct CoreMetrics {
+    /// Handshakes received (connection_request_count).
+    pub connection_requests: u64,
+    /// Bytes of the replies sent, length prefix included (response_bytes).
+    pub response_bytes: u64,
+    /// Latencies in ms by kind (the readlatency and updatelatency summaries).
+    pub read_latency: Summary,
+    pub update_latency: Summary,
 }
 
 impl Stats {
+    /// A reply frame of `len` bytes (length prefix included) was sent.
+    pub fn response_sent(&mut self, len: usize) {
+        let n = len.saturating_sub(4) as u64;
+        self.response_size = Some(match self.response_size {
+            None => (n, n, n),
+            Some((_, min, max)) => (n, min.min(n), max.max(n)),
+        });
+    }
+
+    /// (last, min, max) reply size, -1 each before the first (ZooKeeper's BufferStats).
+    pub fn response_sizes(&self) -> (i64, i64, i64) {
+        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.response_size
+            .map_or((-1, -1, -1), |(l, mn, mx)| (i(l), i(mn), i(mx)))
+    }
+
     /// One request answered, received at `at` (ZooKeeper reports whole milliseconds).
-    pub fn record(&mut self, at: Instant) {
+    pub fn record(&mut self, at: Instant) -> u64 {
         let ms = at.elapsed().as_millis() as u64;
         if self.latency_count == 0 || ms < self.latency_min {
             self.latency_min = ms;
@@ -24,5 +58,20 @@ impl Stats {
         self.latency_max = self.latency_max.max(ms);
         self.latency_sum += ms;
         self.latency_count += 1;
+        ms
+    }
+}
+
+impl Core {
+    /// A read answered.
+    pub(crate) fn record_read(&mut self, at: Instant) {
+        let ms = self.stats.record(at);
+        self.metrics.read_latency.observe(ms);
+    }
+
+    /// A write answered after its commit.
+    pub(crate) fn record_update(&mut self, at: Instant) {
+        let ms = self.stats.record(at);
+        self.metrics.update_latency.observe(ms);
     }
 }

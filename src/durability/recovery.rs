@@ -253,6 +253,16 @@ impl Replayer {
 /// Loads the newest valid snapshot in `snap_dir` (older ones if newer are damaged) and replays
 /// the log over it.
 pub fn recover(snap_dir: &Path, log: &Recovered) -> Result<Restored, RecoveryError> {
+    recover_with_progress(snap_dir, log, &mut |_, _, _| {})
+}
+
+/// [`recover`], telling `progress` of each log record replayed: (the zxid replay started
+/// after, the zxid reached, the record's payload bytes). The server logs progress from it.
+pub fn recover_with_progress(
+    snap_dir: &Path,
+    log: &Recovered,
+    progress: &mut dyn FnMut(i64, i64, usize),
+) -> Result<Restored, RecoveryError> {
     let (snap, rejected) = palisade_snapshot::load_newest(snap_dir)?;
     for (path, e) in &rejected {
         tracing::warn!(path = %path.display(), error = %e, "damaged snapshot skipped; falling back to an older one");
@@ -265,7 +275,9 @@ pub fn recover(snap_dir: &Path, log: &Recovered) -> Result<Restored, RecoveryErr
         None => Replayer::new(),
     };
     drop(snap);
+    let start = r.zxid();
     for rec in log.records(r.zxid() + 1) {
+        progress(start, r.zxid(), rec.payload.len());
         match rec.kind {
             RecordKind::Txn => {
                 let txn =

@@ -72,6 +72,7 @@ pub fn spawn(
                             Ok(path) => {
                                 // Begin to durable file: what a snapshot costs.
                                 let ms = t0.elapsed().as_millis() as u64;
+                                crate::metrics::shared().snapshot_written(ms);
                                 crate::durability::crashpoint::hit("snapshot.before_purge");
                                 let keep_from = retain(&dirs);
                                 tracing::info!(

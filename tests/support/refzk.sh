@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start or stop Apache ZooKeeper 3.8 (Debian package) as the reference server for differential tests.
 #   refzk.sh start PORT DIR [extra zoo.cfg lines...]   -> starts in background, waits until it answers ruok
+#   (later lines override earlier ones: admin.enableServer=true with REFZK_ADMIN=1 enables the AdminServer)
 #   refzk.sh stop DIR
 set -euo pipefail
 cmd=${1:?start|stop}; shift
@@ -20,6 +21,14 @@ start)
     for l in "$@"; do echo "$l"; done
   } > "$dir/zoo.cfg"
   cp=/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar:/usr/share/java/netty-all.jar:/usr/share/java/jcl-over-slf4j.jar
+  # REFZK_ADMIN=1: Jetty and Jackson (Debian's libjetty9-java, libjackson2-*, pulled in by
+  # libzookeeper-java) on the classpath, so admin.enableServer=true starts the AdminServer.
+  if [ "${REFZK_ADMIN:-0}" = 1 ]; then
+    for j in jetty9-server jetty9-servlet jetty9-http jetty9-io jetty9-util jetty9-security \
+      jackson-annotations jackson-core jackson-databind servlet-api; do
+      cp="$cp:/usr/share/java/$j.jar"
+    done
+  fi
   # shellcheck disable=SC2086
   nohup java -Xmx512m -Dzookeeper.extendedTypesEnabled=true -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
     -cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/zk.log" 2>&1 &

@@ -1,0 +1,252 @@
+//! The two HTTP listeners (axum on the server's tokio runtime, a task per connection, no
+//! thread per request): the AdminServer and the Prometheus endpoint.
+
+use super::commands::{self, Info, Kind};
+use super::listener::{Bounded, IDLE, MAX_CONNECTIONS};
+use super::{Json, Query};
+use crate::core::CoreMsg;
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+/// How long a request waits for the core's answer before it reports the server as not
+/// serving: far above a core turn, short enough for a health check's own timeout.
+const CORE_ANSWER: Duration = Duration::from_secs(5);
+
+/// The core's inbox once it runs (the listeners start before recovery, so /ready can say
+/// "not yet" while the data dir is replayed).
+pub type CoreSlot = Arc<OnceLock<mpsc::Sender<CoreMsg>>>;
+
+#[derive(Clone)]
+struct AdminState {
+    core: CoreSlot,
+    info: Arc<Info>,
+    url: Arc<str>,
+}
+
+/// ZooKeeper's error text when the server is not running.
+const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests";
+
+async fn ask<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query) -> Option<T> {
+    let tx = core.get()?.clone();
+    let (reply, rx) = oneshot::channel();
+    let q = make(reply);
+    tokio::time::timeout(CORE_ANSWER, async move {
+        tx.send(CoreMsg::Admin(q)).await.ok()?;
+        rx.await.ok()
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+fn json_response(status: StatusCode, body: &Json) -> Response {
+    let text = serde_json::to_string_pretty(body).unwrap_or_else(|_| "{}".into());
+    (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
+}
+
+async fn list(State(st): State<AdminState>) -> Response {
+    let mut html = String::new();
+    for (names, _) in commands::COMMANDS {
+        if let Some(n) = names.first() {
+            html.push_str(&format!("<a href=\"{}/{n}\">{n}</a>\n<br/>\n", st.url));
+        }
+    }
+    ([(header::CONTENT_TYPE, "text/html")], html).into_response()
+}
+
+async fn command(State(st): State<AdminState>, Path(name): Path<String>) -> Response {
+    let Some((primary, kind)) = commands::find(&name) else {
+        let mut m = Json::new();
+        m.insert("command".into(), json!(name));
+        m.insert("error".into(), json!(format!("Unknown command: {name}")));
+        return json_response(StatusCode::OK, &m);
+    };
+    let mut m = match kind {
+        Kind::Local(l) => {
+            let info = st.info.clone();
+            tokio::task::spawn_blocking(move || commands::local(l, &info))
+                .await
+                .unwrap_or_default()
+        }
+        Kind::Core(c) => {
+            match ask(&st.core, |reply| Query::Command { cmd: c, reply }).await {
+                Some(mut m) => {
+                    // The directory sizes are walked here, off the core thread.
+                    if let Some(Value::Object(s)) = m.get_mut("server_stats") {
+                        let info = st.info.clone();
+                        let (d, l) = tokio::task::spawn_blocking(move || {
+                            (
+                                commands::dir_size(&info.data_dir),
+                                commands::dir_size(&info.data_log_dir),
+                            )
+                        })
+                        .await
+                        .unwrap_or((0, 0));
+                        s.insert("data_dir_size".into(), json!(d));
+                        s.insert("log_dir_size".into(), json!(l));
+                    }
+                    m
+                }
+                None => {
+                    let mut m = Json::new();
+                    m.insert("error".into(), json!(NOT_SERVING));
+                    m
+                }
+            }
+        }
+    };
+    m.insert("command".into(), json!(primary));
+    m.entry("error").or_insert(Value::Null);
+    json_response(StatusCode::OK, &m)
+}
+
+/// Ready = the core runs and answers (recovery done, serving clients). A standalone server
+/// is its own quorum; an ensemble member will also need a quorum here.
+async fn ready(State(st): State<AdminState>) -> Response {
+    let ok = ask(&st.core, |reply| Query::Ready { reply })
+        .await
+        .is_some();
+    let (status, body) = if ok {
+        (
+            StatusCode::OK,
+            json!({ "status": "ok", "details": { "role": "standalone", "hasLeader": true } }),
+        )
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({ "status": "fail", "details": { "role": "", "hasLeader": false } }),
+        )
+    };
+    let m = match body {
+        Value::Object(m) => m,
+        _ => Json::new(),
+    };
+    json_response(status, &m)
+}
+
+/// Serves the AdminServer on `listener` until the runtime stops.
+pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_url: &str) {
+    let url: Arc<str> = {
+        let u = command_url.trim_end_matches('/');
+        let u = if u.starts_with('/') {
+            u.to_string()
+        } else {
+            format!("/{u}")
+        };
+        u.into()
+    };
+    let st = AdminState {
+        core,
+        info: Arc::new(info),
+        url: url.clone(),
+    };
+    let app = Router::new()
+        .route(&url, get(list))
+        .route(&format!("{url}/{{name}}"), get(command))
+        .route("/ready", get(ready))
+        .with_state(st);
+    let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::warn!(error = %e, "AdminServer stopped");
+        }
+    });
+}
+
+async fn metrics(State(core): State<CoreSlot>) -> Response {
+    let Some(sample) = ask(&core, |reply| Query::Metrics { reply }).await else {
+        return (StatusCode::SERVICE_UNAVAILABLE, NOT_SERVING).into_response();
+    };
+    match crate::metrics::prometheus::encode(&sample) {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                crate::metrics::prometheus::content_type(),
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+    }
+}
+
+/// Serves `GET /metrics` (Prometheus text format) on `listener` until the runtime stops.
+pub fn serve_metrics(listener: TcpListener, core: CoreSlot) {
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(core);
+    let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::warn!(error = %e, "metrics endpoint stopped");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get(addr: std::net::SocketAddr, path: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    async fn admin(slot: CoreSlot) -> std::net::SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        serve_admin(l, slot, Info::default(), "/commands");
+        addr
+    }
+
+    /// Before the core runs (recovery) and after it stopped: not ready, commands say so.
+    #[tokio::test]
+    async fn not_ready_without_a_core() {
+        let slot = CoreSlot::default();
+        let addr = admin(slot.clone()).await;
+        let r = get(addr, "/ready").await;
+        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+        let r = get(addr, "/commands/monitor").await;
+        assert!(
+            r.starts_with("HTTP/1.1 200") && r.contains(NOT_SERVING),
+            "{r}"
+        );
+        // A core that has stopped: its inbox is closed.
+        let (tx, rx) = mpsc::channel(1);
+        drop(rx);
+        let _ = slot.set(tx);
+        let r = get(addr, "/ready").await;
+        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+    }
+
+    /// A core that answers: ready.
+    #[tokio::test]
+    async fn ready_when_the_core_answers() {
+        let slot = CoreSlot::default();
+        let (tx, mut rx) = mpsc::channel::<CoreMsg>(4);
+        let _ = slot.set(tx);
+        tokio::spawn(async move {
+            while let Some(m) = rx.recv().await {
+                if let CoreMsg::Admin(Query::Ready { reply }) = m {
+                    let _ = reply.send(());
+                }
+            }
+        });
+        let addr = admin(slot).await;
+        let r = get(addr, "/ready").await;
+        assert!(r.starts_with("HTTP/1.1 200") && r.contains("\"ok\""), "{r}");
+    }
+}

@@ -1,0 +1,192 @@
+"""The AdminServer: commands, aliases, JSON key trees compared with ZooKeeper 3.8.0's, /ready.
+
+Key trees: every key path of each command's JSON (lists by their first element), with the
+keys that are data (session ids, expiry times, paths) replaced by "*". Palisade must have
+every path ZooKeeper has except those in LEFT_OUT, and no path ZooKeeper lacks except those
+in PALISADE_ONLY.
+"""
+
+import json
+import re
+
+import pytest
+from kazoo.client import KazooClient
+
+from conftest import four_letter, get_json, http_get
+
+# Primary names as ZooKeeper 3.8.0 lists them at /commands, less the left-out ones.
+COMMANDS = [
+    "configuration", "connection_stat_reset", "connections", "dirs", "dump", "environment",
+    "hash", "initial_configuration", "is_read_only", "last_snapshot", "leader", "monitor",
+    "observer_connection_stat_reset", "observers", "ruok", "server_stats", "stat_reset",
+    "stats", "voting_view", "watch_summary", "watches", "watches_by_path", "zabstate",
+]
+# JVM-only or not in Palisade (docs/ADMIN.md says why).
+LEFT_OUT_COMMANDS = ["get_trace_mask", "set_trace_mask", "system_properties"]
+
+ALIASES = {
+    "mntr": "monitor", "srvr": "server_stats", "stat": "stats", "conf": "configuration",
+    "config": "configuration", "envi": "environment", "env": "environment",
+    "cons": "connections", "wchs": "watch_summary", "wchc": "watches", "wchp": "watches_by_path",
+    "isro": "is_read_only", "srst": "stat_reset", "crst": "connection_stat_reset",
+    "lsnp": "last_snapshot", "icfg": "initial_configuration", "lead": "leader",
+    "obsr": "observers", "orst": "observer_connection_stat_reset",
+}
+
+# Keys whose children are data, not names.
+DATA_KEYED = {
+    "expiry_time_to_session_ids", "session_id_to_ephemeral_paths",
+    "session_id_to_watched_paths", "path_to_session_ids",
+}
+
+LEFT_OUT = {
+    # The JVM's own properties and heap.
+    "environment": {"/java.class.path", "/java.compiler", "/java.home", "/java.io.tmpdir",
+                    "/java.library.path", "/java.vendor", "/java.version", "/os.memory.free",
+                    "/os.memory.max", "/os.memory.total"},
+    # jvm_pause_time_ms (JVM pauses); per-namespace summary sets (a_read_per_namespace...:
+    # named after the test's top-level node) are not kept.
+    "monitor": {f"/{p}_{n}" for n in ["jvm_pause_time_ms"]
+                for p in ["avg", "min", "max", "cnt", "sum", "p50", "p95", "p99", "p999"]},
+}
+MONITOR_NAMESPACE = re.compile(r"^/(avg|min|max|cnt|sum)_.+_(read|write)_per_namespace$")
+
+PALISADE_ONLY = {
+    # ZooKeeper's digest log was empty here; Palisade lists the current digest.
+    "hash": {"/digests[]/zxid", "/digests[]/digest"},
+}
+
+
+def tree(v, p=""):
+    out = set()
+    if isinstance(v, dict):
+        data = p.rsplit("/", 1)[-1] in DATA_KEYED
+        for k, x in v.items():
+            key = p + "/" + ("*" if data else k)
+            out.add(key)
+            out |= tree(x, key)
+    elif isinstance(v, list) and v:
+        out |= tree(v[0], p + "[]")
+    return out
+
+
+def workload(hosts):
+    """The same state on both servers: a node, an ephemeral, a data and a child watch."""
+    zk = KazooClient(hosts=hosts, timeout=10)
+    zk.start(timeout=15)
+    zk.ensure_path("/admintest")
+    zk.create("/admintest/e", b"x", ephemeral=True)
+    zk.get("/admintest", watch=lambda e: None)
+    zk.get_children("/admintest", watch=lambda e: None)
+    return zk
+
+
+def capture(server):
+    out = {}
+    for name in COMMANDS:
+        if name in ("stat_reset", "connection_stat_reset"):
+            continue  # run last: they reset what the others report
+        out[name] = get_json(server.admin(f"/commands/{name}"))
+    return out
+
+
+def test_commands_lists_every_command(palisade):
+    status, ctype, body = http_get(palisade.admin("/commands"))
+    assert status == 200 and ctype.startswith("text/html")
+    names = re.findall(r'<a href="/commands/([a-z_]+)">\1</a>', body)
+    assert names == COMMANDS
+
+
+def test_every_command_and_alias_answers_with_its_primary_name(palisade):
+    for name in COMMANDS:
+        j = get_json(palisade.admin(f"/commands/{name}"))
+        assert j["command"] == name
+        if name != "leader":
+            assert j["error"] is None, (name, j)
+    for alias, primary in ALIASES.items():
+        j = get_json(palisade.admin(f"/commands/{alias}"))
+        assert j["command"] == primary, (alias, j)
+
+
+def test_unknown_and_left_out_commands_answer_as_zookeeper_does_for_unknown(palisade):
+    for name in ["bogus"] + LEFT_OUT_COMMANDS:
+        j = get_json(palisade.admin(f"/commands/{name}"))
+        assert j == {"command": name, "error": f"Unknown command: {name}"}
+
+
+def test_only_get(palisade):
+    import urllib.request
+    req = urllib.request.Request(palisade.admin("/commands/ruok"), method="POST")
+    try:
+        urllib.request.urlopen(req, timeout=5)
+        status = 200
+    except urllib.error.HTTPError as e:
+        status = e.code
+    assert status == 405
+
+
+def test_key_trees_match_zookeeper(palisade, refzk):
+    zp, zr = workload(palisade.hosts), workload(refzk.hosts)
+    try:
+        pal, ref = capture(palisade), capture(refzk)
+    finally:
+        zp.stop()
+        zr.stop()
+    # Not vacuous: ZooKeeper answered every command, monitor with its ~500 metrics.
+    assert set(ref) == set(pal) and len(tree(ref["monitor"])) > 400
+    for name in COMMANDS:
+        if name not in ref:
+            continue
+        tp, tr = tree(pal[name]), tree(ref[name])
+        left_out = LEFT_OUT.get(name, set())
+        if name == "monitor":
+            left_out |= {k for k in tr if MONITOR_NAMESPACE.match(k)}
+        missing = tr - tp - left_out
+        extra = tp - tr - PALISADE_ONLY.get(name, set())
+        if name == "monitor":
+            extra = {k for k in extra if "palisade_" not in k}
+        assert not missing, f"{name}: ZooKeeper has {sorted(missing)}"
+        assert not extra, f"{name}: only Palisade has {sorted(extra)}"
+        assert set(left_out) <= tr or name == "monitor", name
+
+
+def test_values_follow_the_state(palisade):
+    zk = workload(palisade.hosts)
+    try:
+        session = zk.client_id[0]
+        dump = get_json(palisade.admin("/commands/dump"))
+        assert dump["session_id_to_ephemeral_paths"][str(session)] == ["/admintest/e"]
+        assert any(session in ids for ids in dump["expiry_time_to_session_ids"].values())
+        w = get_json(palisade.admin("/commands/watches"))
+        assert w["session_id_to_watched_paths"][str(session)] == ["/admintest"]
+        wp = get_json(palisade.admin("/commands/watches_by_path"))
+        assert wp["path_to_session_ids"]["/admintest"] == [session]
+        ws = get_json(palisade.admin("/commands/watch_summary"))
+        assert ws["num_total_watches"] >= 1 and ws["num_paths"] >= 1
+        cons = get_json(palisade.admin("/commands/connections"))
+        mine = [c for c in cons["connections"] if c["session_id"] == session]
+        assert len(mine) == 1 and mine[0]["packets_received"] > 0
+        assert mine[0]["established"] > 1_600_000_000_000
+        conf = get_json(palisade.admin("/commands/configuration"))
+        assert conf["client_port"] == palisade.client_port and conf["tick_time"] == 2000
+        icfg = get_json(palisade.admin("/commands/initial_configuration"))
+        assert icfg["initial_configuration"] == palisade.cfg_text
+        srvr = get_json(palisade.admin("/commands/server_stats"))
+        assert srvr["server_stats"]["data_dir_size"] > 0
+        assert srvr["node_count"] == int(
+            re.search(r"Node count: (\d+)", four_letter(palisade.client_port, "srvr")).group(1))
+        # connection_stat_reset zeroes each connection's counts; stat_reset the server's.
+        get_json(palisade.admin("/commands/connection_stat_reset"))
+        cons = get_json(palisade.admin("/commands/connections"))
+        mine = [c for c in cons["connections"] if c["session_id"] == session]
+        assert mine[0]["packets_received"] == 0
+        get_json(palisade.admin("/commands/stat_reset"))
+        assert get_json(palisade.admin("/commands/server_stats"))["server_stats"]["packets_received"] == 0
+    finally:
+        zk.stop()
+
+
+def test_ready(palisade):
+    status, ctype, body = http_get(palisade.admin("/ready"))
+    assert status == 200 and ctype.startswith("application/json")
+    assert json.loads(body)["status"] == "ok"
