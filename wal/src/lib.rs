@@ -151,6 +151,11 @@ pub struct Options {
     pub sync: bool,
     /// Largest payload accepted by `append` and by recovery.
     pub max_payload: u32,
+    /// The data dir's identity, written into every segment header; at open every segment
+    /// must carry it ([`WalError::Foreign`] otherwise). None (offline tools, tests): the
+    /// first segment's identity, which every other segment must share; a new log gets a
+    /// random one.
+    pub identity: Option<u64>,
 }
 
 impl Options {
@@ -161,6 +166,7 @@ impl Options {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             sync: true,
             max_payload: DEFAULT_MAX_PAYLOAD,
+            identity: None,
         }
     }
 }

@@ -30,7 +30,7 @@ fn zero_filled_preallocation_is_a_clean_end() {
 fn exactly_full_segment_is_a_clean_end() {
     let dir = tempfile::tempdir().unwrap();
     let recs = records(1, 3, 0);
-    let len = 32 + recs.iter().map(|r| 24 + r.payload.len()).sum::<usize>();
+    let len = 32 + recs.iter().map(|r| 32 + r.payload.len()).sum::<usize>();
     write_segment(dir.path(), 1, &recs, len);
     let (mut wal, log) = open(dir.path(), 4096).unwrap();
     assert_eq!(read_all(&log), recs);
