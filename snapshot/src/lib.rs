@@ -101,7 +101,7 @@ mod reader;
 mod validate;
 mod writer;
 
-pub use dir::{clean, list, load_newest, retain, DETACHED_DIR};
+pub use dir::{check_identity, clean, list, load_newest, retain, DETACHED_DIR};
 pub use error::SnapError;
 pub use format::{file_name, Trailer};
 pub use item::{

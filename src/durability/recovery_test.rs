@@ -195,7 +195,8 @@ fn snapshot_during(dir: &Path, w: &mut Workload, during: usize) -> (i64, i64) {
     }
     let trailer = capture.trailer(w.zxid(), w.tree().digest());
     std::fs::create_dir_all(dir.join("snap")).unwrap_or_else(|e| panic!("{e}"));
-    let mut sw = SnapshotWriter::create(&dir.join("snap"), start).unwrap_or_else(|e| panic!("{e}"));
+    let mut sw =
+        SnapshotWriter::create(&dir.join("snap"), start, 0x5a).unwrap_or_else(|e| panic!("{e}"));
     sw.write_block(&buf).unwrap_or_else(|e| panic!("{e}"));
     sw.finish(trailer).unwrap_or_else(|e| panic!("{e}"));
     (start, w.zxid())

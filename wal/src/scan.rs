@@ -231,7 +231,7 @@ pub(crate) fn summarize(
         last_txn: None,
         end: End::Clean { offset: 0 },
     };
-    let mut shortened = None;
+    let shortened;
     let first_zxid = match header {
         HeaderCheck::Valid {
             first_zxid,
