@@ -16,6 +16,7 @@ fn opts(dir: &Path) -> Options {
         segment_bytes: 4096,
         sync: false,
         max_payload: 1 << 20,
+        identity: Some(0x5a),
     }
 }
 
@@ -103,10 +104,7 @@ fn txn_ends(path: &Path, txns_before: usize) -> Vec<(u64, usize)> {
             if r.kind == RecordKind::Txn {
                 n += 1;
             }
-            (
-                r.offset + palisade_wal::RECORD_HEADER_BYTES + r.payload.len() as u64,
-                n,
-            )
+            (r.offset + palisade_wal::record_bytes(r.payload.len()), n)
         })
         .collect()
 }

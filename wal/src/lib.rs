@@ -135,6 +135,13 @@ pub const DEFAULT_MAX_PAYLOAD: u32 = 16 * 1024 * 1024;
 /// Segment header and record header sizes, for tools that print offsets.
 pub const SEGMENT_HEADER_BYTES: u64 = format::SEGMENT_HEADER_LEN as u64;
 pub const RECORD_HEADER_BYTES: u64 = format::RECORD_HEADER_LEN as u64;
+/// Payload crc and end mark after each payload.
+pub const RECORD_FOOTER_BYTES: u64 = format::RECORD_FOOTER_LEN as u64;
+
+/// Bytes a record with `payload_len` bytes of payload takes on disk.
+pub fn record_bytes(payload_len: usize) -> u64 {
+    format::record_len(payload_len)
+}
 
 /// Whether `name` is a segment file name (`log.<16 lowercase hex>`).
 pub fn is_segment_file_name(name: &str) -> bool {

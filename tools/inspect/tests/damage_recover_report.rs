@@ -30,7 +30,7 @@ fn last_txn_record(seg: &Path) -> (u64, u64, i64) {
         .map(|r| {
             (
                 r.offset,
-                RECORD_HEADER_BYTES + r.payload.len() as u64,
+                palisade_wal::record_bytes(r.payload.len()),
                 r.zxid,
             )
         })
