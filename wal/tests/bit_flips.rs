@@ -179,7 +179,7 @@ fn flip_in_the_final_record_is_corruption_not_a_tear() {
         flip(&file, bit);
         let ctx = format!("bit {bit} (record at {start})");
         expect_corrupt(copy.path(), &file, start, &ctx);
-        if bit % 61 == 0 {
+        if bit.is_multiple_of(61) {
             expect_truncated(&t, copy.path(), seg, start, t.recs.len() - 1, &ctx);
         }
     }

@@ -119,7 +119,7 @@ fn check_cut(t: &Template, cut: u64, how: Damage, seed: u64) {
             ),
         }
         // Cutting under Truncate is checked for one refusal in five (it is the slow part).
-        if seed % 5 != 0 {
+        if !seed.is_multiple_of(5) {
             return;
         }
         let (wal, log) = Wal::open(opts(dir, SEGMENT), Corruption::Truncate)
