@@ -1,7 +1,8 @@
 //! `validate` checks that every log segment and snapshot carries the data dir's identity
 //! (`dataDir/identity`), as the server does at start (issue 12 item 10): on a real data dir it
 //! reports the identity as checked; with the identity file replaced by another data dir's,
-//! every file is reported as belonging to another data dir and the verdict fails.
+//! every file is reported as belonging to another data dir and the verdict fails, and
+//! `recover-report` says the server would refuse to start.
 
 mod support;
 
@@ -48,5 +49,9 @@ fn validate_names_files_of_another_identity() {
         "{}",
         bad.text()
     );
+    // recover-report runs the server's start on the copy: refused as well.
+    let r = palisade_inspect::recover_report::recover_report(&copy).unwrap();
+    assert!(!r.recovered(), "{}", r.text());
+    assert!(r.text().contains("another data dir"), "{}", r.text());
     let _ = std::fs::remove_dir_all(tmp.path());
 }
