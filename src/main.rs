@@ -18,8 +18,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn usage() -> &'static str {
     "usage: palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]\n\
      \x20               [--log-format text|json]\n\
-     --truncate-corrupt-log  start even if the log is corrupt in the middle, dropping every\n\
-     \x20                       record from the corruption on (moved to log/detached/)"
+     --truncate-corrupt-log  start even if the log is corrupt (a damaged or truncated segment, a\n\
+     \x20                       bad record anywhere), dropping every record from the damage on\n\
+     \x20                       (moved to log/detached/)"
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -35,13 +35,14 @@ fn hash_key(secret: &[u8; 16]) -> u64 {
 
 /// Opens the log (repairing a torn tail, refusing corruption) and rebuilds the tree from the
 /// newest snapshot plus the log.
-fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
+fn open_data(cfg: &Config, identity: u64) -> io::Result<(palisade_wal::Wal, Restored)> {
     let t0 = std::time::Instant::now();
     let opts = palisade_wal::Options {
         dir: cfg.log_dir(),
         segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
         sync: cfg.force_sync,
         max_payload: MAX_TXN_BYTES,
+        identity: Some(identity),
     };
     if !cfg.force_sync {
         tracing::warn!("forceSync=no: writes are acknowledged before they reach the disk; an OS crash or power loss can lose acknowledged writes");
@@ -55,6 +56,8 @@ fn open_data(cfg: &Config) -> io::Result<(palisade_wal::Wal, Restored)> {
         .map_err(|e| io::Error::other(format!("cannot open the log: {e}")))?;
     tracing::info!(report = %log.report(), "log opened");
     datadir::create_private_dir(&cfg.snap_dir())?;
+    palisade_snapshot::check_identity(&cfg.snap_dir(), identity)
+        .map_err(|e| io::Error::other(format!("cannot recover the data dir: {e}")))?;
     let mut progress = crate::metrics::progress::Progress::new(
         log.report().last_txn_zxid,
         crate::metrics::progress::EVERY,
@@ -122,7 +125,8 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     start_http(&cfg, &core_slot).await;
     let secret = datadir::load_secret(&cfg.data_dir)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
-    let (wal, restored) = open_data(&cfg)?;
+    let identity = datadir::load_identity(&cfg.data_dir, &[cfg.log_dir(), cfg.snap_dir()])?;
+    let (wal, restored) = open_data(&cfg, identity)?;
     let spin_wait = Duration::from_micros(cfg.spin_wait_micros);
     let core_cfg = CoreConfig {
         tick_ms: cfg.tick_time,
@@ -161,6 +165,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
         SnapDirs {
             snap_dir: cfg.snap_dir(),
             retain: cfg.snap_retain_count.max(1) as usize,
+            identity,
             log: log_tx.clone(),
         },
         spare_tx,

@@ -96,7 +96,7 @@ fn write_name(name: &mut Vec<u8>, mut i: u32) {
 }
 
 fn write(dir: &Path, chunks: &[Vec<u8>], t: Trailer) -> std::path::PathBuf {
-    let mut w = SnapshotWriter::create(dir, 1).unwrap();
+    let mut w = SnapshotWriter::create(dir, 1, 0x5a).unwrap();
     for c in chunks {
         w.write_block(c).unwrap();
     }

@@ -62,6 +62,36 @@ pub fn clean(dir: &Path) -> Result<Vec<PathBuf>, SnapError> {
     Ok(removed)
 }
 
+/// Startup: every snapshot in `dir` whose header is intact must carry `identity`: a file of
+/// another data dir ([`SnapError::Foreign`]) or of format 1 ([`SnapError::Unidentified`]) is
+/// refused by name, whether or not it is the newest. Only the 32-byte headers are read; a
+/// damaged header is left to [`load_newest`], which skips the file as damaged.
+pub fn check_identity(dir: &Path, identity: u64) -> Result<(), SnapError> {
+    use std::io::Read;
+    for (_, path) in list(dir)? {
+        let mut head = Vec::with_capacity(format::HEADER_LEN);
+        std::fs::File::open(&path)
+            .and_then(|f| f.take(format::HEADER_LEN as u64).read_to_end(&mut head))
+            .map_err(SnapError::io(&path))?;
+        match format::decode_header(&head) {
+            Ok(h) if h.identity == Some(identity) => {}
+            Ok(format::Header {
+                identity: Some(found),
+                ..
+            }) => {
+                return Err(SnapError::Foreign {
+                    path,
+                    found,
+                    expected: identity,
+                })
+            }
+            Ok(_) => return Err(SnapError::Unidentified { path }),
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Startup: removes leftover `.tmp` files (see [`clean`]), then opens the newest snapshot that
 /// validates. Each damaged newer one is reported (`tracing::warn!` naming file and error),
 /// skipped, and returned in the rejected list. `Ok((None, rejected))` if none validates or

@@ -29,6 +29,17 @@ pub enum SnapError {
         offset: u64,
         reason: String,
     },
+    /// A valid snapshot header carrying another data dir's identity (a file copied in).
+    #[error("{}: the snapshot belongs to another data dir (identity {found:016x}, this data dir's is {expected:016x}); refusing to start: move it out of the snapshot directory", path.display())]
+    Foreign {
+        path: PathBuf,
+        found: u64,
+        expected: u64,
+    },
+    /// A version-1 snapshot (earlier builds): its header carries no identity, so this build
+    /// cannot tell it from another server's.
+    #[error("{}: snapshot format version 1, written by an earlier Palisade build before data-dir identities; this build cannot vouch for it (see docs/durability.md)", path.display())]
+    Unidentified { path: PathBuf },
     /// An earlier call on this writer failed, so the file may hold a partial block.
     #[error("{}: an earlier write to this snapshot failed", path.display())]
     Poisoned { path: PathBuf },
@@ -42,7 +53,9 @@ impl SnapError {
             | SnapError::Corrupt { path, .. }
             | SnapError::Version { path, .. }
             | SnapError::Invalid { path, .. }
-            | SnapError::Poisoned { path } => path,
+            | SnapError::Poisoned { path }
+            | SnapError::Foreign { path, .. }
+            | SnapError::Unidentified { path } => path,
         }
     }
 

@@ -6,7 +6,10 @@ use crate::cursor::Cursor;
 
 /// `0x504C534E` ("PLSN" read as a big-endian word; the bytes on disk are `4E 53 4C 50`).
 pub const MAGIC: u32 = 0x504C_534E;
-pub const FORMAT_VERSION: u32 = 1;
+/// The version this crate writes. Version 1 (earlier builds) is still read, for tools and so
+/// the server can name it when it refuses it: its header carries no data-dir identity.
+pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION_V1: u32 = 1;
 pub const HEADER_LEN: usize = 32;
 /// Bytes of the header covered by its crc (everything before the crc).
 const HEADER_CRC_COVERS: usize = 28;
@@ -51,13 +54,20 @@ pub fn parse_file_name(name: &str) -> Option<i64> {
     u64::from_str_radix(hex, 16).ok().map(|z| z as i64)
 }
 
-pub fn encode_header(start_zxid: i64) -> [u8; HEADER_LEN] {
+/// A version-2 header: `identity` is the data dir's (non-zero).
+pub fn encode_header(start_zxid: i64, identity: u64) -> [u8; HEADER_LEN] {
+    encode_header_version(FORMAT_VERSION, start_zxid, identity)
+}
+
+/// A header of `version`, for tests and fixtures of older versions (version 1: pass 0).
+pub fn encode_header_version(version: u32, start_zxid: i64, identity: u64) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     let mut w = h.as_mut_slice();
     put(&mut w, &MAGIC.to_le_bytes());
-    put(&mut w, &FORMAT_VERSION.to_le_bytes());
+    put(&mut w, &version.to_le_bytes());
     put(&mut w, &start_zxid.to_le_bytes());
-    put(&mut w, &[0u8; 12]);
+    put(&mut w, &identity.to_le_bytes());
+    put(&mut w, &[0u8; 4]);
     let crc = crc32fast::hash(
         h.first_chunk::<HEADER_CRC_COVERS>()
             .map_or(&[][..], |c| c.as_slice()),
@@ -77,8 +87,16 @@ fn put(w: &mut &mut [u8], src: &[u8]) {
     }
 }
 
-/// Checks the header and returns the start zxid. Magic first, so a foreign file says so.
-pub(crate) fn decode_header(file: &[u8]) -> Result<i64, FormatError> {
+/// What a header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub start_zxid: i64,
+    /// The data dir's identity; None in a version-1 file.
+    pub identity: Option<u64>,
+}
+
+/// Checks the header. Magic first, so a foreign file says so.
+pub(crate) fn decode_header(file: &[u8]) -> Result<Header, FormatError> {
     let Some(h) = file.first_chunk::<HEADER_LEN>() else {
         return Err(corrupt(
             file.len(),
@@ -108,14 +126,24 @@ pub(crate) fn decode_header(file: &[u8]) -> Result<i64, FormatError> {
         ));
     }
     let version = c.u32().unwrap_or_default();
-    if version != FORMAT_VERSION {
+    if version != FORMAT_VERSION && version != FORMAT_VERSION_V1 {
         return Err(FormatError::Version { found: version });
     }
     let start_zxid = c.i64().unwrap_or_default();
-    if c.bytes(12).is_none_or(|r| r.iter().any(|&b| b != 0)) {
-        return Err(corrupt(16, "reserved header bytes are not zero"));
+    let identity = c.u64().unwrap_or_default();
+    if c.bytes(4).is_none_or(|r| r.iter().any(|&b| b != 0)) {
+        return Err(corrupt(24, "reserved header bytes are not zero"));
     }
-    Ok(start_zxid)
+    let identity = match (version, identity) {
+        (FORMAT_VERSION_V1, 0) => None,
+        (FORMAT_VERSION_V1, _) => return Err(corrupt(16, "reserved header bytes are not zero")),
+        (_, 0) => return Err(corrupt(16, "the header carries no data-dir identity")),
+        (_, id) => Some(id),
+    };
+    Ok(Header {
+        start_zxid,
+        identity,
+    })
 }
 
 /// The 12-byte block header: len, kind, 3 zero bytes, then the crc over those 8 bytes and the

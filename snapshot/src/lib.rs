@@ -9,19 +9,23 @@
 //! it ([`load_newest`], then the WAL). This crate knows nothing of the server's tree: it
 //! checks only what the format itself promises.
 //!
-//! # File format, version 1
+//! # File format, version 2
 //!
-//! Name: `<dir>/snapshot.<start_zxid as 16 lowercase hex digits>`. Written as `<name>.tmp`,
-//! then fsync the file, rename, fsync the directory. All integers are little-endian.
+//! Name: `<dir>/snapshot.<start_zxid as 16 lowercase hex digits>`. Written as `<name>.tmp`
+//! (mode 0600), then fsync the file, rename, fsync the directory. All integers are
+//! little-endian. Version 1 (earlier builds) differs only in the header: bytes 16..24 are
+//! zero (no identity). It is still read ([`Snapshot::identity`] is `None`) so that the server
+//! can refuse it by name ([`check_identity`]).
 //!
 //! ## Header (32 bytes)
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic u32 `0x504C534E` ("PLSN" as a word; bytes `4E 53 4C 50`) |
-//! | 4 | 4 | format version u32 = 1 |
+//! | 4 | 4 | format version u32 = 2 |
 //! | 8 | 8 | start_zxid i64: the last zxid applied when the capture started |
-//! | 16 | 12 | reserved, zero |
+//! | 16 | 8 | identity u64: the data dir's, non-zero |
+//! | 24 | 4 | reserved, zero |
 //! | 28 | 4 | crc32 u32 of bytes 0..28 |
 //!
 //! ## Blocks, one after another from offset 32
@@ -63,7 +67,8 @@
 //!
 //! ## Validity
 //!
-//! [`Snapshot::open`] accepts a file only if: the header is intact and version 1; every block
+//! [`Snapshot::open`] accepts a file only if: the header is intact and version 2 (with a
+//! non-zero identity) or 1 (with none); every block
 //! is complete, within the length limit, of a known kind, with zero reserved bytes and a
 //! matching crc; exactly one trailer ends the file; its block count, chain and item counts
 //! match the items blocks; `end_zxid ≥ start_zxid`; every item decodes within its limits;
@@ -79,7 +84,9 @@
 //!   disagrees with the blocks it wrote ([`SnapError::Invalid`]).
 //! - [`load_newest`] is for startup: it first removes leftover `.tmp` files ([`clean`]).
 //! - [`retain`] validates each snapshot fully (tens of ms per 150 MB file) before counting
-//!   it as kept, and moves damaged ones to `detached/` instead of deleting them.
+//!   it as kept, and moves damaged ones to `detached/` instead of deleting them. It reports a
+//!   log purge point only once `keep` valid snapshots exist.
+//! - [`check_identity`] (startup) refuses any snapshot of another data dir, or of version 1.
 #![cfg_attr(
     not(test),
     deny(
@@ -101,7 +108,7 @@ mod reader;
 mod validate;
 mod writer;
 
-pub use dir::{clean, list, load_newest, retain, DETACHED_DIR};
+pub use dir::{check_identity, clean, list, load_newest, retain, DETACHED_DIR};
 pub use error::SnapError;
 pub use format::{file_name, Trailer};
 pub use item::{

@@ -17,6 +17,7 @@ pub struct Snapshot {
     path: PathBuf,
     map: Mmap,
     start_zxid: i64,
+    identity: Option<u64>,
     trailer: Trailer,
     /// Payload ranges of the items blocks, in file order.
     blocks: Vec<Range<usize>>,
@@ -84,9 +85,15 @@ impl Snapshot {
             path: path.to_path_buf(),
             map,
             start_zxid: scanned.start_zxid,
+            identity: scanned.identity,
             trailer: scanned.trailer,
             blocks: scanned.blocks,
         })
+    }
+
+    /// The data-dir identity in the header; None for a version-1 file (earlier builds).
+    pub fn identity(&self) -> Option<u64> {
+        self.identity
     }
 
     /// The last zxid applied when the capture started; replay the log from the next one.
@@ -125,6 +132,7 @@ impl Snapshot {
 /// What a successful scan learned.
 pub(crate) struct Scanned {
     pub start_zxid: i64,
+    pub identity: Option<u64>,
     pub trailer: Trailer,
     pub blocks: Vec<Range<usize>>,
 }
@@ -132,7 +140,8 @@ pub(crate) struct Scanned {
 /// Validates a whole snapshot image. Each block is checked (crc) and then decoded while it
 /// is still in cache, so the file is read from memory once.
 pub(crate) fn scan(file: &[u8]) -> Result<Scanned, FormatError> {
-    let start_zxid = format::decode_header(file)?;
+    let header = format::decode_header(file)?;
+    let start_zxid = header.start_zxid;
     let mut check = Validator::default();
     let mut chain = Chain::new();
     let mut blocks = Vec::new();
@@ -167,6 +176,7 @@ pub(crate) fn scan(file: &[u8]) -> Result<Scanned, FormatError> {
             .map_err(|reason| format::corrupt(offset, reason))?;
         return Ok(Scanned {
             start_zxid,
+            identity: header.identity,
             trailer: t.trailer,
             blocks,
         });

@@ -42,8 +42,16 @@ const _: () = {
 
 impl SnapshotWriter {
     /// Creates `<dir>/snapshot.<start_zxid hex>.tmp` (replacing a leftover of the same name)
-    /// and writes the header. `start_zxid` is the last zxid applied when the capture started.
-    pub fn create(dir: &Path, start_zxid: i64) -> Result<Self, SnapError> {
+    /// and writes the header. `start_zxid` is the last zxid applied when the capture started;
+    /// `identity` is the data dir's (non-zero), carried in the header.
+    pub fn create(dir: &Path, start_zxid: i64, identity: u64) -> Result<Self, SnapError> {
+        if identity == 0 {
+            return Err(SnapError::Invalid {
+                path: dir.join(format::file_name(start_zxid)),
+                offset: 16,
+                reason: "a snapshot needs a non-zero data-dir identity".into(),
+            });
+        }
         let name = format::file_name(start_zxid);
         let target = dir.join(&name);
         let tmp = dir.join(format!("{name}.tmp"));
@@ -66,7 +74,7 @@ impl SnapshotWriter {
             poisoned: false,
         };
         // On error `w` drops here and removes the tmp file.
-        w.write(&encode_header(start_zxid))?;
+        w.write(&encode_header(start_zxid, identity))?;
         Ok(w)
     }
 

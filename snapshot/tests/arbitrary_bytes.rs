@@ -26,7 +26,7 @@ proptest! {
     /// A valid header followed by random bytes: gets past the header, into block parsing.
     #[test]
     fn valid_header_random_body(body in proptest::collection::vec(any::<u8>(), 0..2048)) {
-        let mut bytes = palisade_snapshot::format::encode_header(2).to_vec();
+        let mut bytes = palisade_snapshot::format::encode_header(2, 0x5a).to_vec();
         bytes.extend_from_slice(&body);
         prop_assert!(!open(&bytes));
     }

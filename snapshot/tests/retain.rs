@@ -69,7 +69,7 @@ fn detach_never_overwrites_and_none_without_valid() {
 fn crash_before_rename_leaves_only_tmp() {
     let dir = tempfile::tempdir().unwrap();
     let kept = write(dir.path(), 5, &sample(4), 2);
-    let mut w = SnapshotWriter::create(dir.path(), 6).unwrap();
+    let mut w = SnapshotWriter::create(dir.path(), 6, 0x5a).unwrap();
     for c in chunks(&sample(20), 5) {
         w.write_block(&c).unwrap();
     }

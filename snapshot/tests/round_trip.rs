@@ -41,7 +41,7 @@ fn items_and_trailer_round_trip() {
 #[test]
 fn empty_blocks_and_extreme_trailer() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = SnapshotWriter::create(dir.path(), 0).unwrap();
+    let mut w = SnapshotWriter::create(dir.path(), 0, 0x5a).unwrap();
     w.write_block(&[]).unwrap();
     w.write_block(&[]).unwrap();
     let t = Trailer {
@@ -78,7 +78,8 @@ fn writer_output_is_the_documented_layout() {
     let expected = raw(77, &blocks, Some((t, blocks.len() as u64, chain.value())));
     assert_eq!(std::fs::read(&path).unwrap(), expected);
     // And the header's first bytes are the magic, little-endian.
-    assert_eq!(&expected[..8], &[0x4E, 0x53, 0x4C, 0x50, 1, 0, 0, 0]);
+    assert_eq!(&expected[..8], &[0x4E, 0x53, 0x4C, 0x50, 2, 0, 0, 0]);
+    assert_eq!(&expected[16..24], &0x5au64.to_le_bytes(), "the identity");
 }
 
 /// Negative and large zxids name files with 16 hex digits and round-trip.

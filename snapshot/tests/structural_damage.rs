@@ -195,13 +195,23 @@ fn header_identity() {
     let (_, reason) = corrupt(open_bytes(dir.path(), "z", &[0u8; 64]));
     assert!(reason.contains("magic"), "{reason}");
 
-    let mut v2 = raw(1, &[], None);
-    v2[4] = 2;
-    let crc = crc32fast::hash(&v2[..28]);
-    v2[28..32].copy_from_slice(&crc.to_le_bytes());
-    match open_bytes(dir.path(), "v", &v2) {
-        Err(SnapError::Version { found: 2, .. }) => {}
+    let mut v3 = raw(1, &[], None);
+    v3[4] = 3;
+    let crc = crc32fast::hash(&v3[..28]);
+    v3[28..32].copy_from_slice(&crc.to_le_bytes());
+    match open_bytes(dir.path(), "v", &v3) {
+        Err(SnapError::Version { found: 3, .. }) => {}
         other => panic!("expected Version, got {other:?}"),
+    }
+    // Version 2 without an identity, version 1 with one: neither was ever written.
+    for (version, id) in [(2u8, 0u64), (1, 7)] {
+        let mut h = raw(1, &[], None);
+        h[4] = version;
+        h[16..24].copy_from_slice(&id.to_le_bytes());
+        let crc = crc32fast::hash(&h[..28]);
+        h[28..32].copy_from_slice(&crc.to_le_bytes());
+        let (offset, _) = corrupt(open_bytes(dir.path(), "i", &h));
+        assert_eq!(offset, 16, "version {version}, identity {id}");
     }
 
     let (offset, reason) = corrupt(open_bytes(

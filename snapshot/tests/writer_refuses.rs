@@ -23,7 +23,7 @@ fn tmp_files(dir: &std::path::Path) -> usize {
 #[test]
 fn bad_block_is_refused_and_poisons() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = SnapshotWriter::create(dir.path(), 1).unwrap();
+    let mut w = SnapshotWriter::create(dir.path(), 1, 0x5a).unwrap();
     let mut ok = Vec::new();
     acl(0, "world", "anyone").encode(&mut ok);
     node(NO_PARENT, "", None, 0).encode(&mut ok);
@@ -55,7 +55,7 @@ fn bad_block_is_refused_and_poisons() {
 #[test]
 fn undecodable_block_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = SnapshotWriter::create(dir.path(), 1).unwrap();
+    let mut w = SnapshotWriter::create(dir.path(), 1, 0x5a).unwrap();
     let mut b = Vec::new();
     Owned::Session {
         id: 1,
@@ -71,7 +71,7 @@ fn undecodable_block_is_refused() {
 fn wrong_trailer_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let items = sample(10);
-    let mut w = SnapshotWriter::create(dir.path(), 1).unwrap();
+    let mut w = SnapshotWriter::create(dir.path(), 1, 0x5a).unwrap();
     for c in chunks(&items, 4) {
         w.write_block(&c).unwrap();
     }
@@ -86,7 +86,7 @@ fn wrong_trailer_is_refused() {
     assert_eq!(tmp_files(dir.path()), 0);
     assert!(list(dir.path()).unwrap().is_empty());
 
-    let mut w = SnapshotWriter::create(dir.path(), 5).unwrap();
+    let mut w = SnapshotWriter::create(dir.path(), 5, 0x5a).unwrap();
     let t = palisade_snapshot::Trailer {
         end_zxid: 4,
         digest: 0,
@@ -106,12 +106,12 @@ fn wrong_trailer_is_refused() {
 #[test]
 fn abort_and_drop_remove_tmp() {
     let dir = tempfile::tempdir().unwrap();
-    let w = SnapshotWriter::create(dir.path(), 1).unwrap();
+    let w = SnapshotWriter::create(dir.path(), 1, 0x5a).unwrap();
     assert_eq!(tmp_files(dir.path()), 1);
     w.abort();
     assert_eq!(tmp_files(dir.path()), 0);
     {
-        let mut w = SnapshotWriter::create(dir.path(), 1).unwrap();
+        let mut w = SnapshotWriter::create(dir.path(), 1, 0x5a).unwrap();
         w.write_block(&chunks(&sample(3), 100)[0]).unwrap();
     }
     assert_eq!(tmp_files(dir.path()), 0);
@@ -131,7 +131,7 @@ fn abort_and_drop_remove_tmp() {
 fn missing_dir_is_io() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope");
-    match SnapshotWriter::create(&missing, 1) {
+    match SnapshotWriter::create(&missing, 1, 0x5a) {
         Err(SnapError::Io { path, .. }) => assert!(path.starts_with(&missing)),
         other => panic!("expected Io, got {:?}", other.map(|_| ())),
     }

@@ -16,6 +16,7 @@ fn opts(dir: &Path) -> Options {
         segment_bytes: 4096,
         sync: false,
         max_payload: 1 << 20,
+        identity: Some(0x5a),
     }
 }
 
@@ -103,10 +104,7 @@ fn txn_ends(path: &Path, txns_before: usize) -> Vec<(u64, usize)> {
             if r.kind == RecordKind::Txn {
                 n += 1;
             }
-            (
-                r.offset + palisade_wal::RECORD_HEADER_BYTES + r.payload.len() as u64,
-                n,
-            )
+            (r.offset + palisade_wal::record_bytes(r.payload.len()), n)
         })
         .collect()
 }
@@ -195,7 +193,8 @@ fn snapshot_during(dir: &Path, w: &mut Workload, during: usize) -> (i64, i64) {
     }
     let trailer = capture.trailer(w.zxid(), w.tree().digest());
     std::fs::create_dir_all(dir.join("snap")).unwrap_or_else(|e| panic!("{e}"));
-    let mut sw = SnapshotWriter::create(&dir.join("snap"), start).unwrap_or_else(|e| panic!("{e}"));
+    let mut sw =
+        SnapshotWriter::create(&dir.join("snap"), start, 0x5a).unwrap_or_else(|e| panic!("{e}"));
     sw.write_block(&buf).unwrap_or_else(|e| panic!("{e}"));
     sw.finish(trailer).unwrap_or_else(|e| panic!("{e}"));
     (start, w.zxid())

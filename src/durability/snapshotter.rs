@@ -21,6 +21,8 @@ pub enum SnapMsg {
 pub struct SnapDirs {
     pub snap_dir: PathBuf,
     pub retain: usize,
+    /// The data dir's identity, carried in every snapshot header.
+    pub identity: u64,
     /// The log thread, which purges the segments no retained snapshot needs.
     pub log: mpsc::Sender<LogMsg>,
 }
@@ -48,7 +50,7 @@ pub fn spawn(
                         if let Some((_, _, Ok(w))) = current.take() {
                             w.abort();
                         }
-                        let w = SnapshotWriter::create(&dirs.snap_dir, start_zxid)
+                        let w = SnapshotWriter::create(&dirs.snap_dir, start_zxid, dirs.identity)
                             .map_err(|e| e.to_string());
                         current = Some((start_zxid, Instant::now(), w));
                     }

@@ -311,10 +311,14 @@ pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
         ..Config::default()
     };
     let snap_dir = cfg.snap_dir();
-    std::fs::create_dir_all(&snap_dir).map_err(|e| format!("{}: {e}", snap_dir.display()))?;
+    // The new data dir's identity, as the server would create it for an empty data dir.
+    let identity = crate::durability::datadir::load_identity(data_dir, &[cfg.log_dir(), snap_dir.clone()])
+        .map_err(|e| e.to_string())?;
+    crate::durability::datadir::create_private_dir(&snap_dir)
+        .map_err(|e| format!("{}: {e}", snap_dir.display()))?;
     let zxid = state.zxid();
-    let mut w =
-        palisade_snapshot::SnapshotWriter::create(&snap_dir, zxid).map_err(|e| e.to_string())?;
+    let mut w = palisade_snapshot::SnapshotWriter::create(&snap_dir, zxid, identity)
+        .map_err(|e| e.to_string())?;
     let mut buf = Vec::new();
     let mut c = Capture::begin(
         &state.tree,
@@ -334,8 +338,16 @@ pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
     }
     w.finish(c.trailer(zxid, state.tree.digest()))
         .map_err(|e| e.to_string())?;
-    // An empty log: the server's first write is zxid + 1.
-    let opts = palisade_wal::Options::new(cfg.log_dir());
-    palisade_wal::Wal::open(opts, palisade_wal::Corruption::Refuse).map_err(|e| e.to_string())?;
+    // A log that starts right after the snapshot: the server's first write is zxid + 1.
+    let opts = palisade_wal::Options {
+        identity: Some(identity),
+        ..palisade_wal::Options::new(cfg.log_dir())
+    };
+    let (mut wal, _) = palisade_wal::Wal::open(opts, palisade_wal::Corruption::Refuse)
+        .map_err(|e| e.to_string())?;
+    let next = zxid
+        .checked_add(1)
+        .ok_or_else(|| "the imported zxid is i64::MAX".to_string())?;
+    wal.start_at(next).map_err(|e| e.to_string())?;
     Ok(())
 }

@@ -28,9 +28,17 @@ pub enum WalError {
         expected: i64,
         found: i64,
     },
-    /// A segment written by a newer format: never repaired or cut, whatever the flag says.
-    #[error("{}: unsupported WAL format version {version}", file.display())]
+    /// A segment of another format (a newer build's, or format 1 of builds before data-dir
+    /// identities): never repaired or cut, whatever the flag says.
+    #[error("{}: unsupported WAL format version {version} (this build reads version {}{})", file.display(), crate::format::FORMAT_VERSION, if *version < crate::format::FORMAT_VERSION { "; the file was written by an earlier Palisade build, before data-dir identities, and this build cannot vouch for it" } else { "" })]
     UnsupportedVersion { file: PathBuf, version: u32 },
+    /// A segment carrying another data dir's identity: copied in from another server.
+    #[error("{}: the segment belongs to another data dir (identity {found:016x}, this data dir's is {expected:016x}); refusing to start: move it out of the log directory", file.display())]
+    Foreign {
+        file: PathBuf,
+        found: u64,
+        expected: u64,
+    },
     /// An earlier write or fsync failed. Nothing more is accepted: after a failed fsync the
     /// page cache may have dropped the data, so a retry that "succeeds" would lie.
     #[error("the WAL is poisoned by an earlier write or fsync failure; restart to recover")]
@@ -69,6 +77,7 @@ impl From<WalError> for io::Error {
             | WalError::PayloadTooLarge { .. }
             | WalError::Rejected { .. } => io::ErrorKind::InvalidInput,
             WalError::UnsupportedVersion { .. } | WalError::Poisoned => io::ErrorKind::Other,
+            WalError::Foreign { .. } => io::ErrorKind::InvalidData,
         };
         io::Error::new(kind, e)
     }

@@ -7,13 +7,19 @@ use crate::RecordKind;
 
 /// "PLWL" as a little-endian u32: the first four bytes of every segment.
 pub const SEGMENT_MAGIC: u32 = 0x504C_574C;
-/// "PAL1" as a little-endian u32: the first four bytes of every record. Non-zero, so a zero
+/// "PAL2" as a little-endian u32: the first four bytes of every record. Non-zero, so a zero
 /// header can only mean "end of data".
-pub const RECORD_MAGIC: u32 = 0x5041_4C31;
-/// The only segment format this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const RECORD_MAGIC: u32 = 0x5041_4C32;
+/// "PEND" as a little-endian u32: the last four bytes of every record. A write cut short
+/// leaves a prefix of the record, so a record whose end mark is present was written whole.
+pub const RECORD_END_MARK: u32 = 0x5045_4E44;
+/// The only segment format this crate writes and reads. Version 1 (earlier builds: no
+/// identity, no created size, one crc, no end mark) is refused.
+pub const FORMAT_VERSION: u32 = 2;
 pub const SEGMENT_HEADER_LEN: usize = 32;
 pub const RECORD_HEADER_LEN: usize = 24;
+/// Payload crc and end mark after the payload.
+pub const RECORD_FOOTER_LEN: usize = 8;
 const SEGMENT_CRC_AT: usize = 28;
 const RECORD_CRC_AT: usize = 20;
 
@@ -25,9 +31,13 @@ const KIND_META: u8 = 2;
 pub enum HeaderCheck {
     Valid {
         first_zxid: i64,
+        /// The data dir's identity.
+        identity: u64,
+        /// The size the segment was created with: the file is never shorter.
+        min_len: u64,
     },
-    /// A header whose crc checks out but whose version we do not know: never repair or cut it,
-    /// it was written by a newer Palisade.
+    /// A header whose crc checks out but whose version we do not read: never repair or cut
+    /// it (a newer Palisade wrote it, or an earlier one: version 1).
     Unsupported {
         version: u32,
     },
@@ -36,15 +46,24 @@ pub enum HeaderCheck {
     },
 }
 
-pub fn encode_segment_header(first_zxid: i64) -> [u8; SEGMENT_HEADER_LEN] {
+/// `created_len` is stored in KiB, rounded down (a lower bound is all recovery needs).
+pub fn encode_segment_header(
+    first_zxid: i64,
+    identity: u64,
+    created_len: u64,
+) -> [u8; SEGMENT_HEADER_LEN] {
+    let kib = u32::try_from(created_len / 1024).unwrap_or(u32::MAX);
     let mut h = [0u8; SEGMENT_HEADER_LEN];
     let (head, crc) = h.split_at_mut(SEGMENT_CRC_AT);
     let (magic, rest) = head.split_at_mut(4);
     magic.copy_from_slice(&SEGMENT_MAGIC.to_le_bytes());
     let (version, rest) = rest.split_at_mut(4);
     version.copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-    let (zxid, _reserved) = rest.split_at_mut(8);
+    let (zxid, rest) = rest.split_at_mut(8);
     zxid.copy_from_slice(&first_zxid.to_le_bytes());
+    let (id, size) = rest.split_at_mut(8);
+    id.copy_from_slice(&identity.to_le_bytes());
+    size.copy_from_slice(&kib.to_le_bytes());
     let sum = crc32fast::hash(head);
     crc.copy_from_slice(&sum.to_le_bytes());
     h
@@ -58,10 +77,12 @@ pub fn check_segment_header(data: &[u8]) -> HeaderCheck {
             data.len()
         ));
     };
-    let (Some(magic), Some(version), Some(first_zxid), Some(stored)) = (
+    let (Some(magic), Some(version), Some(first_zxid), Some(identity), Some(kib), Some(stored)) = (
         le_u32(h, 0),
         le_u32(h, 4),
         le_i64(h, 8),
+        le_i64(h, 16),
+        le_u32(h, 24),
         le_u32(h, SEGMENT_CRC_AT),
     ) else {
         return invalid("segment header unreadable".into());
@@ -78,12 +99,14 @@ pub fn check_segment_header(data: &[u8]) -> HeaderCheck {
     if version != FORMAT_VERSION {
         return HeaderCheck::Unsupported { version };
     }
-    if h.get(16..SEGMENT_CRC_AT)
-        .is_none_or(|r| r.iter().any(|&b| b != 0))
-    {
-        return invalid("segment header reserved bytes are not zero".into());
+    if identity == 0 {
+        return invalid("segment header carries no data-dir identity".into());
     }
-    HeaderCheck::Valid { first_zxid }
+    HeaderCheck::Valid {
+        first_zxid,
+        identity: identity as u64,
+        min_len: u64::from(kib).saturating_mul(1024),
+    }
 }
 
 /// A record whose header and crc checked out. Continuity is the caller's business.
@@ -96,11 +119,20 @@ pub struct CheckedRecord<'a> {
     pub end: usize,
 }
 
+/// Why the bytes at an offset are not a record, and whether a write cut short (which leaves a
+/// prefix of what was written, then the zeros that were there) could have left them.
+#[derive(Debug, Clone)]
+pub struct BadRecord {
+    pub reason: String,
+    pub maybe_torn: bool,
+}
+
 /// Appends one encoded record to `buf`. The caller has checked `payload.len() <= u32::MAX`.
 pub fn encode_record(buf: &mut Vec<u8>, kind: RecordKind, zxid: i64, payload: &[u8]) {
     let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
-    let mut h = [0u8; RECORD_CRC_AT];
-    let (magic, rest) = h.split_at_mut(4);
+    let mut h = [0u8; RECORD_HEADER_LEN];
+    let (head, head_crc) = h.split_at_mut(RECORD_CRC_AT);
+    let (magic, rest) = head.split_at_mut(4);
     magic.copy_from_slice(&RECORD_MAGIC.to_le_bytes());
     let (len_bytes, rest) = rest.split_at_mut(4);
     len_bytes.copy_from_slice(&len.to_le_bytes());
@@ -109,33 +141,57 @@ pub fn encode_record(buf: &mut Vec<u8>, kind: RecordKind, zxid: i64, payload: &[
         *k = kind_byte(kind);
     }
     zxid_bytes.copy_from_slice(&zxid.to_le_bytes());
+    head_crc.copy_from_slice(&crc32fast::hash(head).to_le_bytes());
     let mut crc = crc32fast::Hasher::new();
     crc.update(&h);
     crc.update(payload);
     buf.extend_from_slice(&h);
-    buf.extend_from_slice(&crc.finalize().to_le_bytes());
     buf.extend_from_slice(payload);
+    buf.extend_from_slice(&crc.finalize().to_le_bytes());
+    buf.extend_from_slice(&RECORD_END_MARK.to_le_bytes());
 }
 
 /// Encoded size of a record with `payload_len` bytes of payload.
 pub fn record_len(payload_len: usize) -> u64 {
-    (payload_len as u64).saturating_add(RECORD_HEADER_LEN as u64)
+    (payload_len as u64).saturating_add((RECORD_HEADER_LEN + RECORD_FOOTER_LEN) as u64)
 }
 
-/// Checks the record starting at `at`: magic, reserved bytes, kind, length (within
-/// `max_payload` and within `data`) and crc. Returns why it is invalid otherwise.
-pub fn check_record(data: &[u8], at: usize, max_payload: u32) -> Result<CheckedRecord<'_>, String> {
-    let header_end = at
+fn all_zero(b: &[u8]) -> bool {
+    b.iter().all(|&x| x == 0)
+}
+
+/// Checks the record starting at `at`: header (magic, reserved bytes, kind, its own crc, so
+/// the length can be trusted), length (within `max_payload` and within `data`), end mark and
+/// record crc. On failure says whether a torn write could explain the bytes:
+///
+/// * header unusable: only if nothing non-zero follows the header's 24 bytes (a write that
+///   got past the header would have left the header whole);
+/// * header valid: only if the end mark is missing, or a prefix of it then zeros, and nothing
+///   non-zero follows; a record whose end mark is present was written whole, so a bad crc is
+///   corruption (a flipped bit), never a tear;
+/// * a file that ends inside a record (header or extent) was shortened: the writer always
+///   preallocates first, so never a tear.
+pub fn check_record(
+    data: &[u8],
+    at: usize,
+    max_payload: u32,
+) -> Result<CheckedRecord<'_>, BadRecord> {
+    let bad = |reason: String, maybe_torn: bool| BadRecord { reason, maybe_torn };
+    let Some(header_end) = at
         .checked_add(RECORD_HEADER_LEN)
         .filter(|&e| e <= data.len())
-        .ok_or_else(|| {
+    else {
+        return Err(bad(
             format!(
-                "partial record header ({} of {RECORD_HEADER_LEN} bytes)",
+                "the file ends inside a record header ({} of {RECORD_HEADER_LEN} bytes): it was shortened",
                 data.len().saturating_sub(at)
-            )
-        })?;
+            ),
+            false,
+        ));
+    };
+    let after_header_zero = all_zero(data.get(header_end..).unwrap_or_default());
     let h = data.get(at..header_end).unwrap_or_default();
-    let (Some(magic), Some(len), Some(kind), Some(reserved), Some(zxid), Some(stored)) = (
+    let (Some(magic), Some(len), Some(kind), Some(reserved), Some(zxid), Some(head_crc)) = (
         le_u32(h, 0),
         le_u32(h, 4),
         h.get(8).copied(),
@@ -143,42 +199,87 @@ pub fn check_record(data: &[u8], at: usize, max_payload: u32) -> Result<CheckedR
         le_i64(h, 12),
         le_u32(h, RECORD_CRC_AT),
     ) else {
-        return Err("record header unreadable".into());
+        return Err(bad("record header unreadable".into(), after_header_zero));
     };
     if magic != RECORD_MAGIC {
-        return Err(format!("bad record magic {magic:#010x}"));
+        return Err(bad(
+            format!("bad record magic {magic:#010x}"),
+            after_header_zero,
+        ));
     }
+    let computed = crc32fast::hash(h.get(..RECORD_CRC_AT).unwrap_or_default());
+    if computed != head_crc {
+        return Err(bad(
+            format!(
+                "record header crc mismatch (stored {head_crc:#010x}, computed {computed:#010x})"
+            ),
+            after_header_zero,
+        ));
+    }
+    // From here the header is as the writer wrote it.
     if reserved.iter().any(|&b| b != 0) {
-        return Err("record reserved bytes are not zero".into());
+        return Err(bad("record reserved bytes are not zero".into(), false));
     }
     let kind = match kind {
         KIND_TXN => RecordKind::Txn,
         KIND_META => RecordKind::Meta,
-        other => return Err(format!("unknown record kind {other}")),
+        other => return Err(bad(format!("unknown record kind {other}"), false)),
     };
     if len > max_payload {
-        return Err(format!(
-            "record length {len} exceeds max_payload {max_payload}"
+        return Err(bad(
+            format!("record length {len} exceeds max_payload {max_payload}"),
+            false,
         ));
     }
-    let end = usize::try_from(len)
+    let payload_end = usize::try_from(len)
         .ok()
-        .and_then(|l| header_end.checked_add(l))
-        .filter(|&e| e <= data.len())
-        .ok_or_else(|| {
+        .and_then(|l| header_end.checked_add(l));
+    let Some((payload_end, end)) = payload_end
+        .and_then(|p| Some((p, p.checked_add(RECORD_FOOTER_LEN)?)))
+        .filter(|&(_, e)| e <= data.len())
+    else {
+        return Err(bad(
             format!(
-                "record length {len} runs past the end of the file ({} bytes left)",
+                "record length {len} runs past the end of the file ({} bytes left): it was shortened",
                 data.len().saturating_sub(header_end)
-            )
-        })?;
-    let payload = data.get(header_end..end).unwrap_or_default();
+            ),
+            false,
+        ));
+    };
+    let payload = data.get(header_end..payload_end).unwrap_or_default();
+    let mark_at = payload_end.saturating_add(4);
+    let mark = data.get(mark_at..end).unwrap_or_default();
+    let expected_mark = RECORD_END_MARK.to_le_bytes();
+    if mark != expected_mark {
+        // A tear inside the mark leaves a prefix of it, then zeros, and nothing after.
+        let written = mark
+            .iter()
+            .zip(expected_mark.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let rest_zero = all_zero(
+            data.get(mark_at.saturating_add(written)..)
+                .unwrap_or_default(),
+        );
+        return Err(bad(
+            format!(
+                "record end mark missing at offset {mark_at}: the record was not written whole"
+            ),
+            rest_zero,
+        ));
+    }
+    let stored = le_u32(data, payload_end).unwrap_or_default();
     let mut crc = crc32fast::Hasher::new();
-    crc.update(h.get(..RECORD_CRC_AT).unwrap_or_default());
+    crc.update(h);
     crc.update(payload);
     let computed = crc.finalize();
     if computed != stored {
-        return Err(format!(
-            "record crc mismatch (stored {stored:#010x}, computed {computed:#010x})"
+        return Err(bad(
+            format!(
+                "record crc mismatch (stored {stored:#010x}, computed {computed:#010x}) in a \
+                 record written whole (its end mark is present): corruption, not a torn write"
+            ),
+            false,
         ));
     }
     Ok(CheckedRecord {
@@ -230,12 +331,18 @@ mod tests {
 
     #[test]
     fn header_round_trips_and_rejects_each_damage() {
-        let h = encode_segment_header(0x2a);
+        let h = encode_segment_header(0x2a, 7, 4096 + 1000);
         assert_eq!(
             check_segment_header(&h),
-            HeaderCheck::Valid { first_zxid: 0x2a }
+            HeaderCheck::Valid {
+                first_zxid: 0x2a,
+                identity: 7,
+                min_len: 4096
+            }
         );
         assert_eq!(&h[..4], b"LWLP", "magic 0x504C574C stored little-endian");
+        assert_eq!(&h[16..24], &7u64.to_le_bytes());
+        assert_eq!(&h[24..28], &4u32.to_le_bytes(), "created size in KiB");
         for bit in 0..(SEGMENT_HEADER_LEN * 8) {
             let mut d = h;
             d[bit / 8] ^= 1 << (bit % 8);
@@ -248,44 +355,79 @@ mod tests {
             check_segment_header(&h[..31]),
             HeaderCheck::Invalid { .. }
         ));
+        assert!(matches!(
+            check_segment_header(&encode_segment_header(1, 0, 0)),
+            HeaderCheck::Invalid { .. }
+        ));
     }
 
     #[test]
     fn record_layout_is_as_documented() {
         let mut buf = Vec::new();
         encode_record(&mut buf, RecordKind::Meta, -2, b"abc");
-        assert_eq!(buf.len(), 27);
+        assert_eq!(buf.len(), 35);
         assert_eq!(&buf[..4], &RECORD_MAGIC.to_le_bytes());
         assert_eq!(&buf[4..8], &3u32.to_le_bytes());
         assert_eq!(&buf[8..12], &[2, 0, 0, 0]);
         assert_eq!(&buf[12..20], &(-2i64).to_le_bytes());
+        assert_eq!(&buf[20..24], &crc32fast::hash(&buf[..20]).to_le_bytes());
+        assert_eq!(&buf[24..27], b"abc");
         let mut crc = crc32fast::Hasher::new();
-        crc.update(&buf[..20]);
+        crc.update(&buf[..24]);
         crc.update(b"abc");
-        assert_eq!(&buf[20..24], &crc.finalize().to_le_bytes());
+        assert_eq!(&buf[27..31], &crc.finalize().to_le_bytes());
+        assert_eq!(
+            &buf[31..35],
+            b"DNEP",
+            "end mark 0x50454E44 stored little-endian"
+        );
         let r = check_record(&buf, 0, 3).unwrap();
         assert_eq!(
             (r.kind, r.zxid, r.payload, r.end),
-            (RecordKind::Meta, -2, &b"abc"[..], 27)
+            (RecordKind::Meta, -2, &b"abc"[..], 35)
         );
         assert!(check_record(&buf, 0, 2)
             .unwrap_err()
+            .reason
             .contains("max_payload"));
-        assert!(check_record(&buf[..26], 0, 3)
-            .unwrap_err()
-            .contains("past the end"));
+        let short = check_record(&buf[..34], 0, 3).unwrap_err();
+        assert!(short.reason.contains("past the end") && !short.maybe_torn);
     }
 
-    /// How: records whose crc is valid but whose reserved bytes or kind are not: the crc does
-    /// not make them valid.
+    /// How: a record followed by zeros, damaged every way: a prefix then zeros is the only
+    /// thing called a possible tear; any flipped bit in a record written whole is not.
+    #[test]
+    fn only_a_prefix_then_zeros_may_be_a_tear() {
+        let mut rec = Vec::new();
+        encode_record(&mut rec, RecordKind::Txn, 5, &[0u8; 40]);
+        let mut data = rec.clone();
+        data.resize(rec.len() + 64, 0);
+        for cut in 1..rec.len() {
+            let mut d = data.clone();
+            d[cut..].fill(0);
+            let bad = check_record(&d, 0, 100).unwrap_err();
+            assert!(bad.maybe_torn, "prefix of {cut} bytes: {}", bad.reason);
+        }
+        for bit in 0..rec.len() * 8 {
+            let mut d = data.clone();
+            d[bit / 8] ^= 1 << (bit % 8);
+            let bad = check_record(&d, 0, 100).unwrap_err();
+            assert!(!bad.maybe_torn, "flip of bit {bit}: {}", bad.reason);
+        }
+    }
+
+    /// How: records whose crcs are valid but whose reserved bytes or kind are not: the crc
+    /// does not make them valid.
     #[test]
     fn reserved_bytes_and_unknown_kinds_are_invalid_despite_a_valid_crc() {
         let reseal = |mut b: Vec<u8>| {
+            let head = crc32fast::hash(&b[..20]);
+            b[20..24].copy_from_slice(&head.to_le_bytes());
+            let n = b.len();
             let mut crc = crc32fast::Hasher::new();
-            crc.update(&b[..20]);
-            crc.update(&b[24..]);
+            crc.update(&b[..n - 8]);
             let sum = crc.finalize();
-            b[20..24].copy_from_slice(&sum.to_le_bytes());
+            b[n - 8..n - 4].copy_from_slice(&sum.to_le_bytes());
             b
         };
         let mut buf = Vec::new();
@@ -298,7 +440,7 @@ mod tests {
         ] {
             let mut b = buf.clone();
             b[at] = value;
-            let err = check_record(&reseal(b), 0, 100).unwrap_err();
+            let err = check_record(&reseal(b), 0, 100).unwrap_err().reason;
             assert!(err.contains(why), "byte {at} = {value}: {err}");
         }
         assert!(check_record(&reseal(buf), 0, 100).is_ok());

@@ -6,9 +6,11 @@
 //! The WAL does not interpret payloads: the server hands it jute-encoded txns (TxnHeader +
 //! record) and gets the same bytes back at replay.
 //!
-//! # On-disk format (version 1)
+//! # On-disk format (version 2)
 //!
 //! All integers are little-endian (this is our own format; only payloads are jute, big-endian).
+//! Version 1 (builds before data-dir identities: no identity, no created size, one crc per
+//! record, no end mark) is refused at open ([`WalError::UnsupportedVersion`]).
 //!
 //! ## Directory
 //!
@@ -23,32 +25,50 @@
 //!     log.<hex>                       whole segments moved away (a `.N` suffix if taken)
 //! ```
 //!
+//! Every file and directory the WAL creates is owner-only (0600 / 0700): payloads are client
+//! data.
+//!
 //! ## Segment header (32 bytes, at offset 0)
 //!
 //! ```text
 //! 0   u32  magic 0x504C574C ("PLWL" as a number; the bytes on disk read "LWLP")
-//! 4   u32  format version = 1
+//! 4   u32  format version = 2
 //! 8   i64  first_zxid: must equal the zxid in the file name
-//! 16  [12] reserved, zero
+//! 16  u64  identity: the data dir's (non-zero); every segment of a log carries the same
+//! 24  u32  created size in KiB, rounded down: the file is never shorter than this
 //! 28  u32  crc32 (IEEE, crc32fast) of bytes 0..28
 //! ```
 //!
-//! ## Record (24-byte header + payload), from offset 32, back to back
+//! ## Record (24-byte header + payload + 8-byte footer), from offset 32, back to back
 //!
 //! ```text
-//! 0   u32  magic 0x50414C31 ("PAL1" as a number)
-//! 4   u32  payload length (<= Options::max_payload)
-//! 8   u8   kind: 1 = Txn, 2 = Meta (anything else: invalid)
-//! 9   [3]  reserved, zero
-//! 12  i64  zxid (for Meta: whatever the server passed)
-//! 20  u32  crc32 of header bytes 0..20 followed by the payload
-//! 24  [len] payload
+//! 0       u32  magic 0x50414C32 ("PAL2" as a number)
+//! 4       u32  payload length (<= Options::max_payload)
+//! 8       u8   kind: 1 = Txn, 2 = Meta (anything else: invalid)
+//! 9       [3]  reserved, zero
+//! 12      i64  zxid (for Meta: whatever the server passed)
+//! 20      u32  crc32 of bytes 0..20: the length can be trusted before the payload is read
+//! 24      [len] payload
+//! 24+len  u32  crc32 of bytes 0..24 followed by the payload
+//! 28+len  u32  end mark 0x50454E44 ("PEND" as a number)
 //! ```
 //!
 //! A segment is preallocated (fallocate, else set_len) to `Options::segment_bytes` of zeros,
 //! so fdatasync need not persist a size change. Because every record starts with a non-zero
 //! magic and is covered by a crc, a 24-byte all-zero header (or a zero remainder shorter than
 //! that) unambiguously means "end of data"; everything after it must be zero too.
+//!
+//! ## What a torn write can leave
+//!
+//! A write cut short by a crash (its fdatasync never returned, so it was never acknowledged)
+//! leaves a prefix of the bytes it wrote, then the zeros that were there: records are only
+//! written into preallocated, zeroed space, and a segment is named only once its header is
+//! durable. So a tear can leave: a record header cut short with nothing non-zero after it, or
+//! a record whose header is whole but whose end mark is missing (or a prefix of it) with
+//! nothing non-zero after it. It cannot leave: a record whose end mark is present but whose
+//! crc fails (it was written whole: a flipped bit), non-zero bytes after a gap of zeros, a
+//! file shorter than its created size or ending inside a record, or a named segment without a
+//! valid header.
 //!
 //! ## Writing
 //!
@@ -65,39 +85,45 @@
 //! * `sync` writes the buffered records with one pwrite per segment touched, then one
 //!   fdatasync. Any failed write or fsync poisons the writer ([`WalError::Poisoned`]): the
 //!   page cache may have dropped the data, so no retry may ever report success.
+//! * Purging ([`Wal::purge_before`], by the writer's owner) deletes whole segments whose txns
+//!   all precede the purge point, oldest first, never the open segment nor the one holding
+//!   the log's last txn.
 //!
 //! # Recovery rules
 //!
 //! Segments are checked in zxid order, records from offset 32:
 //!
-//! 1. A valid record (magic, reserved bytes, kind, length within `max_payload` and within the
-//!    file, crc; for a Txn, zxid = previous txn + 1, across segments too) is accepted.
+//! 1. A valid record (magic, header crc, reserved bytes, kind, length within `max_payload`
+//!    and within the file, end mark, crc; for a Txn, zxid = previous txn + 1, across segments
+//!    too) is accepted.
 //! 2. A zero header ends the data. The rest of the segment must be zero; otherwise the end
 //!    offset is treated as an invalid record (rule 3).
 //! 3. At an invalid record at offset X, the rest of the segment is searched, at every byte
 //!    offset holding the record magic, for a record whose header and crc validate.
-//!    * Nothing found, and this is the last segment: a **torn tail** (a write cut by a crash,
-//!      whose fsync never returned, so never acknowledged). The non-zero bytes from X are
+//!    * Nothing found, this is the last segment, and the bytes are what a torn write can
+//!      leave (above): a **torn tail** (never acknowledged). The non-zero bytes from X are
 //!      copied to `detached/log.<hex>.<X>.torn` (fsynced), then zeroed in place (the
 //!      preallocation stays), and the writer resumes at X. Reported as [`Cut`].
-//!    * Otherwise (valid data follows, or it is not the last segment): **corruption**. With
-//!      [`Corruption::Refuse`] open fails with [`WalError::Corrupt`] naming file and offset.
-//!      With [`Corruption::Truncate`] (an explicit operator choice) the bytes from X are kept in
-//!      `detached/log.<hex>.<X>.corrupt` and zeroed, every later segment is moved to
-//!      `detached/`, and it is reported loudly.
+//!    * Otherwise (valid data follows, not the last segment, or bytes no tear can leave):
+//!      **corruption**. With [`Corruption::Refuse`] open fails with [`WalError::Corrupt`]
+//!      naming file and offset. With [`Corruption::Truncate`] (an explicit operator choice)
+//!      the bytes from X are kept in `detached/log.<hex>.<X>.corrupt` and zeroed (a shortened
+//!      segment gets its created size back), every later segment is moved to `detached/`,
+//!      and it is reported loudly.
 //! 4. A Txn with a valid crc whose zxid breaks continuity (or a segment whose name is not the
 //!    previous txn + 1) is a [`WalError::Gap`]; under Truncate it is a cut point like rule 3.
-//! 5. A last segment with an unusable header and no valid record in it (the rename survived a
-//!    crash but the data did not) is moved to `detached/`. A header with valid records after
-//!    it, or in any other segment, is corruption. A valid header of an unknown version is
-//!    always [`WalError::UnsupportedVersion`], never cut.
+//! 5. A segment with an unusable header, or shorter than its created size, is corruption
+//!    (rule 3), in the last segment too: the writer cannot leave either. A valid header of
+//!    another version is always [`WalError::UnsupportedVersion`], and one of another identity
+//!    than `Options::identity` (or than the first segment's) always [`WalError::Foreign`],
+//!    never cut.
 //! 6. A log holding no record at all keeps no segment: header-only segments are deleted (they
 //!    hold nothing but a name). `*.tmp` files are deleted too (they never held records).
 //!
 //! A consequence of rule 3 worth knowing: after a power loss, the kernel may have written a
-//! later page of the last (unacknowledged) batch but not an earlier one. Valid records then
-//! follow the damage, so open refuses; an operator who checks the report can restart with
-//! `Corruption::Truncate`. We prefer refusing to guessing.
+//! later page of the last (unacknowledged) batch but not an earlier one. Valid records (or
+//! non-zero bytes) then follow the damage, so open refuses; an operator who checks the report
+//! can restart with `Corruption::Truncate`. We prefer refusing to guessing.
 //!
 //! `max_payload` is part of validation: never lower it below the largest record ever written.
 #![cfg_attr(
@@ -135,6 +161,13 @@ pub const DEFAULT_MAX_PAYLOAD: u32 = 16 * 1024 * 1024;
 /// Segment header and record header sizes, for tools that print offsets.
 pub const SEGMENT_HEADER_BYTES: u64 = format::SEGMENT_HEADER_LEN as u64;
 pub const RECORD_HEADER_BYTES: u64 = format::RECORD_HEADER_LEN as u64;
+/// Payload crc and end mark after each payload.
+pub const RECORD_FOOTER_BYTES: u64 = format::RECORD_FOOTER_LEN as u64;
+
+/// Bytes a record with `payload_len` bytes of payload takes on disk.
+pub fn record_bytes(payload_len: usize) -> u64 {
+    format::record_len(payload_len)
+}
 
 /// Whether `name` is a segment file name (`log.<16 lowercase hex>`).
 pub fn is_segment_file_name(name: &str) -> bool {
@@ -151,6 +184,11 @@ pub struct Options {
     pub sync: bool,
     /// Largest payload accepted by `append` and by recovery.
     pub max_payload: u32,
+    /// The data dir's identity, written into every segment header; at open every segment
+    /// must carry it ([`WalError::Foreign`] otherwise). None (offline tools, tests): the
+    /// first segment's identity, which every other segment must share; a new log gets a
+    /// random one.
+    pub identity: Option<u64>,
 }
 
 impl Options {
@@ -161,6 +199,7 @@ impl Options {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             sync: true,
             max_payload: DEFAULT_MAX_PAYLOAD,
+            identity: None,
         }
     }
 }

@@ -91,11 +91,13 @@ impl Damage {
     }
 }
 
-pub(crate) fn recover(
-    opts: &Options,
-    on_corruption: Corruption,
-) -> Result<(Recovered, Option<Resume>), WalError> {
+/// What recovery hands the writer: the log, where to resume, and the identity segments carry
+/// (None: an empty log opened without one).
+pub(crate) type Opened = (Recovered, Option<Resume>, Option<u64>);
+
+pub(crate) fn recover(opts: &Options, on_corruption: Corruption) -> Result<Opened, WalError> {
     let dir = opts.dir.as_path();
+    let mut identity = opts.identity;
     let mut removed = segment::remove_tmp_files(dir)?;
     let listed = segment::list(dir)?;
     let mut kept: Vec<Kept> = Vec::new();
@@ -120,6 +122,22 @@ pub(crate) fn recover(
                 version,
             });
         }
+        if let HeaderCheck::Valid {
+            identity: found, ..
+        } = s.header
+        {
+            match identity {
+                Some(expected) if expected != found => {
+                    return Err(WalError::Foreign {
+                        file: path.clone(),
+                        found,
+                        expected,
+                    })
+                }
+                Some(_) => {}
+                None => identity = Some(found),
+            }
+        }
         let damage = damage_of(&s, *name, prev_txn, is_last);
         let cut_at = damage.as_ref().map(Damage::offset);
         if cut_at.is_none_or(|at| at >= SEGMENT_HEADER_LEN as u64) {
@@ -137,7 +155,6 @@ pub(crate) fn recover(
         }
         let Some(damage) = damage else { continue };
         let cause = match (&damage, on_corruption) {
-            (Damage::Torn { offset: 0, .. }, _) => CutCause::HeaderlessSegment,
             (Damage::Torn { .. }, _) => CutCause::TornTail,
             (_, Corruption::Refuse) => return Err(damage.into_error(path)),
             (_, Corruption::Truncate) => CutCause::Truncated,
@@ -153,18 +170,12 @@ pub(crate) fn recover(
         break;
     }
 
-    // A log without a single record keeps no segment: a header-only segment carries nothing
-    // but a name, and keeping it would force the next txn to match that name.
-    if kept.iter().all(|k| k.records == 0) {
-        for k in kept.drain(..) {
-            std::fs::remove_file(&k.path).map_err(|e| WalError::io(&k.path, e))?;
-            tracing::info!(path = %k.path.display(), "removed empty segment");
-            removed.push(k.path);
-        }
-        segment::sync_dir(dir)?;
-    }
-
-    finish(opts, kept, cut, removed)
+    // A log without a single record keeps its one header-only segment: its name is where the
+    // log starts (the txn after a snapshot, `Wal::start_at`), which recovery checks against the
+    // snapshot. Several empty ones cannot be written by this crate (a segment is only rolled
+    // after a txn) and are left to the rules above.
+    let (recovered, resume) = finish(opts, kept, cut, removed)?;
+    Ok((recovered, resume, identity))
 }
 
 /// Applies the rules of the crate docs to one scanned segment.
@@ -244,9 +255,22 @@ fn cut_off(
             &format!("{name}.{offset}.{kind}"),
             cut_bytes,
         )?);
+        // A shortened segment gets its created size back, so the writer's capacity is the
+        // one its header promises and the next open does not see it shortened again.
+        let restore = match crate::format::check_segment_header(data) {
+            HeaderCheck::Valid { min_len, .. } if scan::as_u64(data.len()) < min_len => {
+                Some(min_len)
+            }
+            _ => None,
+        };
         // The map must be gone before the bytes under it are rewritten.
         drop(map);
         segment::zero_range(path, offset, scan::as_u64(end))?;
+        if let Some(len) = restore {
+            let file = segment::open_rw(path)?;
+            segment::preallocate(&file, path, len)?;
+            file.sync_all().map_err(|e| WalError::io(path, e))?;
+        }
     }
     for (_, later_path) in later {
         evidence.push(segment::move_to_detached(dir, later_path)?);

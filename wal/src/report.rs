@@ -25,11 +25,9 @@ pub struct RecoveryReport {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CutCause {
-    /// Damage at the end of the last segment with nothing valid after it: a write interrupted
-    /// by a crash, never acknowledged.
+    /// Damage at the end of the last segment that only a write cut short can leave (a prefix
+    /// of a record, then zeros) with nothing valid after it: never acknowledged.
     TornTail,
-    /// The last segment's header is unusable and the file holds no valid record.
-    HeaderlessSegment,
     /// Mid-log corruption cut off because the operator chose `Corruption::Truncate`.
     Truncated,
 }
@@ -53,7 +51,6 @@ impl fmt::Display for CutCause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             CutCause::TornTail => "torn tail",
-            CutCause::HeaderlessSegment => "headerless last segment",
             CutCause::Truncated => "CORRUPTION TRUNCATED by operator flag",
         })
     }

@@ -2,7 +2,9 @@
 //! mmap), by replay, and by offline tools through [`scan_segment`]. The bytes are untrusted.
 #![deny(clippy::arithmetic_side_effects)]
 
-use crate::format::{self, HeaderCheck, RECORD_HEADER_LEN, RECORD_MAGIC, SEGMENT_HEADER_LEN};
+use crate::format::{
+    self, BadRecord, HeaderCheck, RECORD_HEADER_LEN, RECORD_MAGIC, SEGMENT_HEADER_LEN,
+};
 use crate::{RecordKind, RecordRef, WalError};
 use std::path::{Path, PathBuf};
 
@@ -11,16 +13,18 @@ use std::path::{Path, PathBuf};
 pub enum End {
     /// Valid records up to `offset`, then zeros (or the end of the file).
     Clean { offset: u64 },
-    /// The bytes at `offset` are not a valid record and no valid record follows anywhere in
-    /// this file: `bytes` non-zero bytes from `offset` on. Recovery treats this as a torn tail
-    /// only in the last segment.
+    /// The bytes at `offset` are not a valid record, no valid record follows anywhere in this
+    /// file, and a write cut short could have left them (see `format::check_record`): `bytes`
+    /// non-zero bytes from `offset` on. Recovery treats this as a torn tail only in the last
+    /// segment.
     Torn {
         offset: u64,
         bytes: u64,
         reason: String,
     },
-    /// The bytes at `offset` are not a valid record, yet a valid record follows (or the segment
-    /// header is unusable and records follow): damage in the middle of the data.
+    /// The bytes at `offset` are not a valid record, and either a valid record follows or no
+    /// torn write could have left them (a record written whole that fails its crc, a file
+    /// shorter than it was created, an unusable segment header): damage, not a tear.
     Corrupt { offset: u64, reason: String },
     /// A txn with a valid crc at `offset` whose zxid does not continue the segment.
     Gap {
@@ -80,9 +84,10 @@ impl<'a> Walker<'a> {
         Some(Step::End(end))
     }
 
-    /// The bytes at `at` are not a valid record: torn if nothing valid follows in this file.
-    fn invalid(&mut self, at: usize, reason: String) -> Option<Step<'a>> {
-        let end = classify_invalid(self.data, at, reason, self.max_payload);
+    /// The bytes at `at` are not a valid record: torn if a tear explains them and nothing
+    /// valid follows in this file.
+    fn invalid(&mut self, at: usize, bad: BadRecord) -> Option<Step<'a>> {
+        let end = classify_invalid(self.data, at, bad, self.max_payload);
         self.end(end)
     }
 }
@@ -104,9 +109,16 @@ impl<'a> Iterator for Walker<'a> {
                 None => self.end(End::Clean { offset: as_u64(at) }),
                 Some(i) => {
                     let at_nonzero = at.saturating_add(i);
+                    // A write cut short leaves zeros after what it wrote, never before.
                     let reason =
                         format!("zero record header, but non-zero bytes at offset {at_nonzero}");
-                    self.invalid(at, reason)
+                    self.invalid(
+                        at,
+                        BadRecord {
+                            reason,
+                            maybe_torn: false,
+                        },
+                    )
                 }
             };
         }
@@ -142,15 +154,20 @@ impl<'a> Iterator for Walker<'a> {
     }
 }
 
-pub(crate) fn classify_invalid(data: &[u8], at: usize, reason: String, max_payload: u32) -> End {
+pub(crate) fn classify_invalid(data: &[u8], at: usize, bad: BadRecord, max_payload: u32) -> End {
+    let reason = bad.reason;
     match find_valid_record(data, at.saturating_add(1), max_payload) {
         Some(next) => End::Corrupt {
             offset: as_u64(at),
             reason: format!("{reason}; a valid record follows at offset {next}"),
         },
-        None => End::Torn {
+        None if bad.maybe_torn => End::Torn {
             offset: as_u64(at),
             bytes: as_u64(nonzero_end(data).saturating_sub(at)),
+            reason,
+        },
+        None => End::Corrupt {
+            offset: as_u64(at),
             reason,
         },
     }
@@ -197,7 +214,7 @@ pub(crate) fn summarize(
     mut on_record: impl FnMut(usize, RecordKind, i64, &[u8]),
 ) -> Summary {
     let mut header = format::check_segment_header(data);
-    if let (HeaderCheck::Valid { first_zxid }, Some(name)) = (&header, name) {
+    if let (HeaderCheck::Valid { first_zxid, .. }, Some(name)) = (&header, name) {
         if *first_zxid != name {
             header = HeaderCheck::Invalid {
                 reason: format!(
@@ -214,8 +231,16 @@ pub(crate) fn summarize(
         last_txn: None,
         end: End::Clean { offset: 0 },
     };
+    let shortened;
     let first_zxid = match header {
-        HeaderCheck::Valid { first_zxid } => first_zxid,
+        HeaderCheck::Valid {
+            first_zxid,
+            min_len,
+            ..
+        } => {
+            shortened = (as_u64(data.len()) < min_len).then_some(min_len);
+            first_zxid
+        }
         HeaderCheck::Unsupported { version } => {
             s.end = End::Corrupt {
                 offset: 0,
@@ -224,16 +249,15 @@ pub(crate) fn summarize(
             return s;
         }
         HeaderCheck::Invalid { reason } => {
-            // Search from offset 0: with the header gone, a record could start anywhere.
-            s.end = match find_valid_record(data, 0, max_payload) {
-                Some(next) => End::Corrupt {
-                    offset: 0,
-                    reason: format!("{reason}; a valid record follows at offset {next}"),
-                },
-                None => End::Torn {
-                    offset: 0,
-                    bytes: as_u64(nonzero_end(data)),
-                    reason,
+            // A segment gets its name only after its header is durable (tmp file, fsync,
+            // rename), so no crash leaves a named segment without one: this is damage.
+            s.end = End::Corrupt {
+                offset: 0,
+                reason: match find_valid_record(data, 0, max_payload) {
+                    Some(next) => format!("{reason}; a valid record follows at offset {next}"),
+                    None => format!(
+                        "{reason}; a named segment always has a durable header, so the file was damaged or shortened"
+                    ),
                 },
             };
             return s;
@@ -258,6 +282,17 @@ pub(crate) fn summarize(
             Step::End(end) => s.end = end,
         }
     }
+    if let Some(min_len) = shortened {
+        // Segments are preallocated before they get their name and only ever grow: the
+        // valid data is kept up to where it stops, and the rest is damage, never a tear.
+        s.end = End::Corrupt {
+            offset: s.end.offset(),
+            reason: format!(
+                "the segment is {} bytes but was created with at least {min_len}: it was shortened",
+                data.len()
+            ),
+        };
+    }
     s
 }
 
@@ -267,6 +302,8 @@ pub struct SegmentScan {
     pub path: PathBuf,
     /// From a valid header; None if the header is unusable.
     pub first_zxid: Option<i64>,
+    /// The data-dir identity in a valid header.
+    pub identity: Option<u64>,
     pub file_len: u64,
     /// How the data ends: recovery would cut a `Torn` end only in the last segment.
     pub end: End,
@@ -311,13 +348,18 @@ pub fn scan_segment(path: &Path, max_payload: u32) -> Result<SegmentScan, WalErr
         let start = offset.saturating_add(RECORD_HEADER_LEN);
         records.push((offset, kind, zxid, start, payload.len()));
     });
-    let first_zxid = match summary.header {
-        HeaderCheck::Valid { first_zxid } => Some(first_zxid),
-        _ => None,
+    let (first_zxid, identity) = match summary.header {
+        HeaderCheck::Valid {
+            first_zxid,
+            identity,
+            ..
+        } => (Some(first_zxid), Some(identity)),
+        _ => (None, None),
     };
     Ok(SegmentScan {
         path: path.to_path_buf(),
         first_zxid,
+        identity,
         file_len: as_u64(data.len()),
         end: summary.end,
         data,

@@ -69,7 +69,13 @@ pub fn remove_tmp_files(dir: &Path) -> Result<Vec<PathBuf>, WalError> {
 /// Creates `log.<hex>` holding a header and `size` bytes in all. The header is written and
 /// made durable under a `.tmp` name, then renamed and the directory synced, so a crash never
 /// leaves a headerless segment under a real name (ZOOKEEPER-2332).
-pub fn create(dir: &Path, first_zxid: i64, size: u64) -> Result<(File, PathBuf), WalError> {
+pub fn create(
+    dir: &Path,
+    first_zxid: i64,
+    size: u64,
+    identity: u64,
+) -> Result<(File, PathBuf), WalError> {
+    let size = size.max(SEGMENT_HEADER_LEN as u64);
     let name = format::segment_file_name(first_zxid);
     let path = dir.join(&name);
     let tmp = dir.join(format!("{name}{TMP_SUFFIX}"));
@@ -86,9 +92,12 @@ pub fn create(dir: &Path, first_zxid: i64, size: u64) -> Result<(File, PathBuf),
         .mode(FILE_MODE)
         .open(&tmp)
         .map_err(|e| WalError::io(&tmp, e))?;
-    file.write_all_at(&format::encode_segment_header(first_zxid), 0)
-        .map_err(|e| WalError::io(&tmp, e))?;
-    preallocate(&file, &tmp, size.max(SEGMENT_HEADER_LEN as u64))?;
+    file.write_all_at(
+        &format::encode_segment_header(first_zxid, identity, size),
+        0,
+    )
+    .map_err(|e| WalError::io(&tmp, e))?;
+    preallocate(&file, &tmp, size)?;
     file.sync_all().map_err(|e| WalError::io(&tmp, e))?;
     fs::rename(&tmp, &path).map_err(|e| WalError::io(&path, e))?;
     sync_dir(dir)?;

@@ -48,6 +48,8 @@ pub struct Wal {
     last_txn: Option<i64>,
     durable_txn: Option<i64>,
     poisoned: bool,
+    /// Written into every new segment's header.
+    identity: u64,
 }
 
 impl Wal {
@@ -58,7 +60,11 @@ impl Wal {
     pub fn open(opts: Options, on_corruption: Corruption) -> Result<(Wal, Recovered), WalError> {
         segment::create_private_dir(&opts.dir)?;
         let lock = lock_dir(&opts.dir)?;
-        let (recovered, resume) = recovery::recover(&opts, on_corruption)?;
+        let (recovered, resume, identity) = recovery::recover(&opts, on_corruption)?;
+        let identity = match identity {
+            Some(id) => id,
+            None => random_identity(&opts.dir)?,
+        };
         tracing::info!("{}", recovered.report());
         let (active, cursor) = match resume {
             Some(r) => open_active(r)?,
@@ -75,6 +81,7 @@ impl Wal {
             last_txn,
             durable_txn: last_txn,
             poisoned: false,
+            identity,
         };
         Ok((wal, recovered))
     }
@@ -194,6 +201,32 @@ impl Wal {
         });
         Ok(())
     }
+    /// Starts an empty log at `first_zxid`: creates its first segment, durably, holding no
+    /// record, so the next txn must be `first_zxid` and recovery can see where the log begins.
+    /// For a data dir whose history before `first_zxid` is all in a snapshot (an import).
+    pub fn start_at(&mut self, first_zxid: i64) -> Result<(), WalError> {
+        if self.cursor.is_some() || self.last_txn.is_some() || !self.chunks.is_empty() {
+            return Err(WalError::Rejected {
+                reason: "start_at needs a log without segments".into(),
+            });
+        }
+        let header = SEGMENT_HEADER_LEN as u64;
+        let size = self.opts.segment_bytes.max(header);
+        self.chunks.push(Chunk {
+            new_segment: Some((first_zxid, size)),
+            grow_to: None,
+            file_offset: header,
+            bytes: self.buf.len()..self.buf.len(),
+        });
+        self.cursor = Some(Cursor {
+            first_zxid,
+            offset: header,
+            capacity: size,
+            has_txn: false,
+        });
+        self.sync()
+    }
+
 
     /// Writes everything buffered (one pwrite per segment touched, rolling as planned) and,
     /// unless `opts.sync` is false, one fdatasync. Only after Ok may the caller acknowledge
@@ -231,7 +264,8 @@ impl Wal {
                         .sync_data()
                         .map_err(|e| WalError::io(&old.path, e))?;
                 }
-                let (file, path) = segment::create(&self.opts.dir, first_zxid, size)?;
+                let (file, path) =
+                    segment::create(&self.opts.dir, first_zxid, size, self.identity)?;
                 self.active = Some(Active {
                     file,
                     path,
@@ -324,6 +358,29 @@ impl Wal {
     }
 }
 
+/// The identity of a new log opened without one (tools and tests; the server always passes
+/// its data dir's).
+fn random_identity(dir: &Path) -> Result<u64, WalError> {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    loop {
+        File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut b))
+            .map_err(|e| WalError::io(dir, e))?;
+        let id = u64::from_le_bytes(b);
+        if id != 0 {
+            return Ok(id);
+        }
+    }
+}
+
+/// The identity this writer stamps on new segments.
+impl Wal {
+    pub fn identity(&self) -> u64 {
+        self.identity
+    }
+}
+
 fn lock_dir(dir: &Path) -> Result<File, WalError> {
     let path = dir.join(segment::LOCK_FILE);
     let file = OpenOptions::new()
@@ -410,9 +467,29 @@ mod tests {
         for z in 1..=100 {
             wal.append(RecordKind::Txn, z, &[7u8; 100]).unwrap();
         }
-        // 4096-byte segments hold 32 records of 124 bytes: 100 records touch 4 segments.
+        // 4096-byte segments hold 30 records of 132 bytes: 100 records touch 4 segments.
         assert_eq!(wal.chunks.len(), 4);
         wal.sync().unwrap();
         assert_eq!(segment::list(dir.path()).unwrap().len(), 4);
+    }
+    /// A log started at a zxid survives a reopen as a segment of that name with no txn, and
+    /// takes that zxid (only) as its first txn.
+    #[test]
+    fn start_at_opens_an_empty_log_at_a_zxid() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut wal, _) = Wal::open(opts(dir.path()), Corruption::Refuse).unwrap();
+        wal.start_at(0x77).unwrap();
+        assert!(wal.start_at(0x78).is_err());
+        drop(wal);
+        let (mut wal, rec) = Wal::open(opts(dir.path()), Corruption::Refuse).unwrap();
+        assert_eq!(rec.report().last_txn_zxid, None);
+        assert_eq!(rec.segments().map(|(_, z)| z).collect::<Vec<_>>(), vec![0x77]);
+        assert!(matches!(
+            wal.append(RecordKind::Txn, 0x78, b"x"),
+            Err(WalError::OutOfOrder { .. })
+        ));
+        wal.append(RecordKind::Txn, 0x77, b"x").unwrap();
+        wal.sync().unwrap();
+        assert_eq!(segment::list(dir.path()).unwrap().len(), 1);
     }
 }

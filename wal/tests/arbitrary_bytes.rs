@@ -22,7 +22,7 @@ proptest! {
         bytes.extend(&body);
         for at in magics {
             if at + 4 <= bytes.len() {
-                bytes[at..at + 4].copy_from_slice(&0x50414C31u32.to_le_bytes());
+                bytes[at..at + 4].copy_from_slice(&0x50414C32u32.to_le_bytes());
             }
         }
         let path = dir.path().join("log.0000000000000001");

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use palisade_wal::RecordKind;
 
 /// How: 1 MiB segments holding a few KiB of records; the file is full size at once (the
 /// preallocation), and reopening reports no cut.
@@ -30,7 +31,7 @@ fn zero_filled_preallocation_is_a_clean_end() {
 fn exactly_full_segment_is_a_clean_end() {
     let dir = tempfile::tempdir().unwrap();
     let recs = records(1, 3, 0);
-    let len = 32 + recs.iter().map(|r| 24 + r.payload.len()).sum::<usize>();
+    let len = 32 + recs.iter().map(|r| 32 + r.payload.len()).sum::<usize>();
     write_segment(dir.path(), 1, &recs, len);
     let (mut wal, log) = open(dir.path(), 4096).unwrap();
     assert_eq!(read_all(&log), recs);
@@ -39,17 +40,18 @@ fn exactly_full_segment_is_a_clean_end() {
     assert_eq!(segments(dir.path()).len(), 2, "the next record rolls");
 }
 
-/// How: a log with no record at all keeps no segment (a header-only segment carries nothing
-/// but a name), so the next txn may carry any zxid.
+/// How: a log with no record at all keeps its header-only segment, whose name is where the log
+/// starts (`Wal::start_at`: the txn after a snapshot), so the next txn must carry that zxid.
 #[test]
-fn header_only_segment_of_an_empty_log_is_removed() {
+fn header_only_segment_of_an_empty_log_names_the_next_txn() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_segment(dir.path(), 42, &[], 4096);
     let (mut wal, log) = open(dir.path(), 4096).unwrap();
-    assert_eq!(log.report().removed, std::slice::from_ref(&path));
-    assert!(!path.exists());
-    append_all(&mut wal, &records(7, 3, 0), 10);
+    assert!(log.report().removed.is_empty());
+    assert!(path.exists());
+    assert!(wal.append(RecordKind::Txn, 7, b"x").is_err());
+    append_all(&mut wal, &records(42, 3, 0), 10);
     drop((wal, log));
     let (_, log) = open(dir.path(), 4096).unwrap();
-    assert_eq!(read_all(&log), records(7, 3, 0));
+    assert_eq!(read_all(&log), records(42, 3, 0));
 }

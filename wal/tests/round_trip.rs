@@ -158,7 +158,7 @@ fn oversized_record_gets_its_own_segment() {
     drop(wal);
     let segs = segments(dir.path());
     assert_eq!(segs.len(), 3);
-    assert_eq!(std::fs::metadata(&segs[1]).unwrap().len(), 32 + 24 + 10_000);
+    assert_eq!(std::fs::metadata(&segs[1]).unwrap().len(), 32 + 32 + 10_000);
     let (_, log) = open(dir.path(), SEGMENT).unwrap();
     let got: Vec<_> = log.all_records().map(|r| r.payload.len()).collect();
     assert_eq!(got, [5, 10_000, 11]);
@@ -200,7 +200,7 @@ fn bytes_on_disk_match_the_documented_format() {
     write_log(dir.path(), 4096, &recs);
     let path = dir.path().join("log.000000000000002a");
     let on_disk = std::fs::read(&path).unwrap();
-    let mut expected = segment_header(0x2a);
+    let mut expected = segment_header_with(0x2a, TEST_IDENTITY, 4096);
     for r in &recs {
         expected.extend(encode(r.kind, r.zxid, &r.payload));
     }
@@ -221,7 +221,7 @@ fn segment_opened_by_a_meta_grows_instead_of_rolling() {
         recs.push(Rec {
             kind: RecordKind::Txn,
             zxid: z,
-            payload: vec![z as u8; 96],
+            payload: vec![z as u8; 88],
         });
     }
     recs.push(Rec::meta(4));

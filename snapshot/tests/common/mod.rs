@@ -209,7 +209,7 @@ pub fn chunks(items: &[Owned], per_chunk: usize) -> Vec<Vec<u8>> {
 
 /// Writes `items` through the real writer, `per_chunk` items per block.
 pub fn write(dir: &Path, start_zxid: i64, items: &[Owned], per_chunk: usize) -> PathBuf {
-    let mut w = SnapshotWriter::create(dir, start_zxid).unwrap();
+    let mut w = SnapshotWriter::create(dir, start_zxid, 0x5a).unwrap();
     for c in chunks(items, per_chunk) {
         w.write_block(&c).unwrap();
     }
@@ -220,7 +220,7 @@ pub fn write(dir: &Path, start_zxid: i64, items: &[Owned], per_chunk: usize) -> 
 /// A file built by hand: header, the given items blocks, and a trailer computed from them
 /// unless `trailer` overrides (trailer, block_count, chain). For damage the writer refuses.
 pub fn raw(start_zxid: i64, blocks: &[Vec<u8>], trailer: Option<(Trailer, u64, u32)>) -> Vec<u8> {
-    let mut out = encode_header(start_zxid).to_vec();
+    let mut out = encode_header(start_zxid, 0x5a).to_vec();
     let mut chain = Chain::new();
     for b in blocks {
         let at = out.len();

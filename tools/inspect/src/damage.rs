@@ -146,7 +146,7 @@ fn tear(dir: &Path, at: TearAt) -> Result<Damaged, InspectError> {
     let records: Vec<(u64, u64, i64)> = scan
         .records()
         .map(|r| {
-            let len = palisade_wal::RECORD_HEADER_BYTES.saturating_add(r.payload.len() as u64);
+            let len = palisade_wal::record_bytes(r.payload.len());
             (r.offset, r.offset.saturating_add(len), r.zxid)
         })
         .collect();

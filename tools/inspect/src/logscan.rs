@@ -108,6 +108,8 @@ pub struct SegmentReport {
     pub state: SegmentState,
     /// It comes after damage in an earlier segment: none of it is part of the valid log.
     pub after_damage: bool,
+    /// The data-dir identity in its header (None if the header is unusable).
+    pub identity: Option<u64>,
 }
 
 /// What a walk over the log found.
@@ -179,6 +181,7 @@ pub fn walk(
             last_txn: None,
             state: state.clone(),
             after_damage,
+            identity: scan.identity,
         };
         let mut stop = false;
         for rec in scan.records() {
@@ -310,6 +313,7 @@ pub fn walk_file(
         last_txn: None,
         state: state.clone(),
         after_damage: false,
+        identity: scan.identity,
     };
     let mut out = LogScan::default();
     for rec in scan.records() {

@@ -212,8 +212,13 @@ pub fn recover_report(dir: &Path) -> Result<RecoverReport, InspectError> {
             damaged_snapshots.push((path, e.to_string()));
         }
     }
+    // As the server: the data dir's identity, which every segment and snapshot must carry.
+    let identity = std::fs::read(dir.join(palisade::durability::datadir::IDENTITY_FILE))
+        .ok()
+        .and_then(|b| palisade::durability::datadir::decode_identity(&b).ok());
     let opts = Options {
         max_payload: MAX_PAYLOAD,
+        identity,
         ..Options::new(dir.join("log"))
     };
     let (log, rebuilt) = match Wal::open(opts, Corruption::Refuse) {
@@ -221,7 +226,12 @@ pub fn recover_report(dir: &Path) -> Result<RecoverReport, InspectError> {
         Err(e) => (refused(e), None),
         Ok((wal, recovered)) => {
             std::fs::create_dir_all(&snap_dir).map_err(InspectError::io(&snap_dir))?;
-            let rebuilt = recover(&snap_dir, &recovered)
+            let foreign = identity
+                .map(|id| palisade_snapshot::check_identity(&snap_dir, id))
+                .transpose()
+                .map_err(|e| e.to_string());
+            let rebuilt = foreign
+                .and_then(|_| recover(&snap_dir, &recovered).map_err(|e| e.to_string()))
                 .map(|r| Rebuilt {
                     snapshot: r.snapshot.clone(),
                     zxid: r.state.zxid(),
@@ -230,8 +240,7 @@ pub fn recover_report(dir: &Path) -> Result<RecoverReport, InspectError> {
                     replayed: r.replayed,
                     digests_checked: r.digests_checked,
                     digest: r.state.tree.digest(),
-                })
-                .map_err(|e| e.to_string());
+                });
             let report = recovered.report().clone();
             drop(recovered);
             drop(wal);
@@ -251,7 +260,9 @@ fn refused(e: WalError) -> LogOutcome {
         WalError::Corrupt { file, offset, .. } | WalError::Gap { file, offset, .. } => {
             (Some(file.clone()), Some(*offset))
         }
-        WalError::UnsupportedVersion { file, .. } => (Some(file.clone()), None),
+        WalError::UnsupportedVersion { file, .. } | WalError::Foreign { file, .. } => {
+            (Some(file.clone()), None)
+        }
         _ => (None, None),
     };
     LogOutcome::Refused {

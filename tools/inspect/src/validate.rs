@@ -126,6 +126,7 @@ pub fn validate(dir: &DataDir) -> Result<ValidateReport, InspectError> {
         report.push("tmp", show(&tmp), Status::Warning, detail);
     }
     report.verdicts.append(&mut snapshots.verdicts);
+    identities(dir, &log, &valid, &mut report);
     // Every replay stops at the log's last txn as scanned, so all can be compared there
     // even while a server appends.
     let mut ends: Vec<(String, i64, u64)> = Vec::new();
@@ -140,6 +141,64 @@ pub fn validate(dir: &DataDir) -> Result<ValidateReport, InspectError> {
         agreement(&ends, &mut report);
     }
     Ok(report)
+}
+
+/// Every segment and snapshot must carry the data dir's identity (`dataDir/identity`, next
+/// to `snapshots/`): the server refuses to start on any other (issue 12 item 10).
+fn identities(dir: &DataDir, log: &LogScan, snaps: &[Snapshot], report: &mut ValidateReport) {
+    use palisade::durability::datadir::{decode_identity, IDENTITY_FILE};
+    let file = dir
+        .snap_dir
+        .parent()
+        .map(|d| d.join(IDENTITY_FILE))
+        .unwrap_or_else(|| PathBuf::from(IDENTITY_FILE));
+    let expected = match std::fs::read(&file) {
+        Ok(b) => match decode_identity(&b) {
+            Ok(id) => Some(id),
+            Err(why) => {
+                let detail =
+                    format!("not a valid identity file ({why}): the server refuses to start");
+                report.push("identity", show(&file), Status::Failed, detail);
+                return;
+            }
+        },
+        Err(_) => None,
+    };
+    let files = log
+        .segments
+        .iter()
+        .filter_map(|s| s.identity.map(|id| (s.path.clone(), Some(id))))
+        .chain(snaps.iter().map(|s| (s.path().to_path_buf(), s.identity())));
+    let mut reference = expected;
+    let mut checked = 0usize;
+    for (path, id) in files {
+        checked = checked.saturating_add(1);
+        let detail = match (id, reference) {
+            (None, _) => "format 1 (an earlier build): no identity; the server refuses it".into(),
+            (Some(id), Some(want)) if id != want => format!(
+                "identity {id:016x}, not the data dir's {want:016x}: it belongs to another data dir; the server refuses it"
+            ),
+            (Some(id), None) => {
+                reference = Some(id);
+                continue;
+            }
+            _ => continue,
+        };
+        report.push("identity", show(&path), Status::Failed, detail);
+    }
+    match expected {
+        Some(id) => {
+            let detail = format!("{id:016x}; {checked} files checked against it");
+            report.push("identity", show(&file), Status::Ok, detail);
+        }
+        None if checked > 0 => {
+            let detail =
+                "missing while the data dir holds a log or snapshots: the server refuses to start"
+                    .into();
+            report.push("identity", show(&file), Status::Failed, detail);
+        }
+        None => {}
+    }
 }
 
 fn show(p: &std::path::Path) -> String {
@@ -250,6 +309,13 @@ fn replay_from_snapshot(
     let subject = format!("from {}", show(snap.path()));
     let needs_log = end > start || log.last_txn.is_some_and(|l| l > start);
     let starts_in_time = log.first_txn.is_some_and(|f| f <= start.saturating_add(1));
+    if needs_log && !starts_in_time && !snap.path().exists() {
+        // A live server took newer snapshots since the listing, deleted this one and purged
+        // the log it needed (the log thread purges once the retained count is reached).
+        let detail = "removed (with its log) by the server while this ran; not checked".into();
+        report.push("replay", subject, Status::Warning, detail);
+        return Ok(());
+    }
     if needs_log && !starts_in_time {
         let (status, why) = if newest {
             (

@@ -30,7 +30,7 @@ fn last_txn_record(seg: &Path) -> (u64, u64, i64) {
         .map(|r| {
             (
                 r.offset,
-                RECORD_HEADER_BYTES + r.payload.len() as u64,
+                palisade_wal::record_bytes(r.payload.len()),
                 r.zxid,
             )
         })
@@ -122,7 +122,14 @@ fn recover_report_tells_what_the_server_did_with_each_damage() {
         "{}",
         r.text()
     );
-    assert!(r.recovered());
+    // Unless the tear cut txns a snapshot already holds (the server snapshots at random
+    // points): then the start is refused, since no crash can leave a snapshot ahead of the
+    // log (issue 12 item 11).
+    assert!(
+        r.recovered() || r.text().contains("newer than the log's end"),
+        "{}",
+        r.text()
+    );
 
     // A flipped bit in the first record of the first segment: valid records follow, so the
     // server refuses to start and names the file and the record's offset.

@@ -22,7 +22,7 @@ fn exact_snapshot(log: &LogBuilder, dir: &Path) -> PathBuf {
     let mut out = Vec::new();
     let mut cap = Capture::begin(tree, std::iter::empty(), z, &mut out);
     while !cap.step(tree, 1000, &mut out) {}
-    let mut w = SnapshotWriter::create(dir, z).unwrap();
+    let mut w = SnapshotWriter::create(dir, z, 0x5a).unwrap();
     w.write_block(&out).unwrap();
     w.finish(cap.trailer(z, tree.digest())).unwrap()
 }
@@ -79,7 +79,7 @@ fn build(root: &Path, false_digest: bool) -> Built {
     } else {
         log.replayer.tree().digest()
     };
-    let mut w = SnapshotWriter::create(&snaps, start).unwrap();
+    let mut w = SnapshotWriter::create(&snaps, start, 0x5a).unwrap();
     w.write_block(&out).unwrap();
     let fuzzy = w.finish(cap.trailer(end, digest)).unwrap();
     for _ in 0..10 {

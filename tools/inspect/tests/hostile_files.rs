@@ -29,7 +29,7 @@ fn build(data: &Path) -> (Vec<u8>, Vec<u8>, String, String) {
     let mut out = Vec::new();
     let mut cap = Capture::begin(tree, std::iter::once((0x55, 30_000)), z, &mut out);
     while !cap.step(tree, 1000, &mut out) {}
-    let mut w = SnapshotWriter::create(&snap_dir, z).unwrap();
+    let mut w = SnapshotWriter::create(&snap_dir, z, 0x5a).unwrap();
     w.write_block(&out).unwrap();
     let snap = w.finish(cap.trailer(z, tree.digest())).unwrap();
     let seg = data.join("log/log.0000000000000001");

@@ -41,6 +41,7 @@ pub fn payload(seed: u64) -> Vec<u8> {
 pub fn opts(dir: &Path, segment_bytes: u64) -> Options {
     Options {
         segment_bytes,
+        identity: Some(TEST_IDENTITY),
         ..Options::new(dir)
     }
 }
@@ -106,7 +107,7 @@ pub fn segments(dir: &Path) -> Vec<PathBuf> {
 pub fn record_spans(path: &Path) -> Vec<(u64, u64)> {
     let scan = scan_segment(path, u32::MAX).unwrap();
     scan.records()
-        .map(|r| (r.offset, r.offset + 24 + r.payload.len() as u64))
+        .map(|r| (r.offset, r.offset + 32 + r.payload.len() as u64))
         .collect()
 }
 
@@ -143,22 +144,32 @@ pub fn crc32(parts: &[&[u8]]) -> u32 {
     h.finalize()
 }
 
-/// A segment header as documented: magic, version 1, first zxid, 12 zero bytes, crc.
-pub fn segment_header(first_zxid: i64) -> Vec<u8> {
+/// The identity hand-written segments carry (a log opened without one adopts it).
+pub const TEST_IDENTITY: u64 = 0x1d_e17e_57ed;
+
+/// A segment header as documented: magic, version 2, first zxid, identity, created size in
+/// KiB, crc.
+pub fn segment_header_with(first_zxid: i64, identity: u64, size: usize) -> Vec<u8> {
     let mut h = Vec::new();
     h.extend_from_slice(&0x504C574Cu32.to_le_bytes());
-    h.extend_from_slice(&1u32.to_le_bytes());
+    h.extend_from_slice(&2u32.to_le_bytes());
     h.extend_from_slice(&first_zxid.to_le_bytes());
-    h.extend_from_slice(&[0; 12]);
+    h.extend_from_slice(&identity.to_le_bytes());
+    h.extend_from_slice(&((size / 1024) as u32).to_le_bytes());
     let crc = crc32(&[&h]);
     h.extend_from_slice(&crc.to_le_bytes());
     h
 }
 
-/// A record as documented: magic, len, kind, 3 zero bytes, zxid, crc(header[..20] + payload).
+pub fn segment_header(first_zxid: i64) -> Vec<u8> {
+    segment_header_with(first_zxid, TEST_IDENTITY, 0)
+}
+
+/// A record as documented: magic, len, kind, 3 zero bytes, zxid, crc(header[..20]), payload,
+/// crc(header + payload), end mark.
 pub fn encode(kind: RecordKind, zxid: i64, payload: &[u8]) -> Vec<u8> {
     let mut h = Vec::new();
-    h.extend_from_slice(&0x50414C31u32.to_le_bytes());
+    h.extend_from_slice(&0x50414C32u32.to_le_bytes());
     h.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     h.push(match kind {
         RecordKind::Txn => 1,
@@ -166,15 +177,18 @@ pub fn encode(kind: RecordKind, zxid: i64, payload: &[u8]) -> Vec<u8> {
     });
     h.extend_from_slice(&[0; 3]);
     h.extend_from_slice(&zxid.to_le_bytes());
+    let head = crc32(&[&h]);
+    h.extend_from_slice(&head.to_le_bytes());
     let crc = crc32(&[&h, payload]);
-    h.extend_from_slice(&crc.to_le_bytes());
     h.extend_from_slice(payload);
+    h.extend_from_slice(&crc.to_le_bytes());
+    h.extend_from_slice(&0x50454E44u32.to_le_bytes());
     h
 }
 
 /// Writes a segment file by hand: header, records, then zeros up to `size`.
 pub fn write_segment(dir: &Path, first_zxid: i64, recs: &[Rec], size: usize) -> PathBuf {
-    let mut bytes = segment_header(first_zxid);
+    let mut bytes = segment_header_with(first_zxid, TEST_IDENTITY, size);
     for r in recs {
         bytes.extend(encode(r.kind, r.zxid, &r.payload));
     }

@@ -158,6 +158,9 @@ pub fn workload(port: u16, seed: u64, steps: usize) -> i64 {
     c.last_zxid.max(eph.last_zxid)
 }
 
+/// The identity of data dirs built by hand here (and of their hand-written snapshots).
+pub const TEST_IDENTITY: u64 = 0x5a;
+
 /// Builds logs txn by txn with the WAL writer itself, for logs no server would write.
 pub struct LogBuilder {
     wal: palisade_wal::Wal,
@@ -166,12 +169,20 @@ pub struct LogBuilder {
 }
 
 impl LogBuilder {
-    /// A log in `data_dir/log` with 4 KiB segments.
+    /// A log in `data_dir/log` with 4 KiB segments, of identity [`TEST_IDENTITY`] (written
+    /// to `data_dir/identity` too, as the server would).
     pub fn new(data_dir: &Path) -> LogBuilder {
+        std::fs::create_dir_all(data_dir).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            data_dir.join("identity"),
+            palisade::durability::datadir::encode_identity(TEST_IDENTITY),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let opts = palisade_wal::Options {
             segment_bytes: 4096,
             sync: false,
             max_payload: palisade_inspect::datadir::MAX_PAYLOAD,
+            identity: Some(TEST_IDENTITY),
             ..palisade_wal::Options::new(data_dir.join("log"))
         };
         let (wal, _) = palisade_wal::Wal::open(opts, palisade_wal::Corruption::Refuse)
