@@ -117,8 +117,9 @@
 //!    another version is always [`WalError::UnsupportedVersion`], and one of another identity
 //!    than `Options::identity` (or than the first segment's) always [`WalError::Foreign`],
 //!    never cut.
-//! 6. A log holding no record at all keeps no segment: header-only segments are deleted (they
-//!    hold nothing but a name). `*.tmp` files are deleted too (they never held records).
+//! 6. A log holding no record at all keeps its header-only segment: its name is where the log
+//!    starts (`Wal::start_at`, the txn after a snapshot), so the next txn must carry it.
+//!    `*.tmp` files are deleted (they never held records).
 //!
 //! A consequence of rule 3 worth knowing: after a power loss, the kernel may have written a
 //! later page of the last (unacknowledged) batch but not an earlier one. Valid records (or
