@@ -32,11 +32,15 @@ impl Summary {
     fn of(state: &State) -> Summary {
         let tree = &state.tree;
         let mut lists = std::collections::HashSet::new();
+        let mut nodes = 0;
         zktree::walk(tree, |_, _, n| {
             lists.insert(n.acl);
+            nodes += 1;
         });
         Summary {
-            nodes: tree.znode_count(),
+            // Counted, not znode_count(): that one is ZooKeeper's mntr figure, which counts
+            // the root twice (as "" and "/").
+            nodes,
             ephemerals: tree.ephemeral_count(),
             sessions: state.sessions().len(),
             acl_lists: lists.len(),

@@ -26,3 +26,6 @@ pub use dir::{list, Compression, SnapFile, ZkFiles, VERSION_DIR};
 pub use error::ZkError;
 pub use log::{read_log, LogEnd, Quirk, ZkEntry, ZkLog};
 pub use snap::{read_snapshot, ZkNode, ZkSnapshot};
+
+#[cfg(test)]
+mod tests;
