@@ -270,15 +270,17 @@ fn refuse_nonempty(dir: &Path) -> Result<(), String> {
     }
 }
 
-pub fn run(o: &ImportOpts) -> Result<Summary, String> {
+/// Rebuilds the tree a ZooKeeper data dir holds, as the import does, without writing
+/// anything (`palisade-inspect validate` on a ZooKeeper data dir).
+pub fn check(zk_data_dir: &Path, zk_log_dir: Option<&Path>) -> Result<Summary, String> {
+    let (s, _) = read(zk_data_dir, zk_log_dir)?;
+    Ok(s)
+}
+
+fn read(zk_data_dir: &Path, zk_log_dir: Option<&Path>) -> Result<(Summary, State), String> {
     let t0 = std::time::Instant::now();
-    refuse_nonempty(&o.data_dir)?;
-    let zk_snap_dir = o.zk_data_dir.join(zkdisk::VERSION_DIR);
-    let zk_log_dir = o
-        .zk_log_dir
-        .as_ref()
-        .unwrap_or(&o.zk_data_dir)
-        .join(zkdisk::VERSION_DIR);
+    let zk_snap_dir = zk_data_dir.join(zkdisk::VERSION_DIR);
+    let zk_log_dir = zk_log_dir.unwrap_or(zk_data_dir).join(zkdisk::VERSION_DIR);
     let r = rebuild(&zk_snap_dir, &zk_log_dir)?;
     let mut state = r.state;
     state.tree.rebuild_quotas();
@@ -294,6 +296,12 @@ pub fn run(o: &ImportOpts) -> Result<Summary, String> {
     s.digests_checked = r.digests_checked;
     s.notes = r.notes;
     s.read_ms = t0.elapsed().as_millis() as u64;
+    Ok((s, state))
+}
+
+pub fn run(o: &ImportOpts) -> Result<Summary, String> {
+    refuse_nonempty(&o.data_dir)?;
+    let (mut s, state) = read(&o.zk_data_dir, o.zk_log_dir.as_deref())?;
     if !o.dry_run {
         let t1 = std::time::Instant::now();
         write_palisade(&state, &o.data_dir)?;

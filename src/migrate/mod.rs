@@ -52,34 +52,29 @@ impl Summary {
     }
 
     fn print(&self, what: &str, dry_run: bool) {
-        println!(
-            "{what}{}",
-            if dry_run {
-                " (dry run: nothing written)"
-            } else {
-                ""
-            }
-        );
-        println!("  from:       {}", self.source);
-        println!(
-            "  nodes:      {} ({} ephemeral), {} ACL lists, {} sessions",
-            self.nodes, self.ephemerals, self.acl_lists, self.sessions
-        );
-        println!(
-            "  zxids:      {:#x} .. {:#x}",
-            self.first_zxid, self.last_zxid
-        );
-        println!(
-            "  digest:     ZooKeeper {:#x}, Palisade {:#018x}; {} recorded digest(s) checked",
-            self.zk_digest, self.palisade_digest, self.digests_checked
+        let dry = if dry_run {
+            " (dry run: nothing written)"
+        } else {
+            ""
+        };
+        print!("{what}{dry}\n{}", self.text());
+    }
+
+    /// The summary's lines (from, nodes, zxids, digest, notes, time).
+    pub fn text(&self) -> String {
+        let mut o = format!(
+            "  from:       {}\n  nodes:      {} ({} ephemeral), {} ACL lists, {} sessions\n  zxids:      {:#x} .. {:#x}\n  digest:     ZooKeeper {:#x}, Palisade {:#018x}; {} recorded digest(s) checked\n",
+            self.source, self.nodes, self.ephemerals, self.acl_lists, self.sessions,
+            self.first_zxid, self.last_zxid, self.zk_digest, self.palisade_digest, self.digests_checked
         );
         for n in &self.notes {
-            println!("  note:       {n}");
+            o.push_str(&format!("  note:       {n}\n"));
         }
-        println!(
-            "  time:       read {} ms, write {} ms",
+        o.push_str(&format!(
+            "  time:       read {} ms, write {} ms\n",
             self.read_ms, self.write_ms
-        );
+        ));
+        o
     }
 }
 
