@@ -167,7 +167,8 @@ def main():
         r = subprocess.run([sys.executable, os.path.join(HERE, "drive.py"), f"127.0.0.1:{port_zk1}", "4"],
                            capture_output=True, text=True, timeout=180)
         check(r.returncode == 0, f"drive.py against ZooKeeper ({r.stderr.strip()[-300:]})")
-        eph_session = int(r.stdout.strip().splitlines()[-1], 16)
+        sid_hex, pw_hex = r.stdout.strip().splitlines()[-1].split()
+        eph_session, eph_passwd = int(sid_hex, 16), bytes.fromhex(pw_hex)
         dump_a = dump(port_zk1)
         zk_stop(zk1)
         files = os.listdir(os.path.join(zk1, "data", "version-2"))
@@ -218,6 +219,14 @@ def main():
             dump_b = dump(port_pal)
             d = diff(dump_a, dump_b)
             check(not d, "Palisade's dump after import equals ZooKeeper's" + ("" if not d else ":\n  " + "\n  ".join(d[:20])))
+            # The session itself does not carry over: ZooKeeper's password for it is not
+            # Palisade's, so a reconnect with it is answered "expired" (timeout 0, no id).
+            sys.path.insert(0, os.path.join(ROOT, "tests", "kazoo"))
+            import zkwire
+            w = zkwire.WireSession("127.0.0.1", port_pal, 30000, session_id=eph_session, passwd=eph_passwd)
+            check(w.timeout_ms == 0 and w.session_id == 0,
+                  f"reconnecting with ZooKeeper's session and password is answered expired (timeout {w.timeout_ms})")
+            w.sock.close()
             # 3. Sequential creates continue the counters.
             parent = "/app/round0"
             want = next_suffix(dump_a, parent)
@@ -294,11 +303,14 @@ def main():
               f"a torn last log entry is reported and every txn before it imported (last {last_zxid(out)}, of {good_last})")
 
         def drop_middle_log(v):
+            # Drop the second-newest log, and every snapshot from just before it on, so the
+            # replay from the newest remaining snapshot must cross the missing txns.
             logs = by_zxid("log")
-            # The log holding the txns right after the newest snapshot.
-            snapz = int(by_zxid("snapshot")[-1].split(".")[1], 16)
-            need = [f for f in logs if int(f.split(".")[1], 16) <= snapz + 1][-1]
-            os.remove(os.path.join(v, need))
+            start = int(logs[-2].split(".")[1], 16)
+            os.remove(os.path.join(v, logs[-2]))
+            for f in by_zxid("snapshot"):
+                if int(f.split(".")[1], 16) >= start - 1:
+                    os.remove(os.path.join(v, f))
         rc, out = damaged("log-gap", drop_middle_log)
         check(rc != 0 and "missing" in out and "log." in out, f"a missing log is a gap, refused naming the file: {out.strip()[-200:]}")
 
