@@ -32,10 +32,13 @@ impl Summary {
     fn of(state: &State) -> Summary {
         let tree = &state.tree;
         let mut lists = std::collections::HashSet::new();
-        let mut nodes = 0;
-        zktree::walk(tree, |_, _, n| {
+        let (mut nodes, mut zk_digest) = (0, 0i64);
+        zktree::walk(tree, |path, _, n| {
             lists.insert(n.acl);
             nodes += 1;
+            let d =
+                palisade_zkdisk::digest::node_digest(path, n.data(), &zktree::stat_persisted(n));
+            zk_digest = zk_digest.wrapping_add(d);
         });
         Summary {
             // Counted, not znode_count(): that one is ZooKeeper's mntr figure, which counts
@@ -45,7 +48,7 @@ impl Summary {
             sessions: state.sessions().len(),
             acl_lists: lists.len(),
             last_zxid: state.zxid(),
-            zk_digest: zktree::zk_digest(tree),
+            zk_digest,
             palisade_digest: tree.digest(),
             ..Summary::default()
         }
