@@ -277,7 +277,10 @@ pub fn check(zk_data_dir: &Path, zk_log_dir: Option<&Path>) -> Result<Summary, S
     Ok(s)
 }
 
-fn read(zk_data_dir: &Path, zk_log_dir: Option<&Path>) -> Result<(Summary, State), String> {
+pub(crate) fn read(
+    zk_data_dir: &Path,
+    zk_log_dir: Option<&Path>,
+) -> Result<(Summary, State), String> {
     let t0 = std::time::Instant::now();
     let zk_snap_dir = zk_data_dir.join(zkdisk::VERSION_DIR);
     let zk_log_dir = zk_log_dir.unwrap_or(zk_data_dir).join(zkdisk::VERSION_DIR);

@@ -145,3 +145,7 @@ pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "migrate_test.rs"]
+mod tests;
