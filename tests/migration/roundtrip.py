@@ -211,6 +211,16 @@ def main():
         good_last = last_zxid(out)
         check(good_nodes is not None and "3 ephemeral" in good_nodes and "1 sessions" in good_nodes,
               f"the summary counts the open session and its 3 ephemerals: {good_nodes}")
+        # A separate dataLogDir: snapshots in one directory, logs in another.
+        split = os.path.join(work, "split")
+        os.makedirs(os.path.join(split, "snaps", "version-2"))
+        os.makedirs(os.path.join(split, "logs", "version-2"))
+        for f in os.listdir(os.path.join(zk1, "data", "version-2")):
+            kind = "snaps" if f.startswith("snapshot.") else "logs"
+            shutil.copy(os.path.join(zk1, "data", "version-2", f), os.path.join(split, kind, "version-2", f))
+        rc3, out3 = run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(split, "snaps"),
+                         "--zk-log-dir", os.path.join(split, "logs"), "--data-dir", os.path.join(split, "out"), "--dry-run"])
+        check(rc3 == 0 and tree_digests(out3) == good_digest, "--zk-log-dir (a separate dataLogDir) imports the same tree")
         rc2, out2 = run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(zk1, "data"),
                          "--data-dir", pdata])
         check(rc2 != 0 and "refusing" in out2, "a second import into the same data dir is refused")
