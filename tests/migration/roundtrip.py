@@ -2,7 +2,8 @@
 
 1. Real ZooKeeper (tests/support/refzk.sh, snapCount=20 so several snapshots and logs exist),
    driven by drive.py with kazoo: every node kind, create2, multi, digest ACLs, setACL,
-   sequential gaps, ephemerals of a session left open. Dump A as super (zkdump.py), stop.
+   sequential gaps, ephemerals of a session left open; then by CuratorDrive.java (Curator over
+   the Java client). Dump A as super (zkdump.py), stop.
 2. palisade import-zookeeper (after a --dry-run that must write nothing); a second import into
    the same target is refused. Start Palisade on the result: dump B == A.
 3. A sequential create in Palisade continues the parent's counter (no reused suffix); dump B2.
@@ -148,6 +149,28 @@ def last_zxid(out):
     return int(m.group(1), 16) if m else None
 
 
+J = "/usr/share/java"
+CURATOR_CP = ":".join(f"{J}/{j}.jar" for j in (
+    "curator-framework", "curator-client", "curator-recipes", "guava", "zookeeper",
+    "zookeeper-jute", "slf4j-api", "slf4j-nop"))
+
+
+def curator_drive(port, work):
+    """Runs CuratorDrive.java against the server; returns its session id, or None (with a
+    note) when Curator or javac is not installed."""
+    if not os.path.exists(f"{J}/curator-framework.jar") or not shutil.which("javac"):
+        print("note: Curator or javac missing; the Curator writes are skipped")
+        return None
+    out = os.path.join(work, "curator-classes")
+    os.makedirs(out, exist_ok=True)
+    subprocess.run(["javac", "-nowarn", "-d", out, "-cp", CURATOR_CP,
+                    os.path.join(HERE, "CuratorDrive.java")], check=True, timeout=180)
+    r = subprocess.run(["java", "-cp", f"{out}:{CURATOR_CP}", "CuratorDrive", f"127.0.0.1:{port}"],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"CuratorDrive against ZooKeeper ({r.stderr.strip()[-300:]})")
+    return int(r.stdout.strip().splitlines()[-1], 16)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--palisade", default=os.path.join(ROOT, "target", "release", "palisade"))
@@ -169,6 +192,7 @@ def main():
         check(r.returncode == 0, f"drive.py against ZooKeeper ({r.stderr.strip()[-300:]})")
         sid_hex, pw_hex = r.stdout.strip().splitlines()[-1].split()
         eph_session, eph_passwd = int(sid_hex, 16), bytes.fromhex(pw_hex)
+        cur_session = curator_drive(port_zk1, work)
         dump_a = dump(port_zk1)
         zk_stop(zk1)
         files = os.listdir(os.path.join(zk1, "data", "version-2"))
@@ -181,6 +205,9 @@ def main():
             "ttl": "/app/ttl" in dump_a,
             "digest acl": any(acl[1] == "digest" for v in dump_a.values() for acl in v["acl"]),
         }
+        if cur_session is not None:
+            kinds["curator"] = ("/curator/deep/path/leaf" in dump_a and "/curator/ttl" in dump_a
+                                and any(v["stat"]["ephemeralOwner"] == cur_session for v in dump_a.values()))
         check(all(kinds.values()), f"dump A has every node kind {kinds} ({len(dump_a)} nodes)")
 
         # palisade-inspect reads ZooKeeper's files too.
@@ -209,8 +236,9 @@ def main():
         good_digest = tree_digests(out)
         good_nodes = summary_line(out, "nodes")
         good_last = last_zxid(out)
-        check(good_nodes is not None and "3 ephemeral" in good_nodes and "1 sessions" in good_nodes,
-              f"the summary counts the open session and its 3 ephemerals: {good_nodes}")
+        want_eph, want_sess = (4, 2) if cur_session is not None else (3, 1)
+        check(good_nodes is not None and f"{want_eph} ephemeral" in good_nodes and f"{want_sess} sessions" in good_nodes,
+              f"the summary counts the open sessions ({want_sess}) and their {want_eph} ephemerals: {good_nodes}")
         # A separate dataLogDir: snapshots in one directory, logs in another.
         split = os.path.join(work, "split")
         os.makedirs(os.path.join(split, "snaps", "version-2"))
