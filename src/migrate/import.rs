@@ -128,13 +128,13 @@ fn replay(
                 ));
             }
             let next_epoch = epoch(z) > epoch(cur) && z & 0xffff_ffff >= 1;
-            if z != cur + 1 && !next_epoch {
+            if Some(z) != cur.checked_add(1) && !next_epoch {
                 return Err(format!(
                     "{}: at byte {}: the logs jump from zxid {cur:#x} to {z:#x}: txns {:#x}..{:#x} are missing (a log file is missing or damaged)",
                     path.display(),
                     e.offset,
-                    cur + 1,
-                    z - 1
+                    cur.saturating_add(1),
+                    z.saturating_sub(1)
                 ));
             }
             match (&mut txn.body, e.quirk) {
