@@ -83,3 +83,68 @@ fn import_replays_the_log_over_a_fuzzy_snapshot() {
         assert!(e.contains("missing") && e.contains("log."), "{e}");
     }
 }
+
+/// The create2 gap: ZooKeeper 3.8's own replay repairs the parent's counter of a create whose
+/// node the fuzzy snapshot already holds (DataTree.processTxn: `header.getType() ==
+/// OpCode.create && rc.err == NODEEXISTS` → setCversionPzxid) only for opcode create, not
+/// create2, createContainer or createTTL, so after a restart its next sequential child can
+/// reuse a suffix.
+/// The import raises the counter for every create kind.
+#[test]
+fn a_create2_already_in_the_fuzzy_snapshot_still_raises_the_parents_counter() {
+    use palisade_proto::{CreateTxn, Id, Txn, TxnBody, TxnHeader, ACL};
+    let acl = Some(vec![ACL {
+        perms: 31,
+        id: Id {
+            scheme: "world".into(),
+            id: "anyone".into(),
+        },
+    }]);
+    let txn = |zxid: i64, body: TxnBody| Txn {
+        header: TxnHeader {
+            client_id: 0,
+            cxid: 1,
+            zxid,
+            time: 1_000 + zxid,
+            type_: body.op_code().code(),
+        },
+        body,
+    };
+    let create = |path: &str, pcv: i32| CreateTxn {
+        path: path.into(),
+        data: None,
+        acl: acl.clone(),
+        ephemeral: false,
+        parent_c_version: pcv,
+    };
+    let t1 = txn(1, TxnBody::Create(create("/app", 1)));
+    let t2 = txn(2, TxnBody::Create2(create("/app/s-0000000000", 1)));
+    let mut state = crate::state::State::new();
+    state.apply(&t1);
+    state.apply(&t2);
+    // The capture began at zxid 1 and saw /app before the create2 (counter 0, pzxid 1) but
+    // its child after it.
+    let mut zk = export::to_zk(&state);
+    let app = zk.nodes.iter_mut().find(|n| n.path == "/app").unwrap();
+    app.node.stat.cversion = 0;
+    app.node.stat.pzxid = 1;
+    zk.digest = None;
+    let tmp = tempfile::tempdir().unwrap();
+    let v2 = tmp.path().join("version-2");
+    std::fs::create_dir_all(&v2).unwrap();
+    std::fs::write(v2.join(dir::snapshot_name(1)), snap::encode_snapshot(&zk)).unwrap();
+    let mut lb = BytesMut::new();
+    zklog::encode_log_header(&mut lb);
+    zklog::encode_entry(&mut lb, &t1, None);
+    zklog::encode_entry(&mut lb, &t2, None);
+    std::fs::write(v2.join(dir::log_name(1)), &lb).unwrap();
+    let (_, imported) = import::read(tmp.path(), None).unwrap();
+    let id = imported.tree.lookup("/app").unwrap();
+    let n = imported.tree.node(id).unwrap();
+    assert_eq!(
+        (n.child_creates, n.pzxid),
+        (1, 2),
+        "the next suffix must be 1, not a reused 0"
+    );
+    assert_same_tree("create2 gap", &imported.tree, &state.tree);
+}
