@@ -313,6 +313,20 @@ pub fn run(o: &ImportOpts) -> Result<Summary, String> {
     Ok(s)
 }
 
+/// The file (in the data dir) listing the sessions an import brought from ZooKeeper, one hex
+/// id a line: the server accepts ZooKeeper's password for them (see core/handshake.rs).
+pub const SESSIONS_FILE: &str = "zookeeper-sessions";
+
+/// The sessions listed in `data_dir`'s [`SESSIONS_FILE`] (none when there is no such file).
+pub fn imported_sessions(data_dir: &Path) -> std::collections::HashSet<i64> {
+    std::fs::read_to_string(data_dir.join(SESSIONS_FILE))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| u64::from_str_radix(l.trim().trim_start_matches("0x"), 16).ok())
+        .map(|z| z as i64)
+        .collect()
+}
+
 /// Writes the state as a Palisade data dir through the snapshot and WAL crates' writers: a
 /// complete (not fuzzy) snapshot at the state's zxid and an empty log after it.
 pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
@@ -344,6 +358,13 @@ pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
         }
     }
     w.finish(c.trailer(zxid, state.tree.digest()))
+        .map_err(|e| e.to_string())?;
+    let ids: String = state
+        .sessions()
+        .keys()
+        .map(|id| format!("{:#x}\n", *id as u64))
+        .collect();
+    palisade_zkdisk::snap::write_durably(&data_dir.join(SESSIONS_FILE), ids.as_bytes())
         .map_err(|e| e.to_string())?;
     // An empty log: the server's first write is zxid + 1.
     let opts = palisade_wal::Options::new(cfg.log_dir());

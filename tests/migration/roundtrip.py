@@ -257,14 +257,18 @@ def main():
             dump_b = dump(port_pal)
             d = diff(dump_a, dump_b)
             check(not d, "Palisade's dump after import equals ZooKeeper's" + ("" if not d else ":\n  " + "\n  ".join(d[:20])))
-            # The session itself does not carry over: ZooKeeper's password for it is not
-            # Palisade's, so a reconnect with it is answered "expired" (timeout 0, no id).
+            # The session carries over: a client reconnecting with ZooKeeper's session id and
+            # password gets its session back (ZooKeeper derives the password from the id;
+            # Palisade accepts that for imported sessions), with its ephemerals.
             sys.path.insert(0, os.path.join(ROOT, "tests", "kazoo"))
             import zkwire
             w = zkwire.WireSession("127.0.0.1", port_pal, 30000, session_id=eph_session, passwd=eph_passwd)
-            check(w.timeout_ms == 0 and w.session_id == 0,
-                  f"reconnecting with ZooKeeper's session and password is answered expired (timeout {w.timeout_ms})")
+            check(w.timeout_ms > 0 and w.session_id == eph_session,
+                  f"a client reconnects to Palisade with ZooKeeper's session and password (timeout {w.timeout_ms})")
             w.sock.close()
+            bad = zkwire.WireSession("127.0.0.1", port_pal, 30000, session_id=eph_session, passwd=b"\x01" * 16)
+            check(bad.timeout_ms == 0, "a wrong password for the imported session is still refused")
+            bad.sock.close()
             # 3. Sequential creates continue the counters.
             parent = "/app/round0"
             want = next_suffix(dump_a, parent)

@@ -20,6 +20,7 @@ pub mod digest;
 pub mod dir;
 pub mod error;
 pub mod log;
+pub mod session;
 pub mod snap;
 
 pub use dir::{list, Compression, SnapFile, ZkFiles, VERSION_DIR};
