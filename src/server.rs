@@ -149,6 +149,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
         max_client_cnxns: cfg.max_client_cnxns,
         container_check_ms: cfg.container_check_interval_ms,
         spin_wait,
+        zookeeper_sessions: crate::migrate::import::imported_sessions(&cfg.data_dir),
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
     let durable_tx = core_tx.clone();

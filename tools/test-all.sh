@@ -23,7 +23,7 @@ step "cargo test (unit, property, golden-vector and black-box tests)"
 cargo test --workspace --locked --release
 
 step "build the server and the tools"
-cargo build --release --locked -p palisade -p palisade-failover -p palisade-client -p palisade-bench
+cargo build --release --locked -p palisade -p palisade-failover -p palisade-client -p palisade-bench -p palisade-inspect
 
 work=$(mktemp -d /tmp/palisade-test.XXXXXX)
 pids=()
@@ -99,7 +99,8 @@ tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
 # Migration both ways (issue 17): real ZooKeeper 3.8 -> import -> Palisade -> export ->
 # ZooKeeper 3.8, equal dumps at each step, plus damaged ZooKeeper data dirs.
 run_suite "ZooKeeper migration round trip" \
-  timeout -k 5 300 python3 tests/migration/roundtrip.py --palisade ./target/release/palisade --port-base 23410
+  timeout -k 5 300 python3 tests/migration/roundtrip.py --palisade ./target/release/palisade \
+  --inspect ./target/release/palisade-inspect --port-base 23410
 
 # Hostile clients: each case its own Palisade (ports 23200+), peak RSS and a probe client's
 # getData p99 under the attack, with ceilings (tests/hostile/run.py; about a minute).

@@ -55,6 +55,7 @@ fn cfg() -> CoreConfig {
         max_client_cnxns: 0,
         container_check_ms: 0,
         spin_wait: std::time::Duration::ZERO,
+        zookeeper_sessions: Default::default(),
     }
 }
 

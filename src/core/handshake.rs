@@ -86,8 +86,11 @@ impl Core {
         // The password first: a handshake naming another client's session with a wrong one
         // must not disturb that client (ZooKeeper closes its connection before checking).
         let password = self.liveness.password(id);
+        let given = req.passwd.as_deref().unwrap_or(&[]);
         let valid = self.liveness.get(id).is_some_and(|s| !s.closing)
-            && same_bytes(req.passwd.as_deref().unwrap_or(&[]), &password);
+            && (same_bytes(given, &password)
+                || (self.cfg.zookeeper_sessions.contains(&id)
+                    && same_bytes(given, &palisade_zkdisk::session::zk_password(id))));
         if !valid {
             let _ = out.send(Out::Bytes(self.connect_reply(None, read_only)));
             let _ = out.send(Out::Close);

@@ -73,6 +73,9 @@ pub struct CoreConfig {
     pub container_check_ms: u64,
     /// How long the core polls for its next message before it parks (spin.rs).
     pub spin_wait: Duration,
+    /// Sessions imported from ZooKeeper (migrate/): their clients may reconnect with the
+    /// password ZooKeeper gave them, which is derived from the id (as ZooKeeper accepts it).
+    pub zookeeper_sessions: std::collections::HashSet<i64>,
 }
 
 pub struct Core {

@@ -128,13 +128,13 @@ fn replay(
                 ));
             }
             let next_epoch = epoch(z) > epoch(cur) && z & 0xffff_ffff >= 1;
-            if z != cur + 1 && !next_epoch {
+            if Some(z) != cur.checked_add(1) && !next_epoch {
                 return Err(format!(
                     "{}: at byte {}: the logs jump from zxid {cur:#x} to {z:#x}: txns {:#x}..{:#x} are missing (a log file is missing or damaged)",
                     path.display(),
                     e.offset,
-                    cur + 1,
-                    z - 1
+                    cur.saturating_add(1),
+                    z.saturating_sub(1)
                 ));
             }
             match (&mut txn.body, e.quirk) {
@@ -270,15 +270,20 @@ fn refuse_nonempty(dir: &Path) -> Result<(), String> {
     }
 }
 
-pub fn run(o: &ImportOpts) -> Result<Summary, String> {
+/// Rebuilds the tree a ZooKeeper data dir holds, as the import does, without writing
+/// anything (`palisade-inspect validate` on a ZooKeeper data dir).
+pub fn check(zk_data_dir: &Path, zk_log_dir: Option<&Path>) -> Result<Summary, String> {
+    let (s, _) = read(zk_data_dir, zk_log_dir)?;
+    Ok(s)
+}
+
+pub(crate) fn read(
+    zk_data_dir: &Path,
+    zk_log_dir: Option<&Path>,
+) -> Result<(Summary, State), String> {
     let t0 = std::time::Instant::now();
-    refuse_nonempty(&o.data_dir)?;
-    let zk_snap_dir = o.zk_data_dir.join(zkdisk::VERSION_DIR);
-    let zk_log_dir = o
-        .zk_log_dir
-        .as_ref()
-        .unwrap_or(&o.zk_data_dir)
-        .join(zkdisk::VERSION_DIR);
+    let zk_snap_dir = zk_data_dir.join(zkdisk::VERSION_DIR);
+    let zk_log_dir = zk_log_dir.unwrap_or(zk_data_dir).join(zkdisk::VERSION_DIR);
     let r = rebuild(&zk_snap_dir, &zk_log_dir)?;
     let mut state = r.state;
     state.tree.rebuild_quotas();
@@ -294,12 +299,32 @@ pub fn run(o: &ImportOpts) -> Result<Summary, String> {
     s.digests_checked = r.digests_checked;
     s.notes = r.notes;
     s.read_ms = t0.elapsed().as_millis() as u64;
+    Ok((s, state))
+}
+
+pub fn run(o: &ImportOpts) -> Result<Summary, String> {
+    refuse_nonempty(&o.data_dir)?;
+    let (mut s, state) = read(&o.zk_data_dir, o.zk_log_dir.as_deref())?;
     if !o.dry_run {
         let t1 = std::time::Instant::now();
         write_palisade(&state, &o.data_dir)?;
         s.write_ms = t1.elapsed().as_millis() as u64;
     }
     Ok(s)
+}
+
+/// The file (in the data dir) listing the sessions an import brought from ZooKeeper, one hex
+/// id a line: the server accepts ZooKeeper's password for them (see core/handshake.rs).
+pub const SESSIONS_FILE: &str = "zookeeper-sessions";
+
+/// The sessions listed in `data_dir`'s [`SESSIONS_FILE`] (none when there is no such file).
+pub fn imported_sessions(data_dir: &Path) -> std::collections::HashSet<i64> {
+    std::fs::read_to_string(data_dir.join(SESSIONS_FILE))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| u64::from_str_radix(l.trim().trim_start_matches("0x"), 16).ok())
+        .map(|z| z as i64)
+        .collect()
 }
 
 /// Writes the state as a Palisade data dir through the snapshot and WAL crates' writers: a
@@ -312,8 +337,9 @@ pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
     };
     let snap_dir = cfg.snap_dir();
     // The new data dir's identity, as the server would create it for an empty data dir.
-    let identity = crate::durability::datadir::load_identity(data_dir, &[cfg.log_dir(), snap_dir.clone()])
-        .map_err(|e| e.to_string())?;
+    let identity =
+        crate::durability::datadir::load_identity(data_dir, &[cfg.log_dir(), snap_dir.clone()])
+            .map_err(|e| e.to_string())?;
     crate::durability::datadir::create_private_dir(&snap_dir)
         .map_err(|e| format!("{}: {e}", snap_dir.display()))?;
     let zxid = state.zxid();
@@ -337,6 +363,13 @@ pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
         }
     }
     w.finish(c.trailer(zxid, state.tree.digest()))
+        .map_err(|e| e.to_string())?;
+    let ids: String = state
+        .sessions()
+        .keys()
+        .map(|id| format!("{:#x}\n", *id as u64))
+        .collect();
+    palisade_zkdisk::snap::write_durably(&data_dir.join(SESSIONS_FILE), ids.as_bytes())
         .map_err(|e| e.to_string())?;
     // A log that starts right after the snapshot: the server's first write is zxid + 1.
     let opts = palisade_wal::Options {

@@ -32,50 +32,52 @@ impl Summary {
     fn of(state: &State) -> Summary {
         let tree = &state.tree;
         let mut lists = std::collections::HashSet::new();
-        zktree::walk(tree, |_, _, n| {
+        let (mut nodes, mut zk_digest) = (0, 0i64);
+        zktree::walk(tree, |path, _, n| {
             lists.insert(n.acl);
+            nodes += 1;
+            let d =
+                palisade_zkdisk::digest::node_digest(path, n.data(), &zktree::stat_persisted(n));
+            zk_digest = zk_digest.wrapping_add(d);
         });
         Summary {
-            nodes: tree.znode_count(),
+            // Counted, not znode_count(): that one is ZooKeeper's mntr figure, which counts
+            // the root twice (as "" and "/").
+            nodes,
             ephemerals: tree.ephemeral_count(),
             sessions: state.sessions().len(),
             acl_lists: lists.len(),
             last_zxid: state.zxid(),
-            zk_digest: zktree::zk_digest(tree),
+            zk_digest,
             palisade_digest: tree.digest(),
             ..Summary::default()
         }
     }
 
     fn print(&self, what: &str, dry_run: bool) {
-        println!(
-            "{what}{}",
-            if dry_run {
-                " (dry run: nothing written)"
-            } else {
-                ""
-            }
-        );
-        println!("  from:       {}", self.source);
-        println!(
-            "  nodes:      {} ({} ephemeral), {} ACL lists, {} sessions",
-            self.nodes, self.ephemerals, self.acl_lists, self.sessions
-        );
-        println!(
-            "  zxids:      {:#x} .. {:#x}",
-            self.first_zxid, self.last_zxid
-        );
-        println!(
-            "  digest:     ZooKeeper {:#x}, Palisade {:#018x}; {} recorded digest(s) checked",
-            self.zk_digest, self.palisade_digest, self.digests_checked
+        let dry = if dry_run {
+            " (dry run: nothing written)"
+        } else {
+            ""
+        };
+        print!("{what}{dry}\n{}", self.text());
+    }
+
+    /// The summary's lines (from, nodes, zxids, digest, notes, time).
+    pub fn text(&self) -> String {
+        let mut o = format!(
+            "  from:       {}\n  nodes:      {} ({} ephemeral), {} ACL lists, {} sessions\n  zxids:      {:#x} .. {:#x}\n  digest:     ZooKeeper {:#x}, Palisade {:#018x}; {} recorded digest(s) checked\n",
+            self.source, self.nodes, self.ephemerals, self.acl_lists, self.sessions,
+            self.first_zxid, self.last_zxid, self.zk_digest, self.palisade_digest, self.digests_checked
         );
         for n in &self.notes {
-            println!("  note:       {n}");
+            o.push_str(&format!("  note:       {n}\n"));
         }
-        println!(
-            "  time:       read {} ms, write {} ms",
+        o.push_str(&format!(
+            "  time:       read {} ms, write {} ms\n",
             self.read_ms, self.write_ms
-        );
+        ));
+        o
     }
 }
 
@@ -143,3 +145,7 @@ pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "migrate_test.rs"]
+mod tests;

@@ -114,19 +114,23 @@ pub fn load(snap: &ZkSnapshot) -> Result<DataTree, String> {
     loader.finish()
 }
 
-/// Visits every node in pre-order with ZooKeeper's path for it ("" for the root).
+/// Visits every node in pre-order with ZooKeeper's path for it ("" for the root). One path
+/// buffer serves the whole walk: when a node comes off the stack, every node visited since its
+/// parent is the parent's descendant, so the buffer still starts with the parent's path.
 pub fn walk(tree: &DataTree, mut f: impl FnMut(&str, NodeId, &Node)) {
-    let mut stack: Vec<(NodeId, String)> = vec![(ROOT, String::new())];
-    while let Some((id, path)) = stack.pop() {
+    let mut path = String::new();
+    // (node, length of its parent's path)
+    let mut stack: Vec<(NodeId, usize)> = vec![(ROOT, 0)];
+    while let Some((id, parent_len)) = stack.pop() {
         let Some(n) = tree.node(id) else { continue };
+        path.truncate(parent_len);
+        if id != ROOT {
+            path.push('/');
+            path.push_str(n.name());
+        }
         f(&path, id, n);
-        let mut kids: Vec<(NodeId, String)> = tree
-            .children(id)
-            .filter_map(|c| tree.node(c).map(|cn| (c, format!("{path}/{}", cn.name()))))
-            .collect();
-        // Pushed in reverse so children come out in name order (a stable export).
-        kids.sort_by(|a, b| b.1.cmp(&a.1));
-        stack.extend(kids);
+        let len = path.len();
+        stack.extend(tree.children(id).map(|c| (c, len)));
     }
 }
 

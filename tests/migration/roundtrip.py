@@ -2,7 +2,8 @@
 
 1. Real ZooKeeper (tests/support/refzk.sh, snapCount=20 so several snapshots and logs exist),
    driven by drive.py with kazoo: every node kind, create2, multi, digest ACLs, setACL,
-   sequential gaps, ephemerals of a session left open. Dump A as super (zkdump.py), stop.
+   sequential gaps, ephemerals of a session left open; then by CuratorDrive.java (Curator over
+   the Java client). Dump A as super (zkdump.py), stop.
 2. palisade import-zookeeper (after a --dry-run that must write nothing); a second import into
    the same target is refused. Start Palisade on the result: dump B == A.
 3. A sequential create in Palisade continues the parent's counter (no reused suffix); dump B2.
@@ -55,8 +56,8 @@ def zk_cfg_lines():
     return ["snapCount=20", "maxSessionTimeout=600000", zkdump.super_digest_line()]
 
 
-def zk_start(port, d):
-    subprocess.run(["bash", REFZK, "start", str(port), d] + zk_cfg_lines(), check=True, timeout=90)
+def zk_start(port, d, *extra):
+    subprocess.run(["bash", REFZK, "start", str(port), d] + zk_cfg_lines() + list(extra), check=True, timeout=90)
 
 
 def zk_stop(d):
@@ -148,13 +149,37 @@ def last_zxid(out):
     return int(m.group(1), 16) if m else None
 
 
+J = "/usr/share/java"
+CURATOR_CP = ":".join(f"{J}/{j}.jar" for j in (
+    "curator-framework", "curator-client", "curator-recipes", "guava", "zookeeper",
+    "zookeeper-jute", "slf4j-api", "slf4j-nop"))
+
+
+def curator_drive(port, work):
+    """Runs CuratorDrive.java against the server; returns its session id, or None (with a
+    note) when Curator or javac is not installed."""
+    if not os.path.exists(f"{J}/curator-framework.jar") or not shutil.which("javac"):
+        print("note: Curator or javac missing; the Curator writes are skipped")
+        return None
+    out = os.path.join(work, "curator-classes")
+    os.makedirs(out, exist_ok=True)
+    subprocess.run(["javac", "-nowarn", "-d", out, "-cp", CURATOR_CP,
+                    os.path.join(HERE, "CuratorDrive.java")], check=True, timeout=180)
+    r = subprocess.run(["java", "-cp", f"{out}:{CURATOR_CP}", "CuratorDrive", f"127.0.0.1:{port}"],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"CuratorDrive against ZooKeeper ({r.stderr.strip()[-300:]})")
+    return int(r.stdout.strip().splitlines()[-1], 16)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--palisade", default=os.path.join(ROOT, "target", "release", "palisade"))
+    ap.add_argument("--inspect", default=None, help="palisade-inspect binary (default: next to --palisade)")
     ap.add_argument("--port-base", type=int, default=23410)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     pal = os.path.abspath(a.palisade)
+    inspect = os.path.abspath(a.inspect or os.path.join(os.path.dirname(pal), "palisade-inspect"))
     port_zk1, port_pal, port_zk2 = a.port_base, a.port_base + 1, a.port_base + 2
     work = tempfile.mkdtemp(prefix="palisade-migration-")
     zk1, zk2 = os.path.join(work, "zk1"), os.path.join(work, "zk2")
@@ -165,7 +190,9 @@ def main():
         r = subprocess.run([sys.executable, os.path.join(HERE, "drive.py"), f"127.0.0.1:{port_zk1}", "4"],
                            capture_output=True, text=True, timeout=180)
         check(r.returncode == 0, f"drive.py against ZooKeeper ({r.stderr.strip()[-300:]})")
-        eph_session = int(r.stdout.strip().splitlines()[-1], 16)
+        sid_hex, pw_hex = r.stdout.strip().splitlines()[-1].split()
+        eph_session, eph_passwd = int(sid_hex, 16), bytes.fromhex(pw_hex)
+        cur_session = curator_drive(port_zk1, work)
         dump_a = dump(port_zk1)
         zk_stop(zk1)
         files = os.listdir(os.path.join(zk1, "data", "version-2"))
@@ -178,7 +205,24 @@ def main():
             "ttl": "/app/ttl" in dump_a,
             "digest acl": any(acl[1] == "digest" for v in dump_a.values() for acl in v["acl"]),
         }
+        if cur_session is not None:
+            kinds["curator"] = ("/curator/deep/path/leaf" in dump_a and "/curator/ttl" in dump_a
+                                and any(v["stat"]["ephemeralOwner"] == cur_session for v in dump_a.values()))
         check(all(kinds.values()), f"dump A has every node kind {kinds} ({len(dump_a)} nodes)")
+
+        # palisade-inspect reads ZooKeeper's files too.
+        if os.path.exists(inspect):
+            rc, out = run([inspect, "validate", os.path.join(zk1, "data")])
+            check(rc == 0 and "REBUILD FAILED" not in out and out.count("seals ok") == nsnap,
+                  f"palisade-inspect validate passes ZooKeeper's data dir (rc {rc})")
+            newest_log = sorted((f for f in files if f.startswith("log.")), key=lambda f: int(f.split(".")[1], 16))[-1]
+            rc, out = run([inspect, "log", os.path.join(zk1, "data", "version-2", newest_log)])
+            check(rc == 0 and "closeSession" in out and "clean end" in out, "palisade-inspect log reads a ZooKeeper log")
+            newest_snap = sorted((f for f in files if f.startswith("snapshot.")), key=lambda f: int(f.split(".")[1], 16))[-1]
+            rc, out = run([inspect, "snapshot", os.path.join(zk1, "data", "version-2", newest_snap)])
+            check(rc == 0 and "seals ok" in out and "/app" in out, "palisade-inspect snapshot reads a ZooKeeper snapshot")
+        else:
+            print(f"note: {inspect} not built; palisade-inspect checks skipped")
 
         # 2. Import (dry run first), refuse a non-empty target, start Palisade, compare.
         dry = os.path.join(work, "dry")
@@ -192,8 +236,19 @@ def main():
         good_digest = tree_digests(out)
         good_nodes = summary_line(out, "nodes")
         good_last = last_zxid(out)
-        check(good_nodes is not None and "3 ephemeral" in good_nodes and "1 sessions" in good_nodes,
-              f"the summary counts the open session and its 3 ephemerals: {good_nodes}")
+        want_eph, want_sess = (4, 2) if cur_session is not None else (3, 1)
+        check(good_nodes is not None and f"{want_eph} ephemeral" in good_nodes and f"{want_sess} sessions" in good_nodes,
+              f"the summary counts the open sessions ({want_sess}) and their {want_eph} ephemerals: {good_nodes}")
+        # A separate dataLogDir: snapshots in one directory, logs in another.
+        split = os.path.join(work, "split")
+        os.makedirs(os.path.join(split, "snaps", "version-2"))
+        os.makedirs(os.path.join(split, "logs", "version-2"))
+        for f in os.listdir(os.path.join(zk1, "data", "version-2")):
+            kind = "snaps" if f.startswith("snapshot.") else "logs"
+            shutil.copy(os.path.join(zk1, "data", "version-2", f), os.path.join(split, kind, "version-2", f))
+        rc3, out3 = run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(split, "snaps"),
+                         "--zk-log-dir", os.path.join(split, "logs"), "--data-dir", os.path.join(split, "out"), "--dry-run"])
+        check(rc3 == 0 and tree_digests(out3) == good_digest, "--zk-log-dir (a separate dataLogDir) imports the same tree")
         rc2, out2 = run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(zk1, "data"),
                          "--data-dir", pdata])
         check(rc2 != 0 and "refusing" in out2, "a second import into the same data dir is refused")
@@ -202,6 +257,18 @@ def main():
             dump_b = dump(port_pal)
             d = diff(dump_a, dump_b)
             check(not d, "Palisade's dump after import equals ZooKeeper's" + ("" if not d else ":\n  " + "\n  ".join(d[:20])))
+            # The session carries over: a client reconnecting with ZooKeeper's session id and
+            # password gets its session back (ZooKeeper derives the password from the id;
+            # Palisade accepts that for imported sessions), with its ephemerals.
+            sys.path.insert(0, os.path.join(ROOT, "tests", "kazoo"))
+            import zkwire
+            w = zkwire.WireSession("127.0.0.1", port_pal, 30000, session_id=eph_session, passwd=eph_passwd)
+            check(w.timeout_ms > 0 and w.session_id == eph_session,
+                  f"a client reconnects to Palisade with ZooKeeper's session and password (timeout {w.timeout_ms})")
+            w.sock.close()
+            bad = zkwire.WireSession("127.0.0.1", port_pal, 30000, session_id=eph_session, passwd=b"\x01" * 16)
+            check(bad.timeout_ms == 0, "a wrong password for the imported session is still refused")
+            bad.sock.close()
             # 3. Sequential creates continue the counters.
             parent = "/app/round0"
             want = next_suffix(dump_a, parent)
@@ -228,6 +295,27 @@ def main():
         zklog = open(os.path.join(zk2, "zk.log")).read()
         check("mismatch" not in zklog.lower() and "corruption" not in zklog.lower(),
               "ZooKeeper reports no digest mismatch or corruption loading the export")
+
+        # gzip-compressed snapshots (zookeeper.snapshot.compression.method=gz).
+        zk3 = os.path.join(work, "zk3")
+        zk_start(port_zk2, zk3, "snapshot.compression.method=gz")
+        try:
+            r = subprocess.run([sys.executable, os.path.join(HERE, "drive.py"), f"127.0.0.1:{port_zk2}", "2"],
+                               capture_output=True, text=True, timeout=180)
+            dump_gz = dump(port_zk2)
+        finally:
+            zk_stop(zk3)
+        gz = [f for f in os.listdir(os.path.join(zk3, "data", "version-2")) if f.endswith(".gz")]
+        rc, out = run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(zk3, "data"),
+                       "--data-dir", os.path.join(work, "palisade-gz")])
+        ok = rc == 0 and ".gz" in (summary_line(out, "from") or "")
+        if ok:
+            p = Palisade(pal, port_pal, os.path.join(work, "palisade-gz"), os.path.join(work, "palisade-gz.log"))
+            try:
+                ok = not diff(dump_gz, dump(port_pal))
+            finally:
+                p.stop()
+        check(len(gz) >= 2 and ok, f"a data dir of gzip snapshots ({len(gz)}) imports to an equal dump")
 
         # 4. Damage cases, each on a copy.
         v2 = os.path.join(zk1, "data", "version-2")
@@ -278,11 +366,14 @@ def main():
               f"a torn last log entry is reported and every txn before it imported (last {last_zxid(out)}, of {good_last})")
 
         def drop_middle_log(v):
+            # Drop the second-newest log, and every snapshot from just before it on, so the
+            # replay from the newest remaining snapshot must cross the missing txns.
             logs = by_zxid("log")
-            # The log holding the txns right after the newest snapshot.
-            snapz = int(by_zxid("snapshot")[-1].split(".")[1], 16)
-            need = [f for f in logs if int(f.split(".")[1], 16) <= snapz + 1][-1]
-            os.remove(os.path.join(v, need))
+            start = int(logs[-2].split(".")[1], 16)
+            os.remove(os.path.join(v, logs[-2]))
+            for f in by_zxid("snapshot"):
+                if int(f.split(".")[1], 16) >= start - 1:
+                    os.remove(os.path.join(v, f))
         rc, out = damaged("log-gap", drop_middle_log)
         check(rc != 0 and "missing" in out and "log." in out, f"a missing log is a gap, refused naming the file: {out.strip()[-200:]}")
 
@@ -294,6 +385,9 @@ def main():
             open(f, "wb").write(bytes(b))
         rc, out = damaged("flipped-log", flip_log_entry)
         check(rc != 0 and "checksum" in out, f"a flipped byte in a log entry is refused: {out.strip()[-200:]}")
+        if os.path.exists(inspect):
+            rc, out = run([inspect, "validate", os.path.join(work, "damage-flipped-log", "data")])
+            check(rc == 1 and "DAMAGED" in out, "palisade-inspect validate finds the flipped log byte (exit 1)")
     finally:
         for d in (zk1, zk2):
             if os.path.exists(os.path.join(d, "zk.pid")):

@@ -98,7 +98,7 @@ pub(crate) type Opened = (Recovered, Option<Resume>, Option<u64>);
 pub(crate) fn recover(opts: &Options, on_corruption: Corruption) -> Result<Opened, WalError> {
     let dir = opts.dir.as_path();
     let mut identity = opts.identity;
-    let mut removed = segment::remove_tmp_files(dir)?;
+    let removed = segment::remove_tmp_files(dir)?;
     let listed = segment::list(dir)?;
     let mut kept: Vec<Kept> = Vec::new();
     let mut cut = None;

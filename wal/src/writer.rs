@@ -227,7 +227,6 @@ impl Wal {
         self.sync()
     }
 
-
     /// Writes everything buffered (one pwrite per segment touched, rolling as planned) and,
     /// unless `opts.sync` is false, one fdatasync. Only after Ok may the caller acknowledge
     /// those records. Any error poisons the writer: every later call returns `Poisoned`.
@@ -483,7 +482,10 @@ mod tests {
         drop(wal);
         let (mut wal, rec) = Wal::open(opts(dir.path()), Corruption::Refuse).unwrap();
         assert_eq!(rec.report().last_txn_zxid, None);
-        assert_eq!(rec.segments().map(|(_, z)| z).collect::<Vec<_>>(), vec![0x77]);
+        assert_eq!(
+            rec.segments().map(|(_, z)| z).collect::<Vec<_>>(),
+            vec![0x77]
+        );
         assert!(matches!(
             wal.append(RecordKind::Txn, 0x78, b"x"),
             Err(WalError::OutOfOrder { .. })

@@ -20,9 +20,13 @@ pub mod digest;
 pub mod dir;
 pub mod error;
 pub mod log;
+pub mod session;
 pub mod snap;
 
 pub use dir::{list, Compression, SnapFile, ZkFiles, VERSION_DIR};
 pub use error::ZkError;
 pub use log::{read_log, LogEnd, Quirk, ZkEntry, ZkLog};
 pub use snap::{read_snapshot, ZkNode, ZkSnapshot};
+
+#[cfg(test)]
+mod tests;

@@ -212,16 +212,29 @@ pub fn encode_snapshot(s: &ZkSnapshot) -> Bytes {
     out.freeze()
 }
 
-/// Reads and checks one snapshot file (uncompressed only).
+/// Reads and checks one snapshot file (plain or `.gz`).
 pub fn read_snapshot(path: &Path) -> Result<ZkSnapshot, ZkError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name.ends_with(".gz") || name.ends_with(".snappy") {
+    if name.ends_with(".snappy") {
         return Err(ZkError::Unsupported {
             path: path.to_path_buf(),
-            reason: "compressed snapshots (zookeeper.snapshot.compression.method) are not supported yet; restart ZooKeeper without compression and let it write a new snapshot".into(),
+            reason: "snappy-compressed snapshots are not supported yet; restart ZooKeeper with zookeeper.snapshot.compression.method=gz or none and let it write a new snapshot".into(),
         });
     }
-    let bytes = std::fs::read(path).map_err(ZkError::io(path))?;
+    let mut bytes = std::fs::read(path).map_err(ZkError::io(path))?;
+    if name.ends_with(".gz") {
+        // SnapStream checks the seals over the decompressed stream.
+        use std::io::Read;
+        let mut plain = Vec::new();
+        flate2::read::GzDecoder::new(bytes.as_slice())
+            .read_to_end(&mut plain)
+            .map_err(|e| ZkError::Corrupt {
+                path: path.to_path_buf(),
+                offset: 0,
+                reason: format!("gzip stream: {e}"),
+            })?;
+        bytes = plain;
+    }
     decode_snapshot(Bytes::from(bytes), path)
 }
 

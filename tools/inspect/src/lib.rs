@@ -16,6 +16,7 @@
 //! | [`diff()`], [`diff_trees`] | `diff A B` | node-by-node differences |
 //! | [`damage::prepare`], [`damage()`] | `damage` | copy, then tear / flip / drop |
 //! | [`recover_report()`] | `recover-report DIR` | the server's recovery run on a copy |
+//! | [`zk`] | `log`, `snapshot`, `validate` on ZooKeeper files | ZooKeeper 3.8 data dirs too |
 //!
 //! JSON (`--json`): one object per line, each with a `type`. Zxids, session ids and digests
 //! are strings of `0x` hex (they can exceed what a JSON double holds exactly); counts are
@@ -48,6 +49,7 @@ pub mod recover_report;
 pub mod replay;
 pub mod snapdump;
 pub mod validate;
+pub mod zk;
 
 pub use damage::{damage, Damage, Damaged};
 pub use datadir::DataDir;

@@ -136,6 +136,15 @@ impl Out {
     }
 }
 
+impl palisade_inspect::zk::Sink for Out {
+    fn line(&mut self, s: &str) {
+        Out::line(self, s)
+    }
+    fn json(&mut self, v: &Value) {
+        Out::json(self, v)
+    }
+}
+
 impl Drop for Out {
     fn drop(&mut self) {
         let _ = self.w.flush();
@@ -162,6 +171,18 @@ fn run(cmd: Cmd, out: &mut Out) -> Result<u8, InspectError> {
             from,
             to,
             json,
+        } if palisade_inspect::zk::is_zk_file(&path)
+            || palisade_inspect::zk::zk_version_dir(&path).is_some() =>
+        {
+            let _ = (from, to);
+            let fine = palisade_inspect::zk::log(&path, json, out).map_err(InspectError::Cannot)?;
+            Ok(code(fine))
+        }
+        Cmd::Log {
+            path,
+            from,
+            to,
+            json,
         } => {
             let scan = logdump::read_log(&path, ZxidRange { from, to }, |rec| {
                 if json {
@@ -181,6 +202,11 @@ fn run(cmd: Cmd, out: &mut Out) -> Result<u8, InspectError> {
                 out.line("(stopped after --to)");
             }
             Ok(code(scan.damage.is_none()))
+        }
+        Cmd::Snapshot { file, json, .. } if palisade_inspect::zk::is_zk_file(&file) => {
+            let fine =
+                palisade_inspect::zk::snapshot(&file, json, out).map_err(InspectError::Cannot)?;
+            Ok(code(fine))
         }
         Cmd::Snapshot {
             file,
@@ -203,6 +229,15 @@ fn run(cmd: Cmd, out: &mut Out) -> Result<u8, InspectError> {
                 }
             })?;
             Ok(code(!summary.digest.is_problem()))
+        }
+        Cmd::Validate {
+            datadir,
+            data_log_dir,
+            json,
+        } if palisade_inspect::zk::zk_version_dir(&datadir).is_some() => {
+            let fine = palisade_inspect::zk::validate(&datadir, data_log_dir.as_deref(), json, out)
+                .map_err(InspectError::Cannot)?;
+            Ok(code(fine))
         }
         Cmd::Validate {
             datadir,
