@@ -21,10 +21,9 @@ pub trait LogSink: Send + 'static {
     fn append(&mut self, rec: &LogRecord) -> io::Result<()>;
     /// Makes every appended record durable.
     fn sync(&mut self) -> io::Result<()>;
-    /// Deletes whole segments holding only txns before `keep_from`; returns how many.
-    fn purge(&mut self, _keep_from: i64) -> io::Result<usize> {
-        Ok(0)
-    }
+    /// Deletes whole segments holding only txns before `keep_from`; returns how many. No
+    /// default: a wrapper that forgot to pass it on would silently keep the log forever.
+    fn purge(&mut self, keep_from: i64) -> io::Result<usize>;
 }
 
 /// Keeps nothing: every txn is "durable" at once (for tests of the core).
@@ -36,6 +35,9 @@ impl LogSink for MemorySink {
     }
     fn sync(&mut self) -> io::Result<()> {
         Ok(())
+    }
+    fn purge(&mut self, _keep_from: i64) -> io::Result<usize> {
+        Ok(0)
     }
 }
 

@@ -118,4 +118,8 @@ impl crate::durability::log::LogSink for TimedSink {
         self.pending = 0;
         r
     }
+
+    fn purge(&mut self, keep_from: i64) -> std::io::Result<usize> {
+        self.inner.purge(keep_from)
+    }
 }
