@@ -1582,10 +1582,7 @@ def create_odd_path_strings(h):
         ('getChildren2', OP['getChildren2'], w().int(-1).raw(b'\x00').bytes(),
          'getChildren2, null path'),
         ('getACL', OP['getACL'], w().int(-1).bytes(), 'getACL, null path'),
-        # watch=false: ZooKeeper 3.8 registers a watch for a null path and never removes it,
-        # not even when the session closes, which would leave the reference's idle
-        # zk_watch_count off by one for the client-level comparison that runs after this.
-        ('getData', OP['getData'], w().int(-1).raw(b'\x00').bytes(), 'getData, null path'),
+        ('getData', OP['getData'], w().int(-1).raw(b'\x01').bytes(), 'getData, null path, watch'),
         ('addWatch', OP['addWatch'], w().int(-1).int(1).bytes(), 'addWatch, null path'),
         ('addWatch', OP['addWatch'], w().ustring('').int(1).bytes(), 'addWatch, empty path'),
         ('sync', OP['sync'], w().int(-1).bytes(), 'sync, null path'),
