@@ -36,6 +36,14 @@ pub struct Config {
     pub max_reply_size: Option<usize>,
     /// `--truncate-corrupt-log`: the operator accepts losing the log from a corrupt record on.
     pub truncate_corrupt_log: bool,
+    /// `secureClientPort`: a second listener that speaks TLS only.
+    pub secure_client_port: Option<u16>,
+    /// `secureClientPortAddress` (default: clientPortAddress).
+    pub secure_client_port_address: Option<String>,
+    /// `client.portUnification`: clientPort also accepts TLS (first byte 0x16).
+    pub port_unification: bool,
+    /// The `ssl.*` keys.
+    pub tls: crate::net::tls::TlsConfig,
 }
 
 impl Default for Config {
@@ -66,6 +74,10 @@ impl Default for Config {
             global_output_budget: None,
             max_reply_size: None,
             truncate_corrupt_log: false,
+            secure_client_port: None,
+            secure_client_port_address: None,
+            port_unification: false,
+            tls: Default::default(),
         }
     }
 }
@@ -219,6 +231,13 @@ impl Config {
                 "connectionOutputBudget" => self.connection_output_budget = Some(positive(k, v)?),
                 "globalOutputBudget" => self.global_output_budget = Some(positive(k, v)?),
                 "maxReplySize" => self.max_reply_size = Some(positive(k, v)?),
+                // TLS for clients (see net/tls.rs and docs/TLS.md).
+                "secureClientPort" => self.secure_client_port = Some(parse(k, v)?),
+                "secureClientPortAddress" => self.secure_client_port_address = Some(v.clone()),
+                "client.portUnification" => self.port_unification = parse_bool(k, v)?,
+                // ZooKeeper picks its Netty or NIO factory by name; Palisade has one.
+                "serverCnxnFactory" => {}
+                k if k.starts_with("ssl.") && self.tls.apply(k, v)? => {}
                 // Accepted for compatibility; they have no effect on a standalone server.
                 "initLimit"
                 | "syncLimit"
@@ -244,6 +263,9 @@ impl Config {
                  runs standalone only: remove the server.N lines to run one standalone server",
                 members.len()
             ));
+        }
+        if self.secure_client_port.is_some() || self.port_unification {
+            self.tls.validate()?;
         }
         Ok(unknown)
     }
@@ -343,6 +365,56 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("maxReplySize"), "{e}");
+    }
+
+    #[test]
+    fn tls_keys_are_read_with_and_without_the_zookeeper_prefix() {
+        use crate::net::tls::{ClientAuth, StoreType};
+        let mut c = Config::default();
+        let cfg = "secureClientPort=2281\nsecureClientPortAddress=0.0.0.0\n\
+                   serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+                   zookeeper.ssl.keyStore.location=/k.p12\nssl.keyStore.password=pw\n\
+                   ssl.trustStore.location=/t.pem\nssl.trustStore.type=PEM\n\
+                   ssl.clientAuth=want\nssl.enabledProtocols=TLSv1.3\n\
+                   ssl.ciphersuites=TLS_AES_128_GCM_SHA256\nclient.portUnification=true\n";
+        assert_eq!(c.apply_zoo_cfg(cfg), Ok(vec![]));
+        assert_eq!(c.secure_client_port, Some(2281));
+        assert_eq!(c.secure_client_port_address.as_deref(), Some("0.0.0.0"));
+        assert!(c.port_unification);
+        assert_eq!(c.tls.key_store.kind(), Ok(StoreType::Pkcs12));
+        assert_eq!(c.tls.trust_store.kind(), Ok(StoreType::Pem));
+        assert_eq!(c.tls.key_store.password.as_deref(), Some("pw"));
+        assert_eq!(c.tls.client_auth, ClientAuth::Want);
+        assert_eq!(c.tls.enabled_protocols, vec!["TLSv1.3".to_string()]);
+        // ZooKeeper's default is need.
+        assert_eq!(Config::default().tls.client_auth, ClientAuth::Need);
+    }
+
+    #[test]
+    fn tls_config_errors_are_clear() {
+        let mut c = Config::default();
+        let e = c
+            .apply_zoo_cfg("secureClientPort=2281\nssl.keyStore.location=/k.jks\n")
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("JKS") && e.contains("PEM") && e.contains("PKCS12"),
+            "{e}"
+        );
+        let mut c = Config::default();
+        let e = c
+            .apply_zoo_cfg("secureClientPort=2281\n")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("ssl.keyStore.location"), "{e}");
+        let e = Config::default()
+            .apply_zoo_cfg("ssl.clientAuth=sometimes\n")
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("ssl.clientAuth") && e.contains("sometimes"),
+            "{e}"
+        );
     }
 
     #[test]

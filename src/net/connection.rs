@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::codec::FramedRead;
@@ -37,6 +37,7 @@ struct Shared {
     budget: Arc<OutBudget>,
 }
 
+/// A plaintext connection: the socket's own split halves (no lock between reader and writer).
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
@@ -46,6 +47,21 @@ pub async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
+    serve_halves(rd, wr, peer, conn, core, p).await
+}
+
+/// Any byte stream split in two (a TLS stream through `tokio::io::split`).
+pub async fn serve_halves<R, W>(
+    rd: R,
+    wr: W,
+    peer: SocketAddr,
+    conn: ConnId,
+    core: mpsc::Sender<CoreMsg>,
+    p: Arc<ConnParams>,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let budget = OutBudget::new(p.output_budget, p.global.clone());
     let shared = Arc::new(Shared {
         outstanding: AtomicUsize::new(0),
@@ -106,8 +122,8 @@ pub async fn serve(
     let _ = writer.await;
 }
 
-async fn read_loop(
-    frames: &mut FramedRead<tokio::net::tcp::OwnedReadHalf, FrameCodec>,
+async fn read_loop<R: AsyncRead + Unpin>(
+    frames: &mut FramedRead<R, FrameCodec>,
     conn: ConnId,
     core: &mpsc::Sender<CoreMsg>,
     p: &ConnParams,
@@ -168,8 +184,8 @@ async fn read_loop(
     }
 }
 
-async fn write_loop(
-    mut wr: tokio::net::tcp::OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
     mut rx: mpsc::UnboundedReceiver<Out>,
     shared: Arc<Shared>,
     conn: ConnId,
@@ -203,7 +219,8 @@ async fn write_loop(
             }
         }
         let written = tokio::select! {
-            r = wr.write_all(&buf), if !buf.is_empty() => r.is_ok(),
+            // flush: a no-op on a socket; pushes out what a TLS stream still holds.
+            r = async { wr.write_all(&buf).await?; wr.flush().await }, if !buf.is_empty() => r.is_ok(),
             _ = shared.cancel.cancelled() => false,
             _ = std::future::ready(()), if buf.is_empty() => true,
         };
