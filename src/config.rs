@@ -237,6 +237,9 @@ impl Config {
                 "client.portUnification" => self.port_unification = parse_bool(k, v)?,
                 // ZooKeeper picks its Netty or NIO factory by name; Palisade has one.
                 "serverCnxnFactory" => {}
+                // The x509 identity is given whenever TLS is configured (net/tls.rs).
+                "authProvider.x509"
+                    if v == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" => {}
                 k if k.starts_with("ssl.") && self.tls.apply(k, v)? => {}
                 // Accepted for compatibility; they have no effect on a standalone server.
                 "initLimit"

@@ -119,8 +119,15 @@ async fn serve_conn(
     let hs = tokio::time::timeout(params.handshake_timeout, acceptor.acceptor().accept(stream));
     match hs.await {
         Ok(Ok(s)) => {
+            let x509 = s
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .and_then(tls::x509_id)
+                .map(String::into_boxed_str);
             let (rd, wr) = tokio::io::split(s);
-            connection::serve_halves(rd, wr, peer, conn, core_tx, params).await;
+            connection::serve_halves(rd, wr, peer, conn, core_tx, params, x509).await;
         }
         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed; closing"),
         Err(_) => tracing::debug!(%peer, "TLS handshake timed out; closing"),
@@ -130,6 +137,7 @@ async fn serve_conn(
 pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     let tls = if cfg.secure_client_port.is_some() || cfg.port_unification {
         let a = tls::Acceptor::new(cfg.tls.clone()).map_err(io::Error::other)?;
+        crate::acl::enable_x509();
         a.spawn_reloader(TLS_RELOAD_CHECK);
         Some(a)
     } else {

@@ -202,7 +202,8 @@ impl Core {
                 out,
                 peer,
                 ready,
-            } => self.connect(conn, req, out, peer, ready),
+                x509,
+            } => self.connect(conn, req, out, peer, ready, x509),
             CoreMsg::Request { conn, xid, req } => self.request(conn, xid, req),
             CoreMsg::Bad {
                 conn,

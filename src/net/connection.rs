@@ -47,10 +47,11 @@ pub async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
-    serve_halves(rd, wr, peer, conn, core, p).await
+    serve_halves(rd, wr, peer, conn, core, p, None).await
 }
 
-/// Any byte stream split in two (a TLS stream through `tokio::io::split`).
+/// Any byte stream split in two (a TLS stream through `tokio::io::split`); `x509` is the
+/// subject of its verified client certificate.
 pub async fn serve_halves<R, W>(
     rd: R,
     wr: W,
@@ -58,6 +59,7 @@ pub async fn serve_halves<R, W>(
     conn: ConnId,
     core: mpsc::Sender<CoreMsg>,
     p: Arc<ConnParams>,
+    x509: Option<Box<str>>,
 ) where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -99,6 +101,7 @@ pub async fn serve_halves<R, W>(
                     out: out_tx,
                     peer,
                     ready: ready_tx,
+                    x509,
                 };
                 if core.send(msg).await.is_ok() && ready_rx.await.unwrap_or(false) {
                     frames.decoder_mut().set_max_frame(p.max_buffer);

@@ -432,3 +432,73 @@ impl Acceptor {
 
 /// The first byte of a TLS ClientHello record (handshake content type).
 pub const TLS_HANDSHAKE_BYTE: u8 = 0x16;
+
+/// The `x509` identity of a verified client certificate: its subject as Java's
+/// `X500Principal.getName()` writes it (RFC 2253: last RDN first, `,` between RDNs, `+` within
+/// one), which is the id ZooKeeper's X509AuthenticationProvider gives the connection.
+pub fn x509_id(cert: &CertificateDer<'_>) -> Option<String> {
+    let (_, c) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let mut out = String::new();
+    let rdns: Vec<_> = c.subject().iter().collect();
+    for (i, rdn) in rdns.into_iter().rev().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        for (j, atv) in rdn.iter().enumerate() {
+            if j > 0 {
+                out.push('+');
+            }
+            let oid = atv.attr_type().to_id_string();
+            let keyword = match oid.as_str() {
+                "2.5.4.3" => Some("CN"),
+                "2.5.4.6" => Some("C"),
+                "2.5.4.7" => Some("L"),
+                "2.5.4.8" => Some("ST"),
+                "2.5.4.10" => Some("O"),
+                "2.5.4.11" => Some("OU"),
+                "2.5.4.9" => Some("STREET"),
+                "0.9.2342.19200300.100.1.25" => Some("DC"),
+                "0.9.2342.19200300.100.1.1" => Some("UID"),
+                _ => None,
+            };
+            match (keyword, atv.as_str()) {
+                (Some(k), Ok(v)) => {
+                    out.push_str(k);
+                    out.push('=');
+                    escape_rfc2253(v, &mut out);
+                }
+                _ => {
+                    // Java: the dotted OID and `#` + the value's DER in hex.
+                    out.push_str(&oid);
+                    out.push_str("=#");
+                    let v = atv.attr_value();
+                    let data = v.data;
+                    let mut der = vec![v.tag().0 as u8];
+                    match data.len() {
+                        n @ 0..=127 => der.push(n as u8),
+                        n @ 128..=255 => der.extend([0x81, n as u8]),
+                        n => der.extend([0x82, (n >> 8) as u8, n as u8]),
+                    }
+                    der.extend_from_slice(data);
+                    for b in der {
+                        out.push_str(&format!("{b:02x}"));
+                    }
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+fn escape_rfc2253(v: &str, out: &mut String) {
+    let n = v.chars().count();
+    for (i, ch) in v.chars().enumerate() {
+        let special = matches!(ch, ',' | '+' | '"' | '\\' | '<' | '>' | ';')
+            || (i == 0 && (ch == '#' || ch == ' '))
+            || (i + 1 == n && ch == ' ');
+        if special {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+}

@@ -134,12 +134,12 @@ class Server:
         self.log.close()
 
 
-def kazoo(work, port, cert=True, use_ssl=True, timeout=6):
+def kazoo(work, port, cert=True, use_ssl=True, timeout=6, who="client"):
     kw = {}
     if use_ssl:
         kw = dict(use_ssl=True, ca=certs(work, "ca.pem"), verify_certs=True)
         if cert:
-            kw.update(certfile=certs(work, "client.crt"), keyfile=certs(work, "client.key"))
+            kw.update(certfile=certs(work, f"{who}.crt"), keyfile=certs(work, f"{who}.key"))
     c = KazooClient(hosts=f"127.0.0.1:{port}", timeout=timeout, **kw)
     c.start(timeout=timeout)
     return c
@@ -383,4 +383,34 @@ def test_pkcs12_trust_store_written_by_openssl(work):
         c.close()
         assert kazoo_fails(work, srv.secure_port, cert=False)
     finally:
+        srv.stop()
+
+
+def test_x509_identity_from_the_client_certificate(work):
+    """A verified client certificate gives the connection the x509 identity ZooKeeper's
+    X509AuthenticationProvider gives: the subject in RFC 2253 form (last RDN first)."""
+    from kazoo.exceptions import NoAuthError
+    from kazoo.security import make_acl
+    srv = Server(work, "x509", store_lines(work, "PEM", "need"))
+    one = kazoo(work, srv.secure_port)
+    two = kazoo(work, srv.secure_port, who="client2")
+    plain = kazoo(work, srv.port, use_ssl=False)
+    try:
+        dn1 = "CN=palisade-test-client"
+        dn2 = "CN=second client,OU=ops\\+dev,O=Palisade Test\\, Inc.,C=US"
+        one.create("/x509-one", b"1", acl=[make_acl("x509", dn1, all=True)])
+        two.create("/x509-two", b"2", acl=[make_acl("x509", dn2, all=True)])
+        assert one.get("/x509-one")[0] == b"1"
+        assert two.get("/x509-two")[0] == b"2"
+        for c, path in ((one, "/x509-two"), (two, "/x509-one"), (plain, "/x509-one")):
+            with pytest.raises(NoAuthError):
+                c.get(path)
+        # The `auth` scheme expands to the connection's x509 identity.
+        one.create("/x509-auth", b"a", acl=[make_acl("auth", "", all=True)])
+        assert one.get_acls("/x509-auth")[0][0].id.scheme == "x509"
+        assert one.get_acls("/x509-auth")[0][0].id.id == dn1
+    finally:
+        for c in (one, two, plain):
+            c.stop()
+            c.close()
         srv.stop()
