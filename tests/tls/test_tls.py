@@ -205,13 +205,20 @@ def plaintext_gets_session(port):
     return 20 <= n <= 64 and tmo > 0
 
 
-def tls_peer_cert(work, port):
+def tls_session(work, port, ciphers=None):
+    """(peer certificate DER, protocol version, cipher) of one TLS handshake."""
     ctx = ssl.create_default_context(cafile=certs(work, "ca.pem"))
     ctx.check_hostname = False
     ctx.load_cert_chain(certs(work, "client.crt"), certs(work, "client.key"))
+    if ciphers:
+        ctx.set_ciphers(ciphers)
     with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
         with ctx.wrap_socket(raw, server_hostname="localhost") as s:
-            return s.getpeercert(binary_form=True)
+            return s.getpeercert(binary_form=True), s.version(), s.cipher()[0]
+
+
+def tls_peer_cert(work, port):
+    return tls_session(work, port)[0]
 
 
 def der(work, name):
@@ -328,6 +335,13 @@ def test_reload_after_replacing_the_certificate_file(work):
         shutil.copy(certs(work, "server2.pem"), tmp)
         os.replace(tmp, pem)
         assert wait_for_cert(work, srv.secure_port, der(work, "server2.crt")), "new cert not served"
+        # A broken file does not replace the certificates in use.
+        with open(tmp, "wb") as f:
+            f.write(b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+        os.replace(tmp, pem)
+        time.sleep(2.5)
+        assert tls_peer_cert(work, srv.secure_port) == der(work, "server2.crt")
+        assert "not reloaded" in open(srv.log.name).read()
         # The connection made before the reload keeps working.
         old.set("/tls-reload", b"after")
         assert old.get("/tls-reload")[0] == b"after"
@@ -414,3 +428,26 @@ def test_x509_identity_from_the_client_certificate(work):
             c.stop()
             c.close()
         srv.stop()
+
+
+def test_enabled_protocols_and_ciphersuites(work):
+    v13 = Server(work, "tls13", store_lines(work, "PEM", "need") + [
+        # ZooKeeper 3.8's SSLContext protocol defaults to TLSv1.2 and its default cipher
+        # suites are TLS 1.2 ones only: name TLS 1.3 and its suites.
+        "ssl.protocol=TLSv1.3", "ssl.enabledProtocols=TLSv1.3",
+        "ssl.ciphersuites=TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384"])
+    v12 = Server(work, "tls12", store_lines(work, "PEM", "need") + [
+        "ssl.enabledProtocols=TLSv1.2", "ssl.ciphersuites=TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"])
+    try:
+        assert tls_session(work, v13.secure_port)[1] == "TLSv1.3"
+        _, version, cipher = tls_session(work, v12.secure_port)
+        assert (version, cipher) == ("TLSv1.2", "ECDHE-RSA-AES256-GCM-SHA384")
+        # A client offering only another TLS 1.2 suite is refused.
+        with pytest.raises((ssl.SSLError, OSError)):
+            tls_session(work, v12.secure_port, ciphers="ECDHE-RSA-AES128-GCM-SHA256")
+        c = kazoo(work, v12.secure_port)
+        c.stop()
+        c.close()
+    finally:
+        v13.stop()
+        v12.stop()
