@@ -36,6 +36,9 @@ pub struct Config {
     pub max_reply_size: Option<usize>,
     /// `--truncate-corrupt-log`: the operator accepts losing the log from a corrupt record on.
     pub truncate_corrupt_log: bool,
+    /// Whether clientPort was given (zoo.cfg or --port). A config with secureClientPort and no
+    /// clientPort has no plaintext listener, as in ZooKeeper.
+    pub client_port_set: bool,
     /// `secureClientPort`: a second listener that speaks TLS only.
     pub secure_client_port: Option<u16>,
     /// `secureClientPortAddress` (default: clientPortAddress).
@@ -74,6 +77,7 @@ impl Default for Config {
             global_output_budget: None,
             max_reply_size: None,
             truncate_corrupt_log: false,
+            client_port_set: false,
             secure_client_port: None,
             secure_client_port_address: None,
             port_unification: false,
@@ -171,7 +175,10 @@ impl Config {
                         }
                     })?
                 }
-                "clientPort" => self.client_port = parse(k, v)?,
+                "clientPort" => {
+                    self.client_port = parse(k, v)?;
+                    self.client_port_set = true;
+                }
                 "clientPortAddress" => self.client_port_address = v.clone(),
                 "dataDir" => self.data_dir = PathBuf::from(v),
                 "dataLogDir" => self.data_log_dir = Some(PathBuf::from(v)),
@@ -271,6 +278,12 @@ impl Config {
             self.tls.validate()?;
         }
         Ok(unknown)
+    }
+
+    /// Whether to listen for plaintext clients on clientPort: unless the config names only a
+    /// secureClientPort.
+    pub fn plaintext_listener(&self) -> bool {
+        self.client_port_set || self.secure_client_port.is_none()
     }
 
     /// Where snapshots live.
@@ -382,6 +395,11 @@ mod tests {
                    ssl.ciphersuites=TLS_AES_128_GCM_SHA256\nclient.portUnification=true\n";
         assert_eq!(c.apply_zoo_cfg(cfg), Ok(vec![]));
         assert_eq!(c.secure_client_port, Some(2281));
+        // secureClientPort without clientPort: TLS only, as in ZooKeeper.
+        assert!(!c.plaintext_listener());
+        assert!(Config::default().plaintext_listener());
+        assert_eq!(c.apply_zoo_cfg("clientPort=2181\n"), Ok(vec![]));
+        assert!(c.plaintext_listener());
         assert_eq!(c.secure_client_port_address.as_deref(), Some("0.0.0.0"));
         assert!(c.port_unification);
         assert_eq!(c.tls.key_store.kind(), Ok(StoreType::Pkcs12));

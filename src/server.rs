@@ -134,7 +134,8 @@ async fn serve_conn(
     }
 }
 
-pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
+/// Serves on `listener` (clientPort; `None` for a TLS-only config) and on secureClientPort.
+pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     let tls = if cfg.secure_client_port.is_some() || cfg.port_unification {
         let a = tls::Acceptor::new(cfg.tls.clone()).map_err(io::Error::other)?;
         crate::acl::enable_x509();
@@ -245,7 +246,9 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     );
     let per_ip: Arc<parking_lot::Mutex<HashMap<IpAddr, usize>>> = Default::default();
     let next_conn = AtomicU64::new(1);
-    tracing::info!(addr = %listener.local_addr()?, port_unification = cfg.port_unification, "serving");
+    if let Some(l) = &listener {
+        tracing::info!(addr = %l.local_addr()?, port_unification = cfg.port_unification, "serving");
+    }
     if let Some(l) = &secure {
         tracing::info!(addr = %l.local_addr()?, client_auth = ?cfg.tls.client_auth, "serving TLS (secureClientPort)");
     }
@@ -254,7 +257,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
-            r = listener.accept() => r.map(|(s, p)| (s, p, plain_kind)),
+            r = accept_opt(listener.as_ref()) => r.map(|(s, p)| (s, p, plain_kind)),
             r = accept_opt(secure.as_ref()) => r.map(|(s, p)| (s, p, Kind::Tls)),
             _ = &mut shutdown => break,
             _ = &mut core_done => {

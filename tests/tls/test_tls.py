@@ -79,9 +79,16 @@ def store_lines(work, store, auth, server_pem=None):
     return lines
 
 
-def ruok(port):
+def ruok(port, tls_work=None):
+    """The four-letter word ruok, over TLS (with the client certificate) if tls_work is given."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as raw:
+            s = raw
+            if tls_work is not None:
+                ctx = ssl.create_default_context(cafile=certs(tls_work, "ca.pem"))
+                ctx.check_hostname = False
+                ctx.load_cert_chain(certs(tls_work, "client.crt"), certs(tls_work, "client.key"))
+                s = ctx.wrap_socket(raw, server_hostname="localhost")
             s.sendall(b"ruok")
             return s.recv(4) == b"imok"
     except OSError:
@@ -89,7 +96,7 @@ def ruok(port):
 
 
 class Server:
-    def __init__(self, work, name, lines, secure=True):
+    def __init__(self, work, name, lines, secure=True, plain=True):
         self.dir = os.path.join(work, f"{TARGET}-{name}")
         self.port, self.secure_port = ports()
         self.proc = None
@@ -104,14 +111,16 @@ class Server:
                 raise RuntimeError(f"reference ZooKeeper did not start: {r.stderr[-2000:]}")
             return
         cfg = os.path.join(self.dir, "zoo.cfg")
+        base = [f"tickTime=2000", f"dataDir={self.dir}/data", "clientPortAddress=127.0.0.1",
+                "maxClientCnxns=0", "4lw.commands.whitelist=*"]
+        if plain:
+            base.append(f"clientPort={self.port}")
         with open(cfg, "w") as f:
-            f.write("\n".join([f"tickTime=2000", f"dataDir={self.dir}/data", f"clientPort={self.port}",
-                               "clientPortAddress=127.0.0.1", "maxClientCnxns=0",
-                               "4lw.commands.whitelist=*"] + lines) + "\n")
+            f.write("\n".join(base + lines) + "\n")
         self.log = open(os.path.join(self.dir, "server.log"), "w")
         self.proc = subprocess.Popen([BIN, cfg], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 20
-        while not ruok(self.port):
+        while not ruok(self.port if plain else self.secure_port, tls_work=None if plain else work):
             if self.proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError(f"palisade did not start: {open(self.log.name).read()[-2000:]}")
             time.sleep(0.1)
@@ -451,3 +460,30 @@ def test_enabled_protocols_and_ciphersuites(work):
     finally:
         v13.stop()
         v12.stop()
+
+
+def test_secure_client_port_without_client_port_serves_tls_only(work):
+    """A config with secureClientPort and no clientPort has no plaintext listener (ZooKeeper:
+    clientPort is optional then)."""
+    if TARGET == "zookeeper":
+        pytest.skip("refzk.sh always writes a clientPort")
+    def listening(port):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            return True
+        except OSError:
+            return False
+
+    # Without clientPort, Palisade's default would be 2181: it must stay closed (checked only
+    # if nothing else holds it on this machine).
+    free_2181 = not listening(2181)
+    srv = Server(work, "tls-only", store_lines(work, "PEM", "need"), plain=False)
+    try:
+        assert ruok(srv.secure_port, tls_work=work), "four-letter words over TLS"
+        c = kazoo(work, srv.secure_port)
+        c.stop()
+        c.close()
+        if free_2181:
+            assert not listening(2181)
+    finally:
+        srv.stop()
