@@ -5,7 +5,18 @@ use base64::Engine as _;
 use palisade_proto::{ErrorCode, Id, JStr, ACL};
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// Whether the `x509` provider is registered (TLS for clients is configured), as in
+/// ZooKeeper, where an `x509` ACL is INVALIDACL unless it is. Set once at start-up; ACL
+/// validation is leader-side (prep), never part of `State::apply`, so replay does not see it.
+static X509_PROVIDER: AtomicBool = AtomicBool::new(false);
+
+/// Registers the `x509` provider (server start-up with TLS configured).
+pub fn enable_x509() {
+    X509_PROVIDER.store(true, Ordering::Relaxed);
+}
 
 pub const READ: i32 = 1;
 pub const WRITE: i32 = 2;
@@ -89,7 +100,10 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Result<Vec<Entry>, ErrorCo
                 // login adds `super:` and `digest:super:...`; only the latter is expanded) and
                 // `ip` is not an authenticating one.
                 let mut any = false;
-                for cid in auth.iter().filter(|c| &*c.scheme == "digest") {
+                for cid in auth
+                    .iter()
+                    .filter(|c| matches!(&*c.scheme, "digest" | "x509"))
+                {
                     any = true;
                     push(
                         Entry {
@@ -105,6 +119,14 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Result<Vec<Entry>, ErrorCo
                 }
             }
             "digest" if id.split(':').count() == 2 => push(
+                Entry {
+                    perms: a.perms,
+                    scheme: scheme.into(),
+                    id: id.into(),
+                },
+                &mut out,
+            ),
+            "x509" if X509_PROVIDER.load(Ordering::Relaxed) && !id.is_empty() => push(
                 Entry {
                     perms: a.perms,
                     scheme: scheme.into(),
@@ -137,6 +159,7 @@ pub fn check(acl: &[Entry], perm: i32, auth: &[AuthId]) -> bool {
         .any(|e| match &*e.scheme {
             "world" => &*e.id == "anyone",
             "digest" => auth.iter().any(|a| &*a.scheme == "digest" && a.id == e.id),
+            "x509" => auth.iter().any(|a| &*a.scheme == "x509" && a.id == e.id),
             "ip" => auth
                 .iter()
                 .any(|a| &*a.scheme == "ip" && ip_matches(&e.id, &a.id)),

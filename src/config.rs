@@ -36,6 +36,17 @@ pub struct Config {
     pub max_reply_size: Option<usize>,
     /// `--truncate-corrupt-log`: the operator accepts losing the log from a corrupt record on.
     pub truncate_corrupt_log: bool,
+    /// Whether clientPort was given (zoo.cfg or --port). A config with secureClientPort and no
+    /// clientPort has no plaintext listener, as in ZooKeeper.
+    pub client_port_set: bool,
+    /// `secureClientPort`: a second listener that speaks TLS only.
+    pub secure_client_port: Option<u16>,
+    /// `secureClientPortAddress` (default: clientPortAddress).
+    pub secure_client_port_address: Option<String>,
+    /// `client.portUnification`: clientPort also accepts TLS (first byte 0x16).
+    pub port_unification: bool,
+    /// The `ssl.*` keys.
+    pub tls: crate::net::tls::TlsConfig,
     /// The AdminServer and the Prometheus endpoint (`admin.*`, `metricsProvider.*`).
     pub admin: AdminConfig,
 }
@@ -114,6 +125,11 @@ impl Default for Config {
             max_reply_size: None,
             truncate_corrupt_log: false,
             admin: AdminConfig::default(),
+            client_port_set: false,
+            secure_client_port: None,
+            secure_client_port_address: None,
+            port_unification: false,
+            tls: Default::default(),
         }
     }
 }
@@ -208,7 +224,10 @@ impl Config {
                         }
                     })?
                 }
-                "clientPort" => self.client_port = parse(k, v)?,
+                "clientPort" => {
+                    self.client_port = parse(k, v)?;
+                    self.client_port_set = true;
+                }
                 "clientPortAddress" => self.client_port_address = v.clone(),
                 "dataDir" => self.data_dir = PathBuf::from(v),
                 "dataLogDir" => self.data_log_dir = Some(PathBuf::from(v)),
@@ -301,6 +320,16 @@ impl Config {
                 "metricsProvider.httpHost" => self.admin.metrics_host = v.clone(),
                 "metricsProvider.httpPort" => self.admin.metrics_port = parse(k, v)?,
                 "metricsProvider.exportJvmInfo" => self.admin.export_jvm_info = parse_bool(k, v)?,
+                // TLS for clients (see net/tls.rs and docs/TLS.md).
+                "secureClientPort" => self.secure_client_port = Some(parse(k, v)?),
+                "secureClientPortAddress" => self.secure_client_port_address = Some(v.clone()),
+                "client.portUnification" => self.port_unification = parse_bool(k, v)?,
+                // ZooKeeper picks its Netty or NIO factory by name; Palisade has one.
+                "serverCnxnFactory" => {}
+                // The x509 identity is given whenever TLS is configured (net/tls.rs).
+                "authProvider.x509"
+                    if v == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" => {}
+                k if k.starts_with("ssl.") && self.tls.apply(k, v)? => {}
                 // Accepted for compatibility; they have no effect on a standalone server.
                 "initLimit"
                 | "syncLimit"
@@ -324,7 +353,16 @@ impl Config {
                 members.len()
             ));
         }
+        if self.secure_client_port.is_some() || self.port_unification {
+            self.tls.validate()?;
+        }
         Ok(unknown)
+    }
+
+    /// Whether to listen for plaintext clients on clientPort: unless the config names only a
+    /// secureClientPort.
+    pub fn plaintext_listener(&self) -> bool {
+        self.client_port_set || self.secure_client_port.is_none()
     }
 
     /// Where snapshots live.
@@ -462,6 +500,61 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("admin.serverPort"), "{e}");
+    }
+
+    #[test]
+    fn tls_keys_are_read_with_and_without_the_zookeeper_prefix() {
+        use crate::net::tls::{ClientAuth, StoreType};
+        let mut c = Config::default();
+        let cfg = "secureClientPort=2281\nsecureClientPortAddress=0.0.0.0\n\
+                   serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+                   zookeeper.ssl.keyStore.location=/k.p12\nssl.keyStore.password=pw\n\
+                   ssl.trustStore.location=/t.pem\nssl.trustStore.type=PEM\n\
+                   ssl.clientAuth=want\nssl.enabledProtocols=TLSv1.3\n\
+                   ssl.ciphersuites=TLS_AES_128_GCM_SHA256\nclient.portUnification=true\n";
+        assert_eq!(c.apply_zoo_cfg(cfg), Ok(vec![]));
+        assert_eq!(c.secure_client_port, Some(2281));
+        // secureClientPort without clientPort: TLS only, as in ZooKeeper.
+        assert!(!c.plaintext_listener());
+        assert!(Config::default().plaintext_listener());
+        assert_eq!(c.apply_zoo_cfg("clientPort=2181\n"), Ok(vec![]));
+        assert!(c.plaintext_listener());
+        assert_eq!(c.secure_client_port_address.as_deref(), Some("0.0.0.0"));
+        assert!(c.port_unification);
+        assert_eq!(c.tls.key_store.kind(), Ok(StoreType::Pkcs12));
+        assert_eq!(c.tls.trust_store.kind(), Ok(StoreType::Pem));
+        assert_eq!(c.tls.key_store.password.as_deref(), Some("pw"));
+        assert_eq!(c.tls.client_auth, ClientAuth::Want);
+        assert_eq!(c.tls.enabled_protocols, vec!["TLSv1.3".to_string()]);
+        // ZooKeeper's default is need.
+        assert_eq!(Config::default().tls.client_auth, ClientAuth::Need);
+    }
+
+    #[test]
+    fn tls_config_errors_are_clear() {
+        let mut c = Config::default();
+        let e = c
+            .apply_zoo_cfg("secureClientPort=2281\nssl.keyStore.location=/k.jks\n")
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("JKS") && e.contains("PEM") && e.contains("PKCS12"),
+            "{e}"
+        );
+        let mut c = Config::default();
+        let e = c
+            .apply_zoo_cfg("secureClientPort=2281\n")
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("ssl.keyStore.location"), "{e}");
+        let e = Config::default()
+            .apply_zoo_cfg("ssl.clientAuth=sometimes\n")
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("ssl.clientAuth") && e.contains("sometimes"),
+            "{e}"
+        );
     }
 
     #[test]

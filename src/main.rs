@@ -105,7 +105,8 @@ fn parse_args() -> Result<Config, String> {
             "--port" => {
                 cfg.client_port = v
                     .parse()
-                    .map_err(|_| format!("invalid value for --port: {v:?}"))?
+                    .map_err(|_| format!("invalid value for --port: {v:?}"))?;
+                cfg.client_port_set = true;
             }
             "--bind" => cfg.client_port_address = v,
             _ => cfg.data_dir = v.into(),
@@ -145,9 +146,14 @@ fn main() -> ExitCode {
     };
     let result = rt.block_on(async {
         let addr = format!("{}:{}", cfg.client_port_address, cfg.client_port);
-        let listener = tokio::net::TcpListener::bind(&addr)
-            .await
-            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let listener = if cfg.plaintext_listener() {
+            let l = tokio::net::TcpListener::bind(&addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            Some(l)
+        } else {
+            None
+        };
         palisade::server::run(cfg, listener)
             .await
             .map_err(|e| e.to_string())

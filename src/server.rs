@@ -12,13 +12,17 @@ use crate::durability::snapshotter::{self, SnapDirs};
 use crate::durability::LogQueue;
 use crate::limits::MAX_TXN_BYTES;
 use crate::net::connection::{self, ConnParams};
+use crate::net::tls;
 use std::collections::HashMap;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+
+/// How often the TLS store files are checked for changes (SIGHUP reloads at once).
+const TLS_RELOAD_CHECK: Duration = Duration::from_secs(1);
 use tokio::sync::mpsc;
 
 /// The child tables' hash key (see state/tree): derived from the secret, so every process of
@@ -120,9 +124,97 @@ async fn start_http(cfg: &Config, core: &crate::admin::http_slot::CoreSlot) {
     }
 }
 
-pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
+/// How a connection accepted on a listener is served.
+#[derive(Clone, Copy)]
+enum Kind {
+    Plain,
+    /// clientPort with client.portUnification: TLS if the first byte is 0x16.
+    Unified,
+    Tls,
+}
+
+async fn accept_opt(l: Option<&TcpListener>) -> io::Result<(TcpStream, SocketAddr)> {
+    match l {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Serves one accepted connection: plaintext, or TLS after the handshake.
+async fn serve_conn(
+    stream: TcpStream,
+    peer: SocketAddr,
+    kind: Kind,
+    tls: Option<Arc<tls::Acceptor>>,
+    conn: u64,
+    core_tx: mpsc::Sender<CoreMsg>,
+    params: Arc<ConnParams>,
+) {
+    let is_tls = match (kind, &tls) {
+        (Kind::Plain, _) | (_, None) => false,
+        (Kind::Tls, Some(_)) => true,
+        (Kind::Unified, Some(_)) => {
+            let mut b = [0u8; 1];
+            match tokio::time::timeout(params.handshake_timeout, stream.peek(&mut b)).await {
+                Ok(Ok(1)) => b[0] == tls::TLS_HANDSHAKE_BYTE,
+                _ => return,
+            }
+        }
+    };
+    let Some(acceptor) = tls.filter(|_| is_tls) else {
+        connection::serve(stream, peer, conn, core_tx, params).await;
+        return;
+    };
+    let _ = stream.set_nodelay(true);
+    let hs = tokio::time::timeout(params.handshake_timeout, acceptor.acceptor().accept(stream));
+    match hs.await {
+        Ok(Ok(s)) => {
+            let x509 = s
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .and_then(tls::x509_id)
+                .map(String::into_boxed_str);
+            let (rd, wr) = tokio::io::split(s);
+            connection::serve_halves(rd, wr, peer, conn, core_tx, params, x509).await;
+        }
+        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed; closing"),
+        Err(_) => tracing::debug!(%peer, "TLS handshake timed out; closing"),
+    }
+}
+
+/// Serves on `listener` (clientPort; `None` for a TLS-only config) and on secureClientPort.
+pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     let core_slot = crate::admin::http_slot::CoreSlot::default();
     start_http(&cfg, &core_slot).await;
+    let tls = if cfg.secure_client_port.is_some() || cfg.port_unification {
+        let a = tls::Acceptor::new(cfg.tls.clone()).map_err(io::Error::other)?;
+        crate::acl::enable_x509();
+        a.spawn_reloader(TLS_RELOAD_CHECK);
+        Some(a)
+    } else {
+        None
+    };
+    let secure = match cfg.secure_client_port {
+        Some(port) => {
+            let host = cfg
+                .secure_client_port_address
+                .as_deref()
+                .unwrap_or(&cfg.client_port_address);
+            let addr = format!("{host}:{port}");
+            let l = TcpListener::bind(&addr).await.map_err(|e| {
+                io::Error::other(format!("cannot listen on {addr} (secureClientPort): {e}"))
+            })?;
+            Some(l)
+        }
+        None => None,
+    };
+    let plain_kind = if cfg.port_unification {
+        Kind::Unified
+    } else {
+        Kind::Plain
+    };
     let secret = datadir::load_secret(&cfg.data_dir)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
     let identity = datadir::load_identity(&cfg.data_dir, &[cfg.log_dir(), cfg.snap_dir()])?;
@@ -214,23 +306,30 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     );
     let per_ip: Arc<parking_lot::Mutex<HashMap<IpAddr, usize>>> = Default::default();
     let next_conn = AtomicU64::new(1);
-    tracing::info!(addr = %listener.local_addr()?, "serving");
+    if let Some(l) = &listener {
+        tracing::info!(addr = %l.local_addr()?, port_unification = cfg.port_unification, "serving");
+    }
+    if let Some(l) = &secure {
+        tracing::info!(addr = %l.local_addr()?, client_auth = ?cfg.tls.client_auth, "serving TLS (secureClientPort)");
+    }
 
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
-        let (stream, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+        let accepted = tokio::select! {
+            r = accept_opt(listener.as_ref()) => r.map(|(s, p)| (s, p, plain_kind)),
+            r = accept_opt(secure.as_ref()) => r.map(|(s, p)| (s, p, Kind::Tls)),
             _ = &mut shutdown => break,
             _ = &mut core_done => {
                 return Err(io::Error::other("the core stopped after a log failure; exiting so no write is acknowledged without being durable"));
+            }
+        };
+        let (stream, peer, kind) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
             }
         };
         {
@@ -245,8 +344,9 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
         }
         let conn = next_conn.fetch_add(1, Ordering::Relaxed);
         let (core_tx, params, per_ip) = (core_tx.clone(), params.clone(), per_ip.clone());
+        let tls = tls.clone();
         tokio::spawn(async move {
-            connection::serve(stream, peer, conn, core_tx, params).await;
+            serve_conn(stream, peer, kind, tls, conn, core_tx, params).await;
             let mut m = per_ip.lock();
             if let Some(n) = m.get_mut(&peer.ip()) {
                 *n -= 1;
@@ -258,6 +358,7 @@ pub async fn run(cfg: Config, listener: TcpListener) -> io::Result<()> {
     }
     tracing::info!("shutting down: no new connections; finishing in-flight writes");
     drop(listener);
+    drop(secure);
     let _ = core_tx.send(CoreMsg::Shutdown).await;
     // The core stops once its in-flight writes are applied; poll it off the runtime.
     let _ = tokio::task::spawn_blocking(move || core_thread.join()).await;

@@ -115,6 +115,15 @@ run_suite "ZooKeeper migration round trip" \
 run_suite "hostile clients: memory and latency bounds under attack" \
   timeout -k 5 240 python3 tests/hostile/run.py --port 23200
 
+# TLS for clients (issue 16): kazoo and the Java Netty client, PEM and PKCS12, each
+# ssl.clientAuth mode, port unification, reload; the same tests against ZooKeeper 3.8 show
+# they test the right thing (its reload and openssl-truststore cases are skipped).
+run_suite "TLS for clients against Palisade" \
+  env TLS_TARGET=palisade TLS_PORT_BASE=23610 PALISADE_BIN=./target/release/palisade \
+  timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/tls
+run_suite "TLS for clients against ZooKeeper 3.8" \
+  env TLS_TARGET=zookeeper TLS_PORT_BASE=23650 timeout -k 5 400 python3 -m pytest -q -p no:cacheprovider tests/tls
+
 # The failover-replay tool: kill -9 cycles (random moments, after bursts, mid-snapshot, at
 # crash points, during recovery) against a Palisade of its own, with the offline invariants
 # checked after every cycle. More cycles: PALISADE_FAILOVER_CYCLES.

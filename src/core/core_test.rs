@@ -109,6 +109,7 @@ impl Harness {
             out,
             peer: "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!()),
             ready,
+            x509: None,
         });
         self.durable();
         let mut c = Client { conn, rx, budget };

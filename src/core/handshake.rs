@@ -38,6 +38,7 @@ impl Core {
         out: OutTx,
         peer: SocketAddr,
         ready: oneshot::Sender<bool>,
+        x509: Option<Box<str>>,
     ) {
         let ours = self.state.zxid();
         if req.last_zxid_seen > ours {
@@ -48,10 +49,17 @@ impl Core {
         }
         let timeout = self.negotiate(req.time_out);
         let read_only = req.read_only.map(|_| false);
-        let auth = vec![AuthId {
+        // As ZooKeeper: the ip identity, then the x509 one of a verified client certificate.
+        let mut auth = vec![AuthId {
             scheme: "ip".into(),
             id: peer.ip().to_string().into(),
         }];
+        if let Some(id) = x509 {
+            auth.push(AuthId {
+                scheme: "x509".into(),
+                id,
+            });
+        }
         let new_conn = |session| Conn {
             out: out.clone(),
             session,

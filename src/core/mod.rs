@@ -207,9 +207,10 @@ impl Core {
                 out,
                 peer,
                 ready,
+                x509,
             } => {
                 self.metrics.connection_requests += 1;
-                self.connect(conn, req, out, peer, ready)
+                self.connect(conn, req, out, peer, ready, x509)
             }
             CoreMsg::Request { conn, xid, req } => self.request(conn, xid, req),
             CoreMsg::Bad {

@@ -211,6 +211,8 @@ pub enum CoreMsg {
         out: OutTx,
         peer: SocketAddr,
         ready: oneshot::Sender<bool>,
+        /// The subject of the client's verified TLS certificate (the `x509` identity).
+        x509: Option<Box<str>>,
     },
     Request {
         conn: ConnId,

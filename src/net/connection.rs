@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::codec::FramedRead;
@@ -37,6 +37,7 @@ struct Shared {
     budget: Arc<OutBudget>,
 }
 
+/// A plaintext connection: the socket's own split halves (no lock between reader and writer).
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
@@ -46,6 +47,23 @@ pub async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
+    serve_halves(rd, wr, peer, conn, core, p, None).await
+}
+
+/// Any byte stream split in two (a TLS stream through `tokio::io::split`); `x509` is the
+/// subject of its verified client certificate.
+pub async fn serve_halves<R, W>(
+    rd: R,
+    wr: W,
+    peer: SocketAddr,
+    conn: ConnId,
+    core: mpsc::Sender<CoreMsg>,
+    p: Arc<ConnParams>,
+    x509: Option<Box<str>>,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let budget = OutBudget::new(p.output_budget, p.global.clone());
     let shared = Arc::new(Shared {
         outstanding: AtomicUsize::new(0),
@@ -83,6 +101,7 @@ pub async fn serve(
                     out: out_tx,
                     peer,
                     ready: ready_tx,
+                    x509,
                 };
                 if core.send(msg).await.is_ok() && ready_rx.await.unwrap_or(false) {
                     frames.decoder_mut().set_max_frame(p.max_buffer);
@@ -106,8 +125,8 @@ pub async fn serve(
     let _ = writer.await;
 }
 
-async fn read_loop(
-    frames: &mut FramedRead<tokio::net::tcp::OwnedReadHalf, FrameCodec>,
+async fn read_loop<R: AsyncRead + Unpin>(
+    frames: &mut FramedRead<R, FrameCodec>,
     conn: ConnId,
     core: &mpsc::Sender<CoreMsg>,
     p: &ConnParams,
@@ -168,8 +187,8 @@ async fn read_loop(
     }
 }
 
-async fn write_loop(
-    mut wr: tokio::net::tcp::OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
     mut rx: mpsc::UnboundedReceiver<Out>,
     shared: Arc<Shared>,
     conn: ConnId,
@@ -203,6 +222,7 @@ async fn write_loop(
             }
         }
         let written = tokio::select! {
+            // Flushed at its end: a no-op on a socket; pushes out what a TLS stream still holds.
             ok = write_counted(&mut wr, &buf, budget) => ok,
             _ = shared.cancel.cancelled() => false,
         };
@@ -242,11 +262,7 @@ async fn write_loop(
 
 /// Writes all of `buf`, counting each part that reaches the socket as the client's progress
 /// (a slow reader's backlog drains in parts; the core looks at progress for liveness).
-async fn write_counted(
-    wr: &mut tokio::net::tcp::OwnedWriteHalf,
-    buf: &[u8],
-    budget: &OutBudget,
-) -> bool {
+async fn write_counted<W: AsyncWrite + Unpin>(wr: &mut W, buf: &[u8], budget: &OutBudget) -> bool {
     let mut rest = buf;
     while !rest.is_empty() {
         match wr.write(rest).await {
@@ -257,5 +273,5 @@ async fn write_counted(
             }
         }
     }
-    true
+    wr.flush().await.is_ok()
 }

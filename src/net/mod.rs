@@ -4,3 +4,4 @@
 //! core as an `Out`, everything it learns goes to the core as a `CoreMsg`.
 
 pub mod connection;
+pub mod tls;

@@ -29,6 +29,11 @@ start)
       cp="$cp:/usr/share/java/$j.jar"
     done
   fi
+  # Debian's netty-all.jar does not hold every module; the Netty factory (serverCnxnFactory,
+  # secureClientPort) needs these too.
+  for m in buffer codec common handler resolver transport transport-native-epoll transport-native-unix-common; do
+    [ -f "/usr/share/java/netty-$m.jar" ] && cp="$cp:/usr/share/java/netty-$m.jar"
+  done
   # shellcheck disable=SC2086
   nohup java -Xmx512m -Dzookeeper.extendedTypesEnabled=true -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
     -cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/zk.log" 2>&1 &
