@@ -94,9 +94,9 @@ run_suite "differential: the same request sequences against ZooKeeper 3.8 and Pa
 # create_odd_path_strings) after its session is gone, so after the differential its idle
 # zk_watch_count is one too many.
 tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
-tests/support/refzk.sh start 22183 "$work/refzk2" "$super_digest"
+tests/support/refzk.sh start 22185 "$work/refzk2" "$super_digest"
 run_suite "client-level comparison (Java client watches, four-letter words) with ZooKeeper 3.8" \
-  timeout -k 5 90 python3 tests/clientdiff/run.py --ref 127.0.0.1:22183 --sut 127.0.0.1:$diff_port
+  timeout -k 5 90 python3 tests/clientdiff/run.py --ref 127.0.0.1:22185 --sut 127.0.0.1:$diff_port
 tests/support/refzk.sh stop "$work/refzk2" 2>/dev/null || true
 
 if ! kill -0 "${pids[0]}" 2>/dev/null; then
