@@ -49,14 +49,7 @@ start)
   ;;
 stop)
   dir=${1:?dir}
-  if [ -f "$dir/zk.pid" ]; then
-    pid=$(cat "$dir/zk.pid")
-    kill "$pid" 2>/dev/null || true
-    # Wait until it is gone (its port free), at most 10 s, then force it.
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$dir/zk.pid"
-  fi
+  if [ -f "$dir/zk.pid" ]; then kill "$(cat "$dir/zk.pid")" 2>/dev/null || true; rm -f "$dir/zk.pid"; fi
   ;;
 *) echo "usage: refzk.sh start PORT DIR | stop DIR" >&2; exit 2 ;;
 esac
