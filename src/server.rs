@@ -245,7 +245,8 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
     let durable_tx = core_tx.clone();
-    let sink: Box<dyn LogSink> = Box::new(crate::metrics::TimedSink::new(Box::new(wal)));
+    let sink: Box<dyn LogSink> =
+        Box::new(crate::durability::timed_sink::TimedSink::new(Box::new(wal)));
     let log_tx = log::spawn_writer(sink, spin_wait, move |r| {
         let msg = match r {
             Ok(z) => CoreMsg::Durable(z),

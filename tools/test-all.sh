@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== [%ss] %s\n' "$SECONDS" "$*"; }
 
 step "install test dependencies"
 need_apt=()

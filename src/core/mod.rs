@@ -17,6 +17,7 @@
 //! Owns: the state (through `state::State::apply` only), connections, watches, liveness,
 //! the overlay (through `prep`). May not touch: files (durability does), sockets (net does).
 
+pub mod admin;
 mod commit;
 mod conns;
 pub mod fourlw;
@@ -28,6 +29,7 @@ mod msg;
 mod pending;
 pub(crate) mod read;
 pub(crate) mod reply;
+mod sample;
 mod snapshots;
 mod stats;
 pub mod watch;

@@ -230,7 +230,7 @@ pub enum CoreMsg {
         conn: ConnId,
     },
     /// An AdminServer command, a metrics scrape or a readiness probe (src/admin).
-    Admin(crate::admin::Query),
+    Admin(super::admin::Query),
     FourLetter {
         word: FourLetterWord,
         out: OutTx,

@@ -14,6 +14,7 @@ pub mod digest_record;
 pub mod log;
 pub mod recovery;
 pub mod snapshotter;
+pub mod timed_sink;
 
 use bytes::Bytes;
 use log::{Batch, LogMsg, LogRecord};

@@ -7,12 +7,14 @@
 //! `prometheus.rs` turns a sample into the Prometheus text format with the `prometheus`
 //! crate's encoder; `zk.rs` lists ZooKeeper's names and where each value comes from.
 
+pub mod monitor;
 pub mod progress;
 pub mod prometheus;
 pub mod sample;
 pub mod summary;
 pub mod zk;
 
+pub use monitor::monitor_json;
 pub use sample::{Entry, Sample, Value};
 pub use summary::Summary;
 
@@ -87,39 +89,5 @@ impl Shared {
     pub fn recovered(&self, ms: u64, txns: u64) {
         self.db_init_ms.lock().observe(ms);
         self.startup_txns.lock().observe(txns);
-    }
-}
-
-/// A log sink that times each sync and counts the records it covers (fsynctime,
-/// sync_processor_batch_size, palisade_wal_*), around the real sink.
-pub struct TimedSink {
-    inner: Box<dyn crate::durability::log::LogSink>,
-    pending: u64,
-}
-
-impl TimedSink {
-    pub fn new(inner: Box<dyn crate::durability::log::LogSink>) -> Self {
-        TimedSink { inner, pending: 0 }
-    }
-}
-
-impl crate::durability::log::LogSink for TimedSink {
-    fn append(&mut self, rec: &crate::durability::log::LogRecord) -> std::io::Result<()> {
-        self.pending = self.pending.saturating_add(1);
-        self.inner.append(rec)
-    }
-
-    fn sync(&mut self) -> std::io::Result<()> {
-        let t0 = std::time::Instant::now();
-        let r = self.inner.sync();
-        if r.is_ok() {
-            shared().log_synced(self.pending, t0.elapsed());
-        }
-        self.pending = 0;
-        r
-    }
-
-    fn purge(&mut self, keep_from: i64) -> std::io::Result<usize> {
-        self.inner.purge(keep_from)
     }
 }

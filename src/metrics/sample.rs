@@ -1,11 +1,7 @@
-//! One sample of every metric, taken on the core thread between messages, so every value in
-//! it describes the same moment.
+//! One sample of every metric (taken by the core, src/core/sample.rs, between two messages, so
+//! every value in it describes the same moment).
 
-use super::zk;
-use super::{shared, Summary};
-use crate::core::fourlw::VERSION;
-use crate::core::Core;
-use std::sync::atomic::Ordering;
+use super::Summary;
 
 /// How much of a summary is reported (ZooKeeper's DetailLevel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +32,7 @@ pub struct Sample {
 }
 
 impl Sample {
-    fn push(&mut self, name: &str, value: Value) {
+    pub fn push(&mut self, name: &str, value: Value) {
         self.entries.push(Entry {
             name: name.to_string(),
             value,
@@ -49,140 +45,5 @@ impl Sample {
             .iter()
             .find(|e| e.name == name)
             .map(|e| &e.value)
-    }
-}
-
-/// (open, maximum) file descriptors of this process, from /proc (Linux); None elsewhere.
-fn file_descriptors() -> Option<(i64, i64)> {
-    let open = std::fs::read_dir("/proc/self/fd").ok()?.count();
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let max = limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))?
-        .split_whitespace()
-        .nth(3)?
-        .parse()
-        .ok()?;
-    Some((i64::try_from(open).unwrap_or(i64::MAX), max))
-}
-
-fn int(n: usize) -> Value {
-    Value::Gauge(i64::try_from(n).unwrap_or(i64::MAX))
-}
-
-fn int64(n: u64) -> Value {
-    Value::Gauge(i64::try_from(n).unwrap_or(i64::MAX))
-}
-
-impl Core {
-    /// Every metric now, in the order ZooKeeper 3.8's `monitor` lists them, then Palisade's.
-    pub(crate) fn metrics_sample(&self) -> Sample {
-        let mut s = Sample::default();
-        let st = &self.stats;
-        let avg = if st.latency_count == 0 {
-            0.0
-        } else {
-            ((st.latency_sum as f64 / st.latency_count as f64) * 10_000.0).round() / 10_000.0
-        };
-        let outstanding: usize = self.conns.values().map(|c| c.queue.len()).sum();
-        let (fd_open, fd_max) = file_descriptors().unwrap_or((-1, -1));
-        let tree = &self.state.tree;
-        s.push("version", Value::Text(VERSION.into()));
-        s.push("server_state", Value::Text("standalone".into()));
-        s.push("ephemerals_count", int(tree.ephemeral_count()));
-        // Client connections; unlike `mntr` no four-letter-word connection is counted.
-        s.push("num_alive_connections", int(self.conns.len()));
-        s.push("avg_latency", Value::GaugeF(avg));
-        s.push("outstanding_requests", int(outstanding));
-        s.push("znode_count", int(tree.znode_count()));
-        s.push("global_sessions", int(self.liveness.len()));
-        s.push("non_mtls_remote_conn_count", Value::Gauge(0));
-        // Reply sizes (notifications are not counted); -1 before the first, as ZooKeeper.
-        let (last, min, max) = st.response_sizes();
-        s.push("last_client_response_size", Value::Gauge(last));
-        s.push("packets_sent", int64(st.sent));
-        s.push("packets_received", int64(st.received));
-        s.push("max_client_response_size", Value::Gauge(max));
-        s.push("connection_drop_probability", Value::GaugeF(0.0));
-        s.push("watch_count", int(self.watches.count()));
-        s.push("auth_failed_count", Value::Gauge(0));
-        s.push("min_latency", int64(st.latency_min));
-        s.push("max_file_descriptor_count", Value::Gauge(fd_max));
-        s.push("approximate_data_size", int64(tree.approximate_data_size()));
-        s.push("open_file_descriptor_count", Value::Gauge(fd_open));
-        s.push("local_sessions", Value::Gauge(0));
-        s.push("uptime", int64(self.started.elapsed().as_millis() as u64));
-        s.push("max_latency", int64(st.latency_max));
-        s.push("outstanding_tls_handshake", Value::Gauge(0));
-        s.push("min_client_response_size", Value::Gauge(min));
-        s.push("non_mtls_local_conn_count", Value::Gauge(0));
-
-        let sh = shared();
-        for &name in zk::COUNTERS {
-            let v = match name {
-                "connection_rejected" => sh.connections_rejected.load(Ordering::Relaxed),
-                // Every request passes prep in ZooKeeper, reads included.
-                "prep_processor_request_queued" => st.received,
-                "connection_request_count" => self.metrics.connection_requests,
-                "sync_processor_request_queued" => sh.log_records.load(Ordering::Relaxed),
-                "response_bytes" => self.metrics.response_bytes,
-                _ => 0,
-            };
-            s.push(name, Value::Counter(v));
-        }
-        for &name in zk::BASIC_SUMMARIES {
-            let v = match name {
-                "fsynctime" => sh.fsync_ms.lock().clone(),
-                "snapshottime" => sh.snapshot_ms.lock().clone(),
-                "dbinittime" => sh.db_init_ms.lock().clone(),
-                "startup_txns_loaded" => sh.startup_txns.lock().clone(),
-                "sync_processor_batch_size" => sh.batch_records.lock().clone(),
-                _ => Summary::default(),
-            };
-            s.push(name, Value::Summary(v, Detail::Basic));
-        }
-        for &name in zk::ADVANCED_SUMMARIES {
-            let v = match name {
-                "readlatency" => self.metrics.read_latency.clone(),
-                "updatelatency" => self.metrics.update_latency.clone(),
-                _ => Summary::default(),
-            };
-            s.push(name, Value::Summary(v, Detail::Advanced));
-        }
-
-        s.push(
-            "palisade_wal_fsyncs_total",
-            Value::Counter(sh.fsyncs.load(Ordering::Relaxed)),
-        );
-        s.push(
-            "palisade_wal_records_total",
-            Value::Counter(sh.log_records.load(Ordering::Relaxed)),
-        );
-        s.push(
-            "palisade_wal_batch_records",
-            Value::Summary(sh.batch_records.lock().clone(), Detail::Advanced),
-        );
-        s.push(
-            "palisade_wal_fsync_micros",
-            Value::Summary(sh.fsync_micros.lock().clone(), Detail::Advanced),
-        );
-        s.push(
-            "palisade_snapshots_written_total",
-            Value::Counter(sh.snapshots.load(Ordering::Relaxed)),
-        );
-        s.push(
-            "palisade_snapshot_write_ms",
-            Value::Summary(sh.snapshot_ms.lock().clone(), Detail::Basic),
-        );
-        s.push(
-            "palisade_snapshot_capture_ms",
-            Value::Summary(sh.capture_ms.lock().clone(), Detail::Basic),
-        );
-        s.push(
-            "palisade_connections_closed_output_budget_total",
-            Value::Counter(sh.output_budget_closed.load(Ordering::Relaxed)),
-        );
-        s.push("palisade_last_zxid", Value::Gauge(self.state.zxid()));
-        s
     }
 }

@@ -6,7 +6,9 @@
 //! replayed through `State::apply` with Palisade's raise-only rules: counters and zxids only
 //! rise, so txns the capture already reflects change nothing and the suffix counters come out
 //! as the live server had them. ZooKeeper's digest is checked where it recorded one: when the
-//! replay reaches the snapshot's digest zxid, and after the last txn. The result is written
+//! replay reaches the snapshot's digest zxid, with the txns, and after the last txn. A
+//! snapshot the logs cannot complete (or whose replay disagrees with a digest) gives way to
+//! an older one, as a damaged one does. The result is written
 //! with the snapshot and WAL crates' writers: one snapshot at the last zxid, an empty log.
 
 use super::zktree;
@@ -95,10 +97,14 @@ fn replay(
     let mut replayed = 0u64;
     let mut checked = 0u64;
     let mut pending_digest = snap_digest.filter(|&(z, _)| z > 0 && z >= snap_zxid);
+    // A digest at the snapshot's own zxid describes the tree before the first txn of the fuzzy
+    // window, but ZooKeeper may have been applying that txn while it wrote the file, so the
+    // file can hold part of it: the digest is comparable only if no txn follows. ZooKeeper
+    // compares it only when it applies a txn of that zxid, which a replay never does.
+    let mut at_start = None;
     if let Some((z, d)) = pending_digest {
         if z == snap_zxid {
-            check_digest(&state, d, "the snapshot's")?;
-            checked += 1;
+            at_start = Some(d);
             pending_digest = None;
         }
     }
@@ -200,6 +206,16 @@ fn replay(
             state.zxid()
         ));
     }
+    if let Some(d) = at_start {
+        if state.zxid() == snap_zxid {
+            check_digest(&state, d, "the snapshot's")?;
+            checked += 1;
+        } else {
+            notes.push(format!(
+                "the snapshot's digest is at its own zxid {snap_zxid:#x}, before its fuzzy window; checked against the txns' digests instead"
+            ));
+        }
+    }
     if let Some(d) = last_digest.filter(|d| d.version == zkdisk::snap::DIGEST_VERSION) {
         if state.zxid() > snap_zxid {
             check_digest(&state, d.tree_digest, "recorded with the last txn")?;
@@ -207,6 +223,11 @@ fn replay(
         }
     }
     Ok((state, replayed, checked))
+}
+
+/// Whether a snapshot older than `zxid` is listed (the list is newest first).
+fn older_exists(snaps: &[zkdisk::SnapFile], zxid: i64) -> bool {
+    snaps.iter().take(100).any(|s| s.zxid < zxid)
 }
 
 fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path) -> Result<Rebuilt, String> {
@@ -232,7 +253,25 @@ fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path) -> Result<Rebuilt, String> {
         let state =
             from_snapshot(&snap, f.zxid).map_err(|e| format!("{}: {e}", f.path.display()))?;
         let digest = snap.digest.as_ref().map(|d| (d.zxid, d.digest));
-        let (state, replayed, checked) = replay(state, &logs, digest, &mut notes)?;
+        // A snapshot whose fuzzy window the logs cannot complete (a txn it saw is torn or
+        // missing) or whose replay disagrees with ZooKeeper's digest is not a state ZooKeeper
+        // had: an older snapshot may still reach every intact txn, and if it cannot, its
+        // own error is the answer.
+        let mut tried = Vec::new();
+        let (state, replayed, checked) = match replay(state, &logs, digest, &mut tried) {
+            Ok(r) => {
+                notes.append(&mut tried);
+                r
+            }
+            Err(e) if older_exists(&snaps.snapshots, f.zxid) => {
+                notes.push(format!(
+                    "skipped snapshot {}: {e}; trying an older one",
+                    f.path.display()
+                ));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         return Ok(Rebuilt {
             state,
             snapshot: Some(f.path.clone()),

@@ -1,0 +1,271 @@
+//! What the AdminServer asks the core, and the core's answers: the commands that need the
+//! core's data (connections, sessions, watches, the tree's digest, the metrics sample) are
+//! built here on the core thread, between two messages, as a four-letter word is. The HTTP
+//! side (src/admin/) sends a [`Query`] in `CoreMsg::Admin` and awaits the reply.
+
+use super::fourlw::VERSION;
+use super::Core;
+use crate::metrics::{monitor_json, Sample};
+use serde_json::{json, Map, Value};
+use tokio::sync::oneshot;
+
+/// A JSON object, in the shape ZooKeeper's CommandResponse serializes.
+pub type Json = Map<String, Value>;
+
+/// A command the core answers (the others need only the configuration or the files).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreCmd {
+    Connections,
+    ConnectionStatReset,
+    Dump,
+    Hash,
+    Monitor,
+    ServerStats,
+    Stats,
+    StatReset,
+    WatchSummary,
+    Watches,
+    WatchesByPath,
+}
+
+/// What the HTTP side asks the core.
+pub enum Query {
+    Command {
+        cmd: CoreCmd,
+        reply: oneshot::Sender<Json>,
+    },
+    Metrics {
+        reply: oneshot::Sender<Sample>,
+    },
+    /// Answered as soon as the core reads it: the core is running and serving.
+    Ready {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+impl Core {
+    /// Answers an admin query (a dropped receiver means the HTTP request went away).
+    pub(crate) fn admin(&mut self, q: Query) {
+        match q {
+            Query::Command { cmd, reply } => {
+                let _ = reply.send(self.admin_command(cmd));
+            }
+            Query::Metrics { reply } => {
+                let _ = reply.send(self.metrics_sample());
+            }
+            Query::Ready { reply } => {
+                let _ = reply.send(());
+            }
+        }
+    }
+}
+
+fn obj(v: Value) -> Json {
+    match v {
+        Value::Object(m) => m,
+        _ => Json::new(),
+    }
+}
+
+fn latency_avg(c: &Core) -> f64 {
+    let s = &c.stats;
+    if s.latency_count == 0 {
+        0.0
+    } else {
+        ((s.latency_sum as f64 / s.latency_count as f64) * 10_000.0).round() / 10_000.0
+    }
+}
+
+/// ZooKeeper's client_response_stats: reply sizes without the length prefix (-1: none yet).
+fn response_sizes(c: &Core) -> Value {
+    let (last, min, max) = c.stats.response_sizes();
+    json!({ "last_buffer_size": last, "min_buffer_size": min, "max_buffer_size": max })
+}
+
+impl Core {
+    fn server_stats_json(&self) -> Json {
+        let s = &self.stats;
+        let outstanding: usize = self.conns.values().map(|c| c.queue.len()).sum();
+        obj(json!({
+            "version": VERSION,
+            "read_only": false,
+            "server_stats": {
+                "packets_sent": s.sent,
+                "packets_received": s.received,
+                "fsync_threshold_exceed_count": 0,
+                "client_response_stats": response_sizes(self),
+                "provider_null": false,
+                // Filled in by the HTTP side (a directory walk is kept off the core).
+                "data_dir_size": 0,
+                "log_dir_size": 0,
+                "server_state": "standalone",
+                "last_processed_zxid": self.state.zxid(),
+                "outstanding_requests": outstanding,
+                "avg_latency": latency_avg(self),
+                "max_latency": s.latency_max,
+                "min_latency": s.latency_min,
+                "num_alive_client_connections": self.conns.len(),
+                "uptime": self.started.elapsed().as_millis() as u64,
+                "auth_failed_count": 0,
+                "non_mtlsremote_conn_count": 0,
+                "non_mtlslocal_conn_count": 0,
+            },
+            "client_response": response_sizes(self),
+            "node_count": self.state.tree.znode_count(),
+        }))
+    }
+
+    /// Connections sorted by id, so answers are stable.
+    fn sorted_conns(&self) -> Vec<&super::Conn> {
+        let mut ids: Vec<_> = self.conns.keys().copied().collect();
+        ids.sort_unstable();
+        ids.iter().filter_map(|id| self.conns.get(id)).collect()
+    }
+
+    /// A core command's fields.
+    pub(crate) fn admin_command(&mut self, cmd: CoreCmd) -> Json {
+        match cmd {
+            CoreCmd::Connections => {
+                let list: Vec<Value> = self
+                    .sorted_conns()
+                    .into_iter()
+                    .map(|c| {
+                        json!({
+                            "remote_socket_address": c.peer.to_string(),
+                            "interest_ops": 1,
+                            "outstanding_requests": c.queue.len(),
+                            "packets_received": c.received,
+                            "packets_sent": c.sent,
+                            "session_id": c.session,
+                            // Not tracked per connection: ZooKeeper's values before the first
+                            // request completes.
+                            "last_operation": "NA",
+                            "established": c.established,
+                            "session_timeout": c.timeout,
+                            "last_cxid": -1,
+                            "last_zxid": c.last_zxid,
+                            "last_response_time": 0,
+                            "last_latency": 0,
+                            "min_latency": 0,
+                            "avg_latency": 0,
+                            "max_latency": 0,
+                        })
+                    })
+                    .collect();
+                obj(json!({ "connections": list, "secure_connections": [] }))
+            }
+            CoreCmd::ConnectionStatReset => {
+                for c in self.conns.values_mut() {
+                    c.received = 0;
+                    c.sent = 0;
+                }
+                Json::new()
+            }
+            CoreCmd::Dump => {
+                let mut expiry: std::collections::BTreeMap<u64, Vec<i64>> = Default::default();
+                let mut ephemerals = Json::new();
+                let mut sessions: Vec<(i64, u64)> = self
+                    .liveness
+                    .iter()
+                    .map(|(id, s)| (*id, s.deadline_ms))
+                    .collect();
+                sessions.sort_unstable();
+                for (id, deadline) in sessions {
+                    expiry.entry(deadline).or_default().push(id);
+                    let paths: Vec<String> = self
+                        .state
+                        .tree
+                        .ephemerals_of(id)
+                        .map(|n| self.state.tree.path_of(n))
+                        .collect();
+                    if !paths.is_empty() {
+                        ephemerals.insert(id.to_string(), json!(paths));
+                    }
+                }
+                let expiry: Json = expiry
+                    .into_iter()
+                    .map(|(t, ids)| (t.to_string(), json!(ids)))
+                    .collect();
+                obj(json!({
+                    "expiry_time_to_session_ids": expiry,
+                    "session_id_to_ephemeral_paths": ephemerals,
+                }))
+            }
+            // Palisade's digest of the current tree (not ZooKeeper's digest function).
+            CoreCmd::Hash => obj(json!({
+                "digests": [{ "zxid": self.state.zxid(), "digest": self.state.tree.digest() }],
+            })),
+            CoreCmd::Monitor => monitor_json(&self.metrics_sample()),
+            CoreCmd::ServerStats => self.server_stats_json(),
+            CoreCmd::Stats => {
+                let mut m = self.server_stats_json();
+                let list: Vec<Value> = self
+                    .sorted_conns()
+                    .into_iter()
+                    .map(|c| {
+                        json!({
+                            "remote_socket_address": c.peer.to_string(),
+                            "interest_ops": 1,
+                            "outstanding_requests": c.queue.len(),
+                            "packets_received": c.received,
+                            "packets_sent": c.sent,
+                        })
+                    })
+                    .collect();
+                m.insert("connections".into(), json!(list));
+                m.insert("secure_connections".into(), json!([]));
+                m
+            }
+            CoreCmd::StatReset => {
+                self.stats = Default::default();
+                Json::new()
+            }
+            // The data-watch table, as wchs/wchc/wchp report it (see fourlw.rs).
+            CoreCmd::WatchSummary => {
+                let (conns, paths, total) = self.watches.data_summary();
+                obj(json!({
+                    "num_connections": conns,
+                    "num_paths": paths,
+                    "num_total_watches": total,
+                }))
+            }
+            CoreCmd::Watches => {
+                let mut rows: Vec<(i64, Vec<String>)> = self
+                    .watches
+                    .data_by_conn()
+                    .filter_map(|(c, paths)| {
+                        let mut paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+                        paths.sort_unstable();
+                        self.conns.get(&c).map(|conn| (conn.session, paths))
+                    })
+                    .collect();
+                rows.sort_unstable();
+                let map: Json = rows
+                    .into_iter()
+                    .map(|(s, p)| (s.to_string(), json!(p)))
+                    .collect();
+                obj(json!({ "session_id_to_watched_paths": map }))
+            }
+            CoreCmd::WatchesByPath => {
+                let mut map = Json::new();
+                let mut rows: Vec<(String, Vec<i64>)> = self
+                    .watches
+                    .data_by_path()
+                    .map(|(p, conns)| {
+                        let mut s: Vec<i64> = conns
+                            .iter()
+                            .filter_map(|c| self.conns.get(c).map(|conn| conn.session))
+                            .collect();
+                        s.sort_unstable();
+                        (p.to_string(), s)
+                    })
+                    .collect();
+                rows.sort_unstable();
+                for (p, s) in rows {
+                    map.insert(p, json!(s));
+                }
+                obj(json!({ "path_to_session_ids": map }))
+            }
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The layout's promise (ARCHITECTURE.md): `src/` reads as net → core → prep → state and
+//! core → durability → state, with no import circles between its top-level modules. This
+//! reads every non-test source file's `crate::` paths and checks the graph, so a new import
+//! that breaks the layering fails here rather than in a reader's head.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+/// What each layer may import from the crate (besides itself). Modules not listed are
+/// checked only for circles.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("path", &["limits"]),
+    ("acl", &["limits"]),
+    ("metrics", &[]),
+    ("limits", &[]),
+    ("spin", &[]),
+    ("state", &["acl", "path", "limits"]),
+    ("prep", &["acl", "path", "state", "limits"]),
+    ("durability", &["acl", "state", "metrics", "spin", "limits"]),
+    (
+        "core",
+        &[
+            "acl",
+            "path",
+            "state",
+            "prep",
+            "durability",
+            "metrics",
+            "spin",
+            "limits",
+        ],
+    ),
+    ("net", &["core", "limits", "metrics", "acl"]),
+];
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("read src/") {
+        let p = e.expect("dir entry").path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Test files and the shared test kit may reach anywhere.
+fn is_test_file(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.ends_with("_test.rs") || name == "testkit.rs"
+}
+
+/// The text of a file without its comments and its `#[cfg(test)] mod tests` tail.
+fn code(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn ident(s: &str) -> String {
+    s.trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// Every top-level module named after `crate::`, including `crate::{a::x, b}`.
+fn imports(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0usize;
+            let mut item = String::new();
+            for ch in group.chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.insert(ident(&item));
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                item.push(ch);
+            }
+            out.insert(ident(&item));
+        } else {
+            out.insert(ident(rest));
+        }
+    }
+    out.remove("");
+    out
+}
+
+fn graph() -> Graph {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut g = Graph::new();
+    for f in files.iter().filter(|f| !is_test_file(f)) {
+        let rel = f.strip_prefix(&src).expect("under src/");
+        let first = rel.components().next().expect("a component");
+        let top = first
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        let text = std::fs::read_to_string(f).expect("read source");
+        let entry = g.entry(top.clone()).or_default();
+        entry.extend(imports(&code(&text)).into_iter().filter(|m| *m != top));
+    }
+    g
+}
+
+/// A circle through `from`, if any: the path of modules back to it.
+fn circle(g: &Graph, from: &str) -> Option<Vec<String>> {
+    fn walk(
+        g: &Graph,
+        at: &str,
+        goal: &str,
+        seen: &mut BTreeSet<String>,
+        path: &mut Vec<String>,
+    ) -> bool {
+        for next in g.get(at).into_iter().flatten() {
+            if next == goal {
+                path.push(next.clone());
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if walk(g, next, goal, seen, path) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let mut path = vec![from.to_string()];
+    walk(g, from, from, &mut BTreeSet::new(), &mut path).then_some(path)
+}
+
+#[test]
+fn no_import_circles_between_top_level_modules() {
+    let g = graph();
+    assert!(
+        g.contains_key("core") && g.contains_key("state"),
+        "src/ layout not found: {g:?}"
+    );
+    for m in g.keys() {
+        if let Some(c) = circle(&g, m) {
+            panic!("import circle: {}", c.join(" → "));
+        }
+    }
+}
+
+#[test]
+fn each_layer_imports_only_what_is_below_it() {
+    let g = graph();
+    for (module, allowed) in ALLOWED {
+        let Some(uses) = g.get(*module) else {
+            panic!("module {module} not found in src/");
+        };
+        let bad: Vec<_> = uses
+            .iter()
+            .filter(|u| !allowed.contains(&u.as_str()))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{module} imports {bad:?}; it may import only {allowed:?}"
+        );
+    }
+}
+
+#[test]
+fn the_scanner_sees_grouped_and_nested_imports() {
+    let found = imports("use crate::{a::b, c::{d, e}, f};\nlet x = crate::g::h(); // crate::no");
+    let want: BTreeSet<String> = ["a", "c", "f", "g", "no"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(found, want);
+    assert_eq!(imports(&code("x // crate::no")), BTreeSet::new());
+    let mut g = Graph::new();
+    g.entry("a".into()).or_default().insert("b".into());
+    g.entry("b".into()).or_default().insert("a".into());
+    assert_eq!(
+        circle(&g, "a"),
+        Some(vec!["a".to_string(), "b".into(), "a".into()])
+    );
+}
