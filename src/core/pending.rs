@@ -3,6 +3,7 @@
 //! forwarded, whose zxid the follower does not know yet) finds its waiter too.
 
 use crate::core::watch::ConnId;
+use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -31,31 +32,49 @@ pub(crate) struct Waiter {
     pub at: Instant,
 }
 
+/// The waiters of one (session, cxid), in the order added: nearly always one, and an empty
+/// `VecDeque` allocates nothing. More than one when a client reuses a cxid while its earlier
+/// write is pending (the server's own txns for a session carry cxid 0 too).
+struct Slot {
+    first: Waiter,
+    rest: VecDeque<Waiter>,
+}
+
 #[derive(Default)]
 pub(crate) struct PendingWrites {
-    by_key: HashMap<(i64, i32), VecDeque<Waiter>>,
+    by_key: HashMap<(i64, i32), Slot>,
     len: usize,
 }
 
 impl PendingWrites {
     pub fn add(&mut self, session: i64, cxid: i32, w: Waiter) {
-        self.by_key.entry((session, cxid)).or_default().push_back(w);
+        match self.by_key.entry((session, cxid)) {
+            Entry::Vacant(v) => {
+                v.insert(Slot {
+                    first: w,
+                    rest: VecDeque::new(),
+                });
+            }
+            Entry::Occupied(mut o) => o.get_mut().rest.push_back(w),
+        }
         self.len += 1;
     }
 
     /// The waiter of the committed txn (session, cxid, zxid), if it is one of ours. Waiters
     /// of one key commit in the order they were added.
     pub fn take(&mut self, session: i64, cxid: i32, zxid: i64) -> Option<Waiter> {
-        let q = self.by_key.get_mut(&(session, cxid))?;
-        if q.front()?.zxid.is_some_and(|z| z != zxid) {
+        let Entry::Occupied(mut o) = self.by_key.entry((session, cxid)) else {
+            return None;
+        };
+        if o.get().first.zxid.is_some_and(|z| z != zxid) {
             return None;
         }
-        let w = q.pop_front();
-        if q.is_empty() {
-            self.by_key.remove(&(session, cxid));
-        }
         self.len -= 1;
-        w
+        let slot = o.get_mut();
+        Some(match slot.rest.pop_front() {
+            Some(next) => std::mem::replace(&mut slot.first, next),
+            None => o.remove().first,
+        })
     }
 
     #[cfg(test)]

@@ -113,7 +113,7 @@ impl Capture {
             out,
             &NodeItem {
                 parent,
-                name: n.name().as_bytes(),
+                name: n.name_bytes(),
                 data: n.data(),
                 acl,
                 czxid: n.czxid,

@@ -39,9 +39,10 @@ impl DataTree {
     /// If `id` is a limits or stats node, the quota'd path it belongs to.
     fn quota_node_target(&self, id: NodeId) -> Option<(bool, String)> {
         let n = self.node(id)?;
-        let is_limits = match n.name() {
-            LIMITS => true,
-            STATS => false,
+        // Bytes, not `name()`: this runs for every node a write touches.
+        let is_limits = match n.name_bytes() {
+            b if b == LIMITS.as_bytes() => true,
+            b if b == STATS.as_bytes() => false,
             _ => return None,
         };
         let parent = self.path_of(n.parent);
