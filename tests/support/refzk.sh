@@ -34,6 +34,8 @@ start)
   for m in buffer codec common handler resolver transport transport-native-epoll transport-native-unix-common; do
     [ -f "/usr/share/java/netty-$m.jar" ] && cp="$cp:/usr/share/java/netty-$m.jar"
   done
+  # snapshot.compression.method=snappy needs snappy-java (the migration test reads such snapshots).
+  [ -f /usr/share/java/snappy-java.jar ] && cp="$cp:/usr/share/java/snappy-java.jar"
   # shellcheck disable=SC2086
   nohup java -Xmx512m -Dzookeeper.extendedTypesEnabled=true -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
     -cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/zk.log" 2>&1 &

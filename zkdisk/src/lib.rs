@@ -22,6 +22,7 @@ pub mod error;
 pub mod log;
 pub mod session;
 pub mod snap;
+mod snappy;
 
 pub use dir::{list, Compression, SnapFile, ZkFiles, VERSION_DIR};
 pub use error::ZkError;

@@ -212,15 +212,10 @@ pub fn encode_snapshot(s: &ZkSnapshot) -> Bytes {
     out.freeze()
 }
 
-/// Reads and checks one snapshot file (plain or `.gz`).
+/// Reads and checks one snapshot file (plain, `.gz` or `.snappy`); the seals are checked over
+/// the decompressed stream, as SnapStream does.
 pub fn read_snapshot(path: &Path) -> Result<ZkSnapshot, ZkError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name.ends_with(".snappy") {
-        return Err(ZkError::Unsupported {
-            path: path.to_path_buf(),
-            reason: "snappy-compressed snapshots are not supported yet; restart ZooKeeper with zookeeper.snapshot.compression.method=gz or none and let it write a new snapshot".into(),
-        });
-    }
     let mut bytes = std::fs::read(path).map_err(ZkError::io(path))?;
     if name.ends_with(".gz") {
         // SnapStream checks the seals over the decompressed stream.
@@ -234,6 +229,12 @@ pub fn read_snapshot(path: &Path) -> Result<ZkSnapshot, ZkError> {
                 reason: format!("gzip stream: {e}"),
             })?;
         bytes = plain;
+    } else if name.ends_with(".snappy") {
+        bytes = crate::snappy::decode(&bytes).map_err(|(offset, reason)| ZkError::Corrupt {
+            path: path.to_path_buf(),
+            offset: offset as u64,
+            reason,
+        })?;
     }
     decode_snapshot(Bytes::from(bytes), path)
 }
