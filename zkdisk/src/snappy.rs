@@ -8,6 +8,10 @@
 const MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
 const HEADER_LEN: usize = 16;
 
+fn be_i32(b: &[u8]) -> Option<i32> {
+    Some(i32::from_be_bytes(b.try_into().ok()?))
+}
+
 /// The decompressed stream, or where and why it is malformed.
 pub fn decode(bytes: &[u8]) -> Result<Vec<u8>, (usize, String)> {
     let mut out = Vec::new();
@@ -19,11 +23,11 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<u8>, (usize, String)> {
         if rest.starts_with(&MAGIC) {
             let version = rest
                 .get(8..12)
-                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                .and_then(be_i32)
                 .ok_or((at, "stream header cut short".to_string()))?;
             let compatible = rest
                 .get(12..16)
-                .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                .and_then(be_i32)
                 .ok_or((at, "stream header cut short".to_string()))?;
             if compatible > 1 {
                 return Err((at, format!("snappy-java stream version {version}, needs a reader of version {compatible}")));
@@ -40,7 +44,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<u8>, (usize, String)> {
         }
         let len = rest
             .get(..4)
-            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .and_then(be_i32)
             .ok_or((at, "block length cut short".to_string()))?;
         let len = usize::try_from(len).map_err(|_| (at, format!("negative block length {len}")))?;
         let block = rest.get(4..).and_then(|r| r.get(..len)).ok_or((
