@@ -56,6 +56,7 @@ fn cfg() -> CoreConfig {
         container_check_ms: 0,
         spin_wait: std::time::Duration::ZERO,
         zookeeper_sessions: Default::default(),
+        auth: Default::default(),
     }
 }
 
