@@ -181,8 +181,8 @@ impl SaslSettings {
 mod tests {
     use super::*;
 
-    fn jaas(dir: &std::path::Path, text: &str) -> PathBuf {
-        let p = dir.join("jaas.conf");
+    fn jaas(dir: &tempfile::TempDir, text: &str) -> PathBuf {
+        let p = dir.path().join("jaas.conf");
         std::fs::write(&p, text).unwrap();
         p
     }
@@ -249,13 +249,7 @@ mod tests {
             .contains("GSSAPI/Kerberos is not"));
     }
 
-    fn tempfile_dir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "palisade-sasl-settings-{}-{}",
-            std::process::id(),
-            fastrand::u64(..)
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn tempfile_dir() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
     }
 }
