@@ -369,9 +369,14 @@ def test_required_refuses_requests_before_sasl(required_server):
     xid, zxid, err, body = get_data(r, "/")
     assert (zxid, err, body) == (0, REQUIRE_SASL, b"")
     assert r.closed()
-    # a ping too
+    # a ping too, a create, and an opcode that does not exist
     r = Raw(required_server.port)
     assert r.request(11, xid=-2)[2] == REQUIRE_SASL and r.closed()
+    r = Raw(required_server.port)
+    create = struct.pack(">i", 2) + b"/x" + struct.pack(">i", -1) + struct.pack(">i", 0) + struct.pack(">i", 0)
+    assert r.request(1, create)[2] == REQUIRE_SASL and r.closed()
+    r = Raw(required_server.port)
+    assert r.request(999)[2] == REQUIRE_SASL and r.closed()
 
 
 def test_required_failed_sasl_is_session_closed_require_sasl(required_server):
