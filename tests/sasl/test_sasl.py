@@ -438,3 +438,29 @@ def test_zkcli_with_client_jaas(open_server, work):
             bob.get(path)
     finally:
         done(bob)
+
+
+# --- start-up refusals (Palisade only: ZooKeeper starts, see docs/SASL.md) ------------------
+
+@pytest.mark.parametrize("case", ["no-jaas", "kerberos", "no-section", "enforce-unknown"])
+def test_palisade_refuses_incomplete_sasl_configs(work, case):
+    if TARGET == "zookeeper":
+        pytest.skip("Palisade's start-up checks")
+    d = tempfile.mkdtemp(prefix="sasl-refuse.", dir=work)
+    krb = os.path.join(d, "krb.jaas")
+    with open(krb, "w") as f:
+        f.write("Server {\n  com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true;\n};\n")
+    lines, needle = {
+        "no-jaas": ([PROVIDER], "no JAAS file"),
+        "kerberos": ([PROVIDER, f"jaasLoginConfig={krb}"], "GSSAPI/Kerberos is not"),
+        "no-section": ([PROVIDER, f"jaasLoginConfig={krb}", "sasl.serverconfig=Nope"],
+                       "no JAAS configuration section named 'Nope'"),
+        "enforce-unknown": (["enforce.auth.enabled=true", "enforce.auth.schemes=sasl"],
+                            "authentication scheme sasl is not available"),
+    }[case]
+    cfg = os.path.join(d, "zoo.cfg")
+    with open(cfg, "w") as f:
+        f.write("\n".join([f"dataDir={d}/data", f"clientPort={BASE + 4}", "clientPortAddress=127.0.0.1",
+                           "admin.enableServer=false"] + lines) + "\n")
+    r = subprocess.run([BIN, cfg], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and needle in r.stderr, r.stderr[-2000:]
