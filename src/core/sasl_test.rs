@@ -171,3 +171,31 @@ fn unconfigured_sasl_is_ok_with_a_null_token() {
     assert_eq!((r[0].1, r[0].2, closed), (0, 0, false));
     assert_eq!(token(&r[0].3), None);
 }
+
+#[test]
+fn super_user_gets_super_and_allow_failed_keeps_the_connection() {
+    let mut h = with_sasl(&[]);
+    let users = [("alice".to_string(), "alice-secret".to_string())].into();
+    h.core.cfg.auth.sasl = Some(Arc::new(Sasl {
+        users,
+        super_users: ["alice".to_string()].into(),
+        allow_failed: true,
+    }));
+    let mut c = h.connect();
+    let ((_, _, err, _), closed) = login(&mut h, &mut c, "alice-secret");
+    assert_eq!((err, closed), (0, false));
+    assert!(has(&h, &c, "sasl", "alice") && has(&h, &c, "super", ""));
+    // allowSaslFailedClients: OK with a null token, the connection stays, no identity.
+    let mut c = h.connect();
+    let ((_, _, err, body), closed) = login(&mut h, &mut c, "wrong");
+    assert_eq!((err, token(&body), closed), (0, None, false));
+    assert!(!has(&h, &c, "sasl", "alice"));
+    // ...but not when SASL is required.
+    h.core.cfg.auth.enforce = vec!["sasl".into()];
+    let mut c = h.connect();
+    let ((_, _, err, _), closed) = login(&mut h, &mut c, "wrong");
+    assert_eq!(
+        (err, closed),
+        (ErrorCode::SessionClosedRequireSaslAuth.code(), true)
+    );
+}

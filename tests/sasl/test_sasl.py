@@ -412,18 +412,33 @@ def test_auth_failed_count(open_server):
 
 # --- zkCli.sh with a client JAAS file -----------------------------------------------------
 
-def test_zkcli_with_client_jaas(open_server, work):
+def zkcli(port, jaas, *cmd):
+    env = dict(os.environ, CLIENT_JVMFLAGS=f"-Djava.security.auth.login.config={jaas}")
+    r = subprocess.run(["/usr/share/zookeeper/bin/zkCli.sh", "-server", f"127.0.0.1:{port}", *cmd],
+                       capture_output=True, text=True, timeout=60, env=env)
+    return r.stdout + r.stderr
+
+
+def client_jaas(work):
     jaas = os.path.join(work, "client.jaas")
     with open(jaas, "w") as f:
         f.write('Client {\n    org.apache.zookeeper.server.auth.DigestLoginModule required\n'
                 '    username="alice"\n    password="alice-secret";\n};\n')
+    return jaas
+
+
+def test_zkcli_on_the_required_server(required_server, work):
+    path = f"/zkcli-required-{time.time_ns()}"
+    out = zkcli(required_server.port, client_jaas(work), "create", path, "r")
+    assert f"Created {path}" in out, out[-2000:]
+
+
+def test_zkcli_with_client_jaas(open_server, work):
+    jaas = client_jaas(work)
     path = f"/zkcli-sasl-{time.time_ns()}"
-    env = dict(os.environ, CLIENT_JVMFLAGS=f"-Djava.security.auth.login.config={jaas}")
 
     def cli(*cmd):
-        r = subprocess.run(["/usr/share/zookeeper/bin/zkCli.sh", "-server", f"127.0.0.1:{open_server.port}", *cmd],
-                           capture_output=True, text=True, timeout=60, env=env)
-        return r.stdout + r.stderr
+        return zkcli(open_server.port, jaas, *cmd)
 
     out = cli("create", path, "from-zkcli", "sasl:alice:cdrwa")
     assert f"Created {path}" in out, out[-2000:]
