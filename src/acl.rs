@@ -18,6 +18,24 @@ pub fn enable_x509() {
     X509_PROVIDER.store(true, Ordering::Relaxed);
 }
 
+/// Whether the `sasl` provider is registered (authProvider.N=SASLAuthenticationProvider), as
+/// `x509`: a `sasl` ACL is INVALIDACL unless it is.
+static SASL_PROVIDER: AtomicBool = AtomicBool::new(false);
+
+/// Registers the `sasl` provider (server start-up with SASL configured).
+pub fn enable_sasl() {
+    SASL_PROVIDER.store(true, Ordering::Relaxed);
+}
+
+/// ZooKeeper's SASLAuthenticationProvider.isValid: a name KerberosName accepts (one with an
+/// `@` must be `primary[/instance]@REALM`).
+fn sasl_id_valid(id: &str) -> bool {
+    let Some((name, realm)) = id.rsplit_once('@') else {
+        return true;
+    };
+    !realm.contains('/') && name.split('/').count() <= 2 && !name.contains('@')
+}
+
 pub const READ: i32 = 1;
 pub const WRITE: i32 = 2;
 pub const CREATE: i32 = 4;
@@ -102,7 +120,7 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Result<Vec<Entry>, ErrorCo
                 let mut any = false;
                 for cid in auth
                     .iter()
-                    .filter(|c| matches!(&*c.scheme, "digest" | "x509"))
+                    .filter(|c| matches!(&*c.scheme, "digest" | "x509" | "sasl"))
                 {
                     any = true;
                     push(
@@ -127,6 +145,14 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Result<Vec<Entry>, ErrorCo
                 &mut out,
             ),
             "x509" if X509_PROVIDER.load(Ordering::Relaxed) && !id.is_empty() => push(
+                Entry {
+                    perms: a.perms,
+                    scheme: scheme.into(),
+                    id: id.into(),
+                },
+                &mut out,
+            ),
+            "sasl" if SASL_PROVIDER.load(Ordering::Relaxed) && sasl_id_valid(id) => push(
                 Entry {
                     perms: a.perms,
                     scheme: scheme.into(),
@@ -160,6 +186,10 @@ pub fn check(acl: &[Entry], perm: i32, auth: &[AuthId]) -> bool {
             "world" => &*e.id == "anyone",
             "digest" => auth.iter().any(|a| &*a.scheme == "digest" && a.id == e.id),
             "x509" => auth.iter().any(|a| &*a.scheme == "x509" && a.id == e.id),
+            // SASLAuthenticationProvider.matches: the same name, or the SASL user "super".
+            "sasl" => auth
+                .iter()
+                .any(|a| &*a.scheme == "sasl" && (a.id == e.id || &*a.id == "super")),
             "ip" => auth
                 .iter()
                 .any(|a| &*a.scheme == "ip" && ip_matches(&e.id, &a.id)),

@@ -49,6 +49,9 @@ pub struct Config {
     pub tls: crate::net::tls::TlsConfig,
     /// The AdminServer and the Prometheus endpoint (`admin.*`, `metricsProvider.*`).
     pub admin: AdminConfig,
+    /// SASL and enforced authentication (`authProvider.N`, `jaasLoginConfig`,
+    /// `enforce.auth.*`, ...; see auth/settings.rs and docs/SASL.md).
+    pub sasl: crate::auth::SaslSettings,
 }
 
 /// `admin.*` and `metricsProvider.*`, with ZooKeeper 3.8's defaults except where noted.
@@ -130,6 +133,7 @@ impl Default for Config {
             secure_client_port_address: None,
             port_unification: false,
             tls: Default::default(),
+            sasl: Default::default(),
         }
     }
 }
@@ -330,6 +334,7 @@ impl Config {
                 "authProvider.x509"
                     if v == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" => {}
                 k if k.starts_with("ssl.") && self.tls.apply(k, v)? => {}
+                k if self.sasl.apply(k, v)? => {}
                 // Accepted for compatibility; they have no effect on a standalone server.
                 "initLimit"
                 | "syncLimit"
@@ -357,6 +362,14 @@ impl Config {
             self.tls.validate()?;
         }
         Ok(unknown)
+    }
+
+    /// Takes the SASL settings among the `-D` flags of SERVER_JVMFLAGS and JVMFLAGS (what
+    /// zkServer.sh passes to ZooKeeper's JVM, SERVER_JVMFLAGS first). Apply before zoo.cfg,
+    /// which wins, as in ZooKeeper.
+    pub fn apply_jvm_flags(&mut self, server_jvmflags: &str, jvmflags: &str) -> Result<(), String> {
+        self.sasl
+            .apply_jvm_flags(&format!("{server_jvmflags} {jvmflags}"))
     }
 
     /// Whether to listen for plaintext clients on clientPort: unless the config names only a

@@ -21,6 +21,7 @@
 
 pub mod acl;
 pub mod admin;
+pub mod auth;
 pub mod config;
 pub mod core;
 pub mod durability;

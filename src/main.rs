@@ -72,6 +72,8 @@ fn init_logs(format: LogFormat) {
 
 fn parse_args() -> Result<Config, String> {
     let mut cfg = Config::default();
+    let env = |k| std::env::var(k).unwrap_or_default();
+    cfg.apply_jvm_flags(&env("SERVER_JVMFLAGS"), &env("JVMFLAGS"))?;
     let mut args = std::env::args().skip(1);
     let mut overrides = Vec::new();
     let mut truncate = false;

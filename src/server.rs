@@ -196,6 +196,12 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     } else {
         None
     };
+    // SASL users from the JAAS file, and enforce.auth: refused here, before any port is
+    // served, if the configuration is incomplete.
+    let auth = cfg.sasl.resolve(tls.is_some()).map_err(io::Error::other)?;
+    if auth.sasl.is_some() {
+        crate::acl::enable_sasl();
+    }
     let secure = match cfg.secure_client_port {
         Some(port) => {
             let host = cfg
@@ -242,6 +248,7 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
         container_check_ms: cfg.container_check_interval_ms,
         spin_wait,
         zookeeper_sessions: crate::migrate::import::imported_sessions(&cfg.data_dir),
+        auth,
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
     let durable_tx = core_tx.clone();

@@ -14,6 +14,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("path", &["limits"]),
     ("acl", &["limits"]),
     ("metrics", &[]),
+    ("auth", &[]),
     ("limits", &[]),
     ("spin", &[]),
     ("state", &["acl", "path", "limits"]),
@@ -23,6 +24,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "core",
         &[
             "acl",
+            "auth",
             "path",
             "state",
             "prep",

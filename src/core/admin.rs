@@ -106,7 +106,7 @@ impl Core {
                 "min_latency": s.latency_min,
                 "num_alive_client_connections": self.conns.len(),
                 "uptime": self.started.elapsed().as_millis() as u64,
-                "auth_failed_count": 0,
+                "auth_failed_count": self.metrics.auth_failed,
                 "non_mtlsremote_conn_count": 0,
                 "non_mtlslocal_conn_count": 0,
             },

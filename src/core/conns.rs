@@ -45,6 +45,8 @@ pub(crate) struct Conn {
     pub seen_written: u64,
     /// When the handshake was answered, wall-clock ms (the admin `connections` command).
     pub established: i64,
+    /// This connection's SASL exchange (one per connection, as ZooKeeper's per-cnxn server).
+    pub sasl: crate::auth::digest_md5::Exchange,
 }
 
 impl Core {

@@ -56,6 +56,7 @@ fn cfg() -> CoreConfig {
         container_check_ms: 0,
         spin_wait: std::time::Duration::ZERO,
         zookeeper_sessions: Default::default(),
+        auth: Default::default(),
     }
 }
 
@@ -990,3 +991,6 @@ fn over_the_server_wide_budget_every_connections_reads_wait_until_it_drains() {
     h.core.handle(CoreMsg::Drained(None));
     assert_eq!(xids(&b.drain()), vec![2]);
 }
+
+#[path = "sasl_test.rs"]
+mod sasl;

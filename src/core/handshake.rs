@@ -72,6 +72,7 @@ impl Core {
             timeout,
             seen_written: 0,
             established: super::wall_ms(),
+            sasl: Default::default(),
         };
         if req.session_id == 0 {
             let id = self.liveness.allocate_id();

@@ -12,6 +12,9 @@ use std::time::Instant;
 impl Core {
     pub(super) fn request(&mut self, conn_id: ConnId, xid: i32, req: Request) {
         let now = self.now_ms();
+        if !self.authenticated_enough(conn_id, xid, Some(req.op_code())) {
+            return;
+        }
         let Some(conn) = self.conns.get_mut(&conn_id) else {
             return;
         };
@@ -66,6 +69,9 @@ impl Core {
     /// UNIMPLEMENTED and a close; a malformed auth packet a close; any other malformed body
     /// MARSHALLINGERROR, through an error txn consuming a zxid for write opcodes.
     pub(super) fn bad(&mut self, conn_id: ConnId, xid: i32, op: i32, error: DecodeError) {
+        if !self.authenticated_enough(conn_id, xid, OpCode::from_i32(op)) {
+            return;
+        }
         let Some(conn) = self.conns.get_mut(&conn_id) else {
             return;
         };

@@ -30,6 +30,7 @@ mod pending;
 pub(crate) mod read;
 pub(crate) mod reply;
 mod sample;
+mod sasl;
 mod snapshots;
 mod stats;
 pub mod watch;
@@ -78,6 +79,8 @@ pub struct CoreConfig {
     /// Sessions imported from ZooKeeper (migrate/): their clients may reconnect with the
     /// password ZooKeeper gave them, which is derived from the id (as ZooKeeper accepts it).
     pub zookeeper_sessions: std::collections::HashSet<i64>,
+    /// SASL and enforced authentication (auth/, core/sasl.rs).
+    pub auth: crate::auth::AuthPolicy,
 }
 
 pub struct Core {

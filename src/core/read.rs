@@ -315,9 +315,10 @@ impl Core {
                     }
                 }
             }
-            // No SASL is configured: ZooKeeper answers OK with a null token.
-            Request::Sasl(_) => {
-                reply::frame(xid, 0, 0, |w| SetSASLResponse { token: None }.write(w))
+            Request::Sasl(s) => {
+                let (frame, fail) = self.sasl(conn, xid, s.token.as_deref().unwrap_or(&[]));
+                close = fail;
+                frame
             }
             Request::SetWatches(s) => {
                 let lists = [&s.data_watches, &s.exist_watches, &s.child_watches];

@@ -60,7 +60,7 @@ impl Core {
         s.push("max_client_response_size", Value::Gauge(max));
         s.push("connection_drop_probability", Value::GaugeF(0.0));
         s.push("watch_count", int(self.watches.count()));
-        s.push("auth_failed_count", Value::Gauge(0));
+        s.push("auth_failed_count", int64(self.metrics.auth_failed));
         s.push("min_latency", int64(st.latency_min));
         s.push("max_file_descriptor_count", Value::Gauge(fd_max));
         s.push("approximate_data_size", int64(tree.approximate_data_size()));

@@ -30,6 +30,9 @@ pub(crate) struct CoreMetrics {
     /// Latencies in ms by kind (the readlatency and updatelatency summaries).
     pub read_latency: Summary,
     pub update_latency: Summary,
+    /// Failed SASL exchanges (auth_failed_count; ZooKeeper 3.8 counts only TLS client
+    /// certificate failures there, and Palisade's TLS handshakes fail before the core).
+    pub auth_failed: u64,
 }
 
 impl Stats {

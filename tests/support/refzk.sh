@@ -2,6 +2,7 @@
 # Start or stop Apache ZooKeeper 3.8 (Debian package) as the reference server for differential tests.
 #   refzk.sh start PORT DIR [extra zoo.cfg lines...]   -> starts in background, waits until it answers ruok
 #   (later lines override earlier ones: admin.enableServer=true with REFZK_ADMIN=1 enables the AdminServer)
+#   REFZK_JVMFLAGS="-Dname=value ..." adds JVM flags (e.g. -Djava.security.auth.login.config for SASL)
 #   refzk.sh stop DIR
 set -euo pipefail
 cmd=${1:?start|stop}; shift
@@ -38,7 +39,7 @@ start)
   [ -f /usr/share/java/snappy-java.jar ] && cp="$cp:/usr/share/java/snappy-java.jar"
   # shellcheck disable=SC2086
   nohup java -Xmx512m -Dzookeeper.extendedTypesEnabled=true -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-    -cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/zk.log" 2>&1 &
+    ${REFZK_JVMFLAGS:-} -cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/zk.log" 2>&1 &
   echo $! > "$dir/zk.pid"
   for _ in $(seq 1 150); do
     # srvr answers "not currently serving" until the database is loaded; wait for the Mode line.
