@@ -2,6 +2,7 @@
 
 use crate::core::watch::ConnId;
 use crate::core::{Core, Out, OutTx};
+use crate::metrics::{java_double, monitor_fields, round4, Field};
 use palisade_proto::FourLetterWord;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -26,55 +27,10 @@ fn dir_size(dir: &str) -> u64 {
     total
 }
 
-/// `value` rounded to 4 decimals, half up (ZooKeeper's AvgMinMaxCounter.getAvg).
-fn round4(value: f64) -> f64 {
-    (value * 10_000.0).round() / 10_000.0
-}
-
-/// A double as Java's Double.toString prints it: the shortest form that reads back the same,
-/// with at least one decimal ("0.0", "12.5", "0.4754"), scientific below 10^-3 and from 10^7.
-fn java_double(v: f64) -> String {
-    if v == 0.0 {
-        return "0.0".into();
-    }
-    let a = v.abs();
-    if (1e-3..1e7).contains(&a) {
-        let s = format!("{v}");
-        if s.contains('.') {
-            s
-        } else {
-            format!("{s}.0")
-        }
-    } else {
-        let s = format!("{v:e}");
-        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let mantissa = if mantissa.contains('.') {
-            mantissa.to_string()
-        } else {
-            format!("{mantissa}.0")
-        };
-        format!("{mantissa}E{exp}")
-    }
-}
-
 /// The line `stat` and `cons` print for the connection asking: ZooKeeper lists it like any
 /// other, with interest ops 0 and the one request it received.
 fn own_line(peer: SocketAddr) -> String {
     format!(" /{peer}[0](queued=0,recved=1,sent=0)")
-}
-
-/// (open, maximum) file descriptors of this process, from /proc (Linux); None elsewhere.
-fn file_descriptors() -> Option<(usize, u64)> {
-    let open = std::fs::read_dir("/proc/self/fd").ok()?.count();
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let max = limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))?
-        .split_whitespace()
-        .nth(3)?
-        .parse()
-        .ok()?;
-    Some((open, max))
 }
 
 impl Core {
@@ -247,48 +203,23 @@ impl Core {
                 let _ = writeln!(out, "maxSessionTimeout={}", self.cfg.max_session_timeout);
                 let _ = writeln!(out, "serverId=0");
             }
+            // ZooKeeper 3.8's mntr dumps every metric of its provider, as `monitor` does; the
+            // same fields here, from the same sample (src/metrics/monitor.rs). Palisade's own
+            // are zk_palisade_*: parsers that expect zk_* keys take them.
             FourLetterWord::Mntr => {
-                let (min, avg, max) = self.latency();
-                let kv: [(&str, String); 17] = [
-                    ("version", VERSION.to_string()),
-                    ("server_state", "standalone".into()),
-                    ("avg_latency", avg),
-                    ("max_latency", max.to_string()),
-                    ("min_latency", min.to_string()),
-                    ("packets_received", self.stats.received.to_string()),
-                    ("packets_sent", self.stats.sent.to_string()),
-                    (
-                        "num_alive_connections",
-                        self.alive_connections().to_string(),
-                    ),
-                    ("outstanding_requests", self.outstanding().to_string()),
-                    ("uptime", self.started.elapsed().as_millis().to_string()),
-                    ("znode_count", self.state.tree.znode_count().to_string()),
-                    ("watch_count", self.watches.count().to_string()),
-                    ("ephemerals_count", self.state.tree.ephemeral_count().to_string()),
-                    (
-                        "approximate_data_size",
-                        self.state.tree.approximate_data_size().to_string(),
-                    ),
-                    ("global_sessions", self.liveness.len().to_string()),
-                    ("local_sessions", "0".into()),
-                    ("connection_drop_probability", "0.0".into()),
-                ];
-                for (k, v) in kv {
+                for (k, v) in monitor_fields(&self.metrics_sample()) {
+                    let v = match (k.as_str(), v) {
+                        // mntr counts the connection asking, as ZooKeeper's does.
+                        ("num_alive_connections", _) => Field::UInt(self.alive_connections() as u64),
+                        (_, v) => v,
+                    };
                     let _ = writeln!(out, "zk_{k}\t{v}");
                 }
-                // Palisade's own, zk_-prefixed as parsers expect (they skip keys they do
-                // not know).
                 let _ = writeln!(
                     out,
                     "zk_palisade_connections_closed_output_budget\t{}",
                     self.stats.closed_output_budget
                 );
-                // Unix only in ZooKeeper too (from the JVM's UnixOperatingSystemMXBean).
-                if let Some((open, max)) = file_descriptors() {
-                    let _ = writeln!(out, "zk_open_file_descriptor_count\t{open}");
-                    let _ = writeln!(out, "zk_max_file_descriptor_count\t{max}");
-                }
             }
             // ZooKeeper 3.8 reports the data-watch table only, and counts every connection
             // that registered a data watch and is still open, even if its watches all fired.

@@ -14,7 +14,7 @@ pub mod sample;
 pub mod summary;
 pub mod zk;
 
-pub use monitor::monitor_json;
+pub use monitor::{java_double, monitor_fields, monitor_json, round4, Field};
 pub use sample::{Entry, Sample, Value};
 pub use summary::Summary;
 
