@@ -132,6 +132,9 @@ run_suite "SASL DIGEST-MD5 against Palisade" \
   timeout -k 5 120 python3 -m pytest -q -p no:cacheprovider tests/sasl
 run_suite "SASL DIGEST-MD5 against ZooKeeper 3.8" \
   env SASL_TARGET=zookeeper SASL_PORT_BASE=23850 timeout -k 5 180 python3 -m pytest -q -p no:cacheprovider tests/sasl
+# One zoo.cfg with the AdminServer, Prometheus, a secure client port and SASL: all four at once.
+run_suite "AdminServer, Prometheus, TLS and SASL in one config" \
+  env PALISADE_BIN=./target/release/palisade timeout -k 5 120 python3 -m pytest -q -p no:cacheprovider tests/ops
 
 # The failover-replay tool: kill -9 cycles (random moments, after bursts, mid-snapshot, at
 # crash points, during recovery) against a Palisade of its own, with the offline invariants
