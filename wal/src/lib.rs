@@ -127,6 +127,26 @@
 //! can restart with `Corruption::Truncate`. We prefer refusing to guessing.
 //!
 //! `max_payload` is part of validation: never lower it below the largest record ever written.
+//!
+//! # The Raft log (segment format 3)
+//!
+//! An ensemble member's log ([`Wal::open_raft`]) has the same layout and rules as above, with
+//! two differences. Its segment headers carry format version 3, so a standalone open refuses
+//! it with [`WalError::UnsupportedVersion`] (never cut, never replayed as txns), and a Raft
+//! open refuses a version-2 log the same way. Its record kinds are 3 = a Raft entry and
+//! 4 = Raft metadata (1 and 2 are unknown kinds there, as 3 and 4 are in a version-2
+//! segment). In this API an entry is a `RecordKind::Txn` whose zxid field is the Raft log
+//! index (continuous like zxids; segments are named after their first entry's index) and
+//! whose payload the Raft layer encodes (term, index, payload); `RecordKind::Meta` is the
+//! Raft layer's own metadata. Two operations exist for Raft only:
+//!
+//! * [`Wal::truncate_from`] removes an uncommitted suffix durably: later segments are
+//!   deleted newest first, and the segment holding the cut is rewritten (header and the
+//!   records before the cut, under `.tmp`, fsynced, renamed over the old file, directory
+//!   fsynced). A crash leaves a prefix of the old log at least as long as the kept part:
+//!   the entries between were never committed, so Raft accepts either.
+//! * [`Wal::reset`] deletes every segment (a snapshot replaced the whole log; the Raft layer
+//!   has saved its purge point first).
 #![cfg_attr(
     not(test),
     deny(
