@@ -53,6 +53,16 @@ impl Flavour {
         }
     }
 
+    /// Whether a sequenced record numbered `found` may follow where `expected` was due. A
+    /// txn continues by exactly 1; a Raft entry's index only rises (openraft's storage suite
+    /// appends with gaps; the Raft layer checks its log is contiguous where it must be).
+    pub fn continues(self, expected: i64, found: i64) -> bool {
+        match self {
+            Flavour::Standalone => found == expected,
+            Flavour::Raft => found >= expected,
+        }
+    }
+
     fn kind_byte(self, kind: RecordKind) -> u8 {
         match (self, kind) {
             (Flavour::Standalone, RecordKind::Txn) => KIND_TXN,

@@ -136,7 +136,9 @@
 //! open refuses a version-2 log the same way. Its record kinds are 3 = a Raft entry and
 //! 4 = Raft metadata (1 and 2 are unknown kinds there, as 3 and 4 are in a version-2
 //! segment). In this API an entry is a `RecordKind::Txn` whose zxid field is the Raft log
-//! index (continuous like zxids; segments are named after their first entry's index) and
+//! index (segments are named after their first entry's index; indexes only rise, where
+//! txn zxids rise by exactly 1, because openraft's storage suite appends with gaps: the Raft
+//! layer checks at open that its entries are contiguous) and
 //! whose payload the Raft layer encodes (term, index, payload); `RecordKind::Meta` is the
 //! Raft layer's own metadata. Two operations exist for Raft only:
 //!

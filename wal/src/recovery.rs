@@ -148,7 +148,7 @@ pub(crate) fn recover(
                 None => identity = Some(found),
             }
         }
-        let damage = damage_of(&s, *name, prev_txn, is_last);
+        let damage = damage_of(&s, *name, prev_txn, is_last, flavour);
         let cut_at = damage.as_ref().map(Damage::offset);
         if cut_at.is_none_or(|at| at >= SEGMENT_HEADER_LEN as u64) {
             prev_txn = s.last_txn.or(prev_txn);
@@ -189,11 +189,17 @@ pub(crate) fn recover(
 }
 
 /// Applies the rules of the crate docs to one scanned segment.
-fn damage_of(s: &scan::Summary, name: i64, prev_txn: Option<i64>, is_last: bool) -> Option<Damage> {
+fn damage_of(
+    s: &scan::Summary,
+    name: i64,
+    prev_txn: Option<i64>,
+    is_last: bool,
+    flavour: Flavour,
+) -> Option<Damage> {
     // A segment is named after the txn that follows the previous segment's last txn.
     if let (HeaderCheck::Valid { .. }, Some(prev)) = (&s.header, prev_txn) {
         let expected = prev.checked_add(1);
-        if expected != Some(name) {
+        if !expected.is_some_and(|e| flavour.continues(e, name)) {
             return Some(Damage::Gap {
                 offset: 0,
                 expected: expected.unwrap_or(i64::MAX),

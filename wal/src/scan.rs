@@ -135,7 +135,9 @@ impl<'a> Iterator for Walker<'a> {
         };
         if record.kind == RecordKind::Txn {
             match self.expected {
-                Some(e) if e == record.zxid => self.expected = e.checked_add(1),
+                Some(e) if self.flavour.continues(e, record.zxid) => {
+                    self.expected = record.zxid.checked_add(1)
+                }
                 Some(e) => {
                     return self.end(End::Gap {
                         offset: as_u64(at),

@@ -127,7 +127,7 @@ impl Wal {
         }
         let expected = self.expected_txn()?;
         if kind == RecordKind::Txn {
-            if let Some(expected) = expected.filter(|&e| e != zxid) {
+            if let Some(expected) = expected.filter(|&e| !self.flavour.continues(e, zxid)) {
                 return Err(WalError::OutOfOrder {
                     expected,
                     found: zxid,

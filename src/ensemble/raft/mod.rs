@@ -1,7 +1,10 @@
-//! openraft 0.9 behind Palisade's own seam: the type configuration, the peer transport and
-//! (next) the log store on `wal/` and the state-machine adapter. Only this folder names
-//! openraft's types, so that a move to 0.10 touches nothing else.
+//! openraft 0.9 behind Palisade's own seam: the type configuration, the peer transport, the
+//! log store on `wal/` and the state-machine adapter. Only this folder names openraft's
+//! types, so that a move to 0.10 touches nothing else.
 
+pub mod log_store;
 pub mod network;
+pub mod purged;
+pub mod state_machine;
 pub mod types;
 pub mod vote;

@@ -1,0 +1,397 @@
+//! openraft's log storage (storage-v2) on the WAL: the Raft log *is* the member's `wal/` log,
+//! in its Raft flavour (segment format 3), one record per entry, the record's zxid field the
+//! entry's index and its payload the entry (log id and payload) in postcard.
+//!
+//! One log thread owns the writer, as in standalone. `append` hands the thread the encoded
+//! entries and returns; the thread takes every append queued behind it, writes them all and
+//! issues one fdatasync, then calls each append's callback: group commit. Truncation and
+//! purge go through the same queue, so they are ordered with the appends before them, and
+//! they return once durable.
+//!
+//! Readers (replication) read a copy of the live entries kept in memory, updated at append
+//! (before the fsync: openraft may replicate an entry its leader has not flushed yet),
+//! truncate and purge. The copy holds the entries since the last purge, i.e. since the last
+//! snapshot, as ZooKeeper's committed log does.
+//!
+//! Beside the log: the vote (`vote.rs`) and the purge point (`purged.rs`).
+
+use super::purged::PurgedFile;
+use super::types::{NodeId, TypeConfig};
+use super::vote::VoteFile;
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{AnyError, Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
+use palisade_wal::{Corruption, Options, RecordKind, Wal, WalError};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::io;
+use std::ops::RangeBounds;
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+type Done = Box<dyn FnOnce(io::Result<()>) + Send>;
+
+enum Cmd {
+    Append(Vec<(i64, Vec<u8>)>, Done),
+    Truncate(i64, Done),
+    Purge(i64, Done),
+    /// Tests: the thread waits on the receiver before taking more commands, so the test can
+    /// queue several appends and see them committed together.
+    #[cfg(test)]
+    Hold(mpsc::Receiver<()>),
+}
+
+/// The live entries, from the one after the purge point to the last appended.
+#[derive(Default)]
+struct Live {
+    purged: Option<LogId<NodeId>>,
+    entries: BTreeMap<u64, Entry<TypeConfig>>,
+}
+
+/// What the log thread reports, for tests and metrics.
+#[derive(Default)]
+pub struct LogCounters {
+    /// fdatasyncs issued on segments.
+    pub fsyncs: std::sync::atomic::AtomicU64,
+    /// Group commits: batches of appends written together.
+    pub batches: std::sync::atomic::AtomicU64,
+}
+
+pub struct LogStore {
+    live: Arc<Mutex<Live>>,
+    tx: mpsc::Sender<Cmd>,
+    vote: VoteFile,
+    purged_file: PurgedFile,
+    counters: Arc<LogCounters>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Closing the queue ends the log thread once it has finished what was queued; waiting for
+/// it releases the log directory's lock before the store is gone.
+impl Drop for LogStore {
+    fn drop(&mut self) {
+        drop(std::mem::replace(&mut self.tx, mpsc::channel().0));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A reader over the live entries; cheap to clone, used by replication tasks.
+#[derive(Clone)]
+pub struct LogReader {
+    live: Arc<Mutex<Live>>,
+}
+
+fn io_err(e: impl std::error::Error + 'static) -> AnyError {
+    AnyError::new(&e)
+}
+
+fn bad_data(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why)
+}
+
+impl LogStore {
+    /// Opens (or creates) the Raft log in `dir`: the WAL's recovery cuts a torn tail and
+    /// refuses any other damage; then every entry must decode, carry the index its record
+    /// says, and follow its predecessor in term order, or the open fails.
+    pub fn open(dir: &Path, segment_bytes: u64) -> io::Result<LogStore> {
+        let opts = Options {
+            segment_bytes,
+            ..Options::new(dir)
+        };
+        let (wal, recovered) = Wal::open_raft(opts, Corruption::Refuse)?;
+        let purged_file = PurgedFile::new(dir);
+        let purged = purged_file.read()?;
+        let mut live = Live {
+            purged,
+            entries: BTreeMap::new(),
+        };
+        let mut prev: Option<LogId<NodeId>> = None;
+        for rec in recovered.all_records() {
+            if rec.kind != RecordKind::Txn {
+                continue;
+            }
+            let at = || format!("{}:{}", rec.segment.display(), rec.offset);
+            let entry: Entry<TypeConfig> = postcard::from_bytes(rec.payload)
+                .map_err(|e| bad_data(format!("{}: undecodable Raft entry: {e}", at())))?;
+            if i64::try_from(entry.log_id.index).ok() != Some(rec.zxid) {
+                return Err(bad_data(format!(
+                    "{}: entry {} in the record of index {}",
+                    at(),
+                    entry.log_id,
+                    rec.zxid
+                )));
+            }
+            // The WAL lets a Raft log's indexes jump (see its docs); openraft never
+            // writes a gap, so one here means a segment was lost.
+            if prev.is_some_and(|p| p.index.checked_add(1) != Some(entry.log_id.index)) {
+                return Err(bad_data(format!(
+                    "{}: entry {} after {:?}: entries are missing",
+                    at(),
+                    entry.log_id,
+                    prev
+                )));
+            }
+            if prev.is_some_and(|p| p.leader_id > entry.log_id.leader_id) {
+                return Err(bad_data(format!(
+                    "{}: entry {} after {:?}: terms go backwards",
+                    at(),
+                    entry.log_id,
+                    prev
+                )));
+            }
+            prev = Some(entry.log_id);
+            if purged.is_some_and(|p| entry.log_id.index <= p.index) {
+                continue;
+            }
+            live.entries.insert(entry.log_id.index, entry);
+        }
+        // Segments go only after the purge point is saved, so the first live entry follows it.
+        if let (Some(p), Some((&first, _))) = (purged, live.entries.first_key_value()) {
+            if first != p.index + 1 {
+                return Err(bad_data(format!(
+                    "{}: the log resumes at {first} after the purge point {p}: entries are missing",
+                    dir.display()
+                )));
+            }
+        }
+        drop(recovered);
+        let counters = Arc::new(LogCounters::default());
+        let (tx, rx) = mpsc::channel();
+        let c = counters.clone();
+        let thread = std::thread::Builder::new()
+            .name("raft-log".into())
+            .spawn(move || log_thread(wal, rx, c))?;
+        Ok(LogStore {
+            live: Arc::new(Mutex::new(live)),
+            tx,
+            vote: VoteFile::new(dir),
+            purged_file,
+            counters,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn counters(&self) -> Arc<LogCounters> {
+        self.counters.clone()
+    }
+
+    fn send(&self, cmd: Cmd) -> io::Result<()> {
+        self.tx
+            .send(cmd)
+            .map_err(|_| io::Error::other("the Raft log thread is gone"))
+    }
+
+    /// Queues `cmd` and waits for the log thread to finish it.
+    async fn run(&self, cmd: impl FnOnce(Done) -> Cmd) -> io::Result<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(cmd(Box::new(move |r| {
+            let _ = tx.send(r);
+        })))?;
+        rx.await
+            .map_err(|_| io::Error::other("the Raft log thread is gone"))?
+    }
+
+    #[cfg(test)]
+    fn hold(&self) -> io::Result<mpsc::Sender<()>> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Cmd::Hold(rx))?;
+        Ok(tx)
+    }
+}
+
+/// Group commit: every append queued when the thread wakes is written, then one sync covers
+/// them all, then their callbacks run. Any other command runs alone, in queue order.
+fn log_thread(mut wal: Wal, rx: mpsc::Receiver<Cmd>, counters: Arc<LogCounters>) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut next = rx.recv().ok();
+    while let Some(cmd) = next.take() {
+        match cmd {
+            Cmd::Append(entries, done) => {
+                let mut dones = Vec::new();
+                let mut result = append_all(&mut wal, &entries);
+                dones.push(done);
+                loop {
+                    match rx.try_recv() {
+                        Ok(Cmd::Append(entries, done)) => {
+                            if result.is_ok() {
+                                result = append_all(&mut wal, &entries);
+                            }
+                            dones.push(done);
+                        }
+                        Ok(other) => {
+                            next = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let result = result.and_then(|()| wal.sync());
+                counters.fsyncs.store(wal.fsyncs(), Relaxed);
+                counters.batches.fetch_add(1, Relaxed);
+                for done in dones {
+                    done(clone_result(&result));
+                }
+            }
+            Cmd::Truncate(from, done) => done(wal.truncate_from(from).map_err(Into::into)),
+            Cmd::Purge(upto, done) => {
+                // A purge at or past the log's end (a snapshot replaced it all) empties it;
+                // otherwise whole segments below the purge point go.
+                let r = if wal.last_txn_zxid().is_none_or(|last| last <= upto) {
+                    wal.reset()
+                } else {
+                    upto.checked_add(1)
+                        .map_or(Ok(Vec::new()), |keep| wal.purge_before(keep))
+                        .map(drop)
+                };
+                done(r.map_err(Into::into))
+            }
+            #[cfg(test)]
+            Cmd::Hold(release) => {
+                let _ = release.recv();
+            }
+        }
+        counters.fsyncs.store(wal.fsyncs(), Relaxed);
+        if next.is_none() {
+            next = rx.recv().ok();
+        }
+    }
+}
+
+fn append_all(wal: &mut Wal, entries: &[(i64, Vec<u8>)]) -> Result<(), WalError> {
+    entries
+        .iter()
+        .try_for_each(|(index, bytes)| wal.append(RecordKind::Txn, *index, bytes))
+}
+
+fn clone_result(r: &Result<(), WalError>) -> io::Result<()> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) => Err(io::Error::other(e.to_string())),
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogReader {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+        Ok(self
+            .live
+            .lock()
+            .entries
+            .range(range)
+            .map(|(_, e)| e.clone())
+            .collect())
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+        LogReader {
+            live: self.live.clone(),
+        }
+        .try_get_log_entries(range)
+        .await
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogReader;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
+        let live = self.live.lock();
+        let last = live.entries.last_key_value().map(|(_, e)| e.log_id);
+        Ok(LogState {
+            last_purged_log_id: live.purged,
+            last_log_id: last.or(live.purged),
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> LogReader {
+        LogReader {
+            live: self.live.clone(),
+        }
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
+        self.vote
+            .save(vote)
+            .map_err(|e| StorageIOError::write_vote(io_err(e)).into())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
+        self.vote
+            .read()
+            .map_err(|e| StorageIOError::read_vote(io_err(e)).into())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + Send,
+        I::IntoIter: Send,
+    {
+        let mut encoded = Vec::new();
+        let mut live = self.live.lock();
+        for entry in entries {
+            let bytes = postcard::to_allocvec(&entry)
+                .map_err(|e| StorageIOError::write_log_entry(entry.log_id, io_err(e)))?;
+            let index = i64::try_from(entry.log_id.index)
+                .map_err(|e| StorageIOError::write_log_entry(entry.log_id, io_err(e)))?;
+            encoded.push((index, bytes));
+            live.entries.insert(entry.log_id.index, entry);
+        }
+        drop(live);
+        self.send(Cmd::Append(
+            encoded,
+            Box::new(move |r| callback.log_io_completed(r)),
+        ))
+        .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
+    }
+
+    async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        self.live.lock().entries.split_off(&log_id.index);
+        let from = i64::try_from(log_id.index).unwrap_or(i64::MAX);
+        self.run(|done| Cmd::Truncate(from, done))
+            .await
+            .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
+    }
+
+    async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        if self
+            .live
+            .lock()
+            .purged
+            .is_some_and(|p| p.index >= log_id.index)
+        {
+            return Ok(());
+        }
+        // The purge point is durable before any segment goes (see `open`).
+        self.purged_file
+            .save(&log_id)
+            .map_err(|e| StorageIOError::write_logs(io_err(e)))?;
+        {
+            let mut live = self.live.lock();
+            live.purged = Some(log_id);
+            let keep = live.entries.split_off(&log_id.index.saturating_add(1));
+            live.entries = keep;
+        }
+        let upto = i64::try_from(log_id.index).unwrap_or(i64::MAX);
+        self.run(|done| Cmd::Purge(upto, done))
+            .await
+            .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
+    }
+}
+
+#[cfg(test)]
+#[path = "log_store_test.rs"]
+mod tests;

@@ -1,0 +1,201 @@
+use super::*;
+use crate::ensemble::raft::state_machine::{StateApplier, StateMachine};
+use crate::ensemble::raft::types::Proposal;
+use bytes::Bytes;
+use openraft::storage::RaftLogStorageExt;
+use openraft::testing::{StoreBuilder, Suite};
+use openraft::{CommittedLeaderId, EntryPayload};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+const SEGMENT: u64 = 4096;
+
+struct Builder;
+
+impl StoreBuilder<TypeConfig, LogStore, StateMachine<StateApplier>, tempfile::TempDir> for Builder {
+    async fn build(
+        &self,
+    ) -> Result<(tempfile::TempDir, LogStore, StateMachine<StateApplier>), StorageError<NodeId>>
+    {
+        let dir = tempfile::tempdir().map_err(|e| StorageIOError::write_logs(io_err(e)))?;
+        let log = LogStore::open(dir.path(), SEGMENT)
+            .map_err(|e| StorageIOError::write_logs(io_err(e)))?;
+        Ok((dir, log, StateMachine::new(StateApplier::default())))
+    }
+}
+
+/// openraft's own storage suite, against the WAL-backed log and the state-machine adapter.
+#[test]
+fn openraft_storage_suite_passes() {
+    Suite::test_all(Builder).unwrap();
+}
+
+fn id(term: u64, index: u64) -> LogId<NodeId> {
+    LogId::new(CommittedLeaderId::new(term, 1), index)
+}
+
+fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
+    let body = format!(
+        "txn {term}/{index} {}",
+        "x".repeat(100 + (index % 40) as usize)
+    );
+    Entry {
+        log_id: id(term, index),
+        payload: EntryPayload::Normal(Proposal(Bytes::from(body))),
+    }
+}
+
+fn entries(term: u64, from: u64, to: u64) -> Vec<Entry<TypeConfig>> {
+    (from..=to).map(|i| entry(term, i)).collect()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn everything(log: &mut LogStore) -> (LogState<TypeConfig>, Vec<Entry<TypeConfig>>) {
+    let state = log.get_log_state().await.unwrap();
+    let all = log.try_get_log_entries(..).await.unwrap();
+    (state, all)
+}
+
+fn segment_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(palisade_wal::is_segment_file_name)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// How: appends over many 4 KiB segments, a truncation of a suffix and new entries of a
+/// later term after it, a purge, and after each step a reopen that must give back the same
+/// log state and the same entries.
+#[test]
+fn restart_after_append_truncate_and_purge_gives_back_the_same_log() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        log.blocking_append(entries(1, 0, 99)).await.unwrap();
+        let before = everything(&mut log).await;
+        assert_eq!(before.1.len(), 100);
+        drop(log);
+        assert!(segment_files(dir.path()).len() > 3);
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        assert_eq!(everything(&mut log).await, before);
+
+        log.truncate(id(1, 60)).await.unwrap();
+        log.blocking_append(entries(2, 60, 80)).await.unwrap();
+        let after_cut = everything(&mut log).await;
+        assert_eq!(after_cut.0.last_log_id, Some(id(2, 80)));
+        assert_eq!(after_cut.1.get(60), Some(&entry(2, 60)));
+        drop(log);
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        assert_eq!(everything(&mut log).await, after_cut);
+
+        let segments_before = segment_files(dir.path()).len();
+        log.purge(id(1, 40)).await.unwrap();
+        assert!(segment_files(dir.path()).len() < segments_before);
+        let after_purge = everything(&mut log).await;
+        assert_eq!(after_purge.0.last_purged_log_id, Some(id(1, 40)));
+        assert_eq!(after_purge.1.first().map(|e| e.log_id), Some(id(1, 41)));
+        drop(log);
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        assert_eq!(everything(&mut log).await, after_purge);
+
+        // A purge past the end (a snapshot replaced the log) empties it; the log goes on
+        // from the purge point.
+        log.purge(id(3, 200)).await.unwrap();
+        log.blocking_append(entries(3, 201, 203)).await.unwrap();
+        let replaced = everything(&mut log).await;
+        drop(log);
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        assert_eq!(everything(&mut log).await, replaced);
+        assert_eq!(replaced.0.last_purged_log_id, Some(id(3, 200)));
+        assert_eq!(replaced.1, entries(3, 201, 203));
+    });
+}
+
+/// How: the last record's crc and end mark are zeroed, as a write cut short leaves them.
+#[test]
+fn a_torn_tail_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+        log.blocking_append(entries(1, 1, 10)).await.unwrap();
+        drop(log);
+        let seg = segment_files(dir.path()).pop().unwrap();
+        let mut data = std::fs::read(&seg).unwrap();
+        let end = data.iter().rposition(|&b| b != 0).unwrap() + 1;
+        data[end - 8..end].fill(0);
+        std::fs::write(&seg, &data).unwrap();
+        let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+        let (state, all) = everything(&mut log).await;
+        assert_eq!(state.last_log_id, Some(id(1, 9)));
+        assert_eq!(all, entries(1, 1, 9));
+        assert!(dir.path().join("detached").read_dir().unwrap().count() == 1);
+        // The log goes on where the tear was.
+        log.blocking_append(entries(1, 10, 11)).await.unwrap();
+        drop(log);
+        let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(everything(&mut log).await.1, entries(1, 1, 11));
+    });
+}
+
+/// How: one byte of the first entry's payload flipped: its end mark is there, so it was
+/// written whole, and open must refuse rather than cut acknowledged entries.
+#[test]
+fn a_flipped_byte_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+        log.blocking_append(entries(1, 1, 10)).await.unwrap();
+    });
+    let seg = segment_files(dir.path()).pop().unwrap();
+    let mut data = std::fs::read(&seg).unwrap();
+    data[32 + 24 + 3] ^= 0x10;
+    std::fs::write(&seg, &data).unwrap();
+    let e = LogStore::open(dir.path(), 1 << 20).err().unwrap();
+    assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+    assert!(e.to_string().contains("crc"), "{e}");
+}
+
+/// How: the log thread is held while three appends queue behind it; released, it must
+/// commit all three with one fdatasync (the WAL's counter) before any callback runs.
+#[test]
+fn queued_appends_share_one_fdatasync() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    let counters = log.counters();
+    let release = log.hold().unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    for batch in 0..3i64 {
+        let encoded = (batch * 10..batch * 10 + 10)
+            .map(|i| (i, format!("entry {i}").into_bytes()))
+            .collect();
+        let tx = done_tx.clone();
+        let c = counters.clone();
+        log.send(Cmd::Append(
+            encoded,
+            Box::new(move |r| tx.send((r.is_ok(), c.fsyncs.load(Relaxed))).unwrap()),
+        ))
+        .unwrap();
+    }
+    assert_eq!(counters.fsyncs.load(Relaxed), 0);
+    release.send(()).unwrap();
+    for _ in 0..3 {
+        let (ok, fsyncs) = done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(ok);
+        assert_eq!(fsyncs, 1, "a callback ran before its batch was durable");
+    }
+    assert_eq!(counters.fsyncs.load(Relaxed), 1);
+    assert_eq!(counters.batches.load(Relaxed), 1);
+}
