@@ -8,3 +8,7 @@ pub mod purged;
 pub mod state_machine;
 pub mod types;
 pub mod vote;
+
+#[cfg(test)]
+#[path = "cluster_test.rs"]
+mod cluster_test;
