@@ -9,7 +9,7 @@ use super::state_machine::{proposal, StateApplier, StateMachine};
 use super::types::{NodeId, TypeConfig};
 use crate::state::State;
 use crate::testkit::{assert_same_tree, Workload};
-use openraft::{BasicNode, Config, Raft};
+use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -26,8 +26,8 @@ struct Member {
 }
 
 async fn start(id: NodeId, dir: &Path, listener: TcpListener, config: Arc<Config>) -> Member {
-    let log = LogStore::open(dir, 1 << 20).unwrap();
-    let sm = StateMachine::new(StateApplier::default());
+    let log = LogStore::open(dir, 64 << 10).unwrap();
+    let sm = StateMachine::open(dir, StateApplier::default()).unwrap();
     let raft = Raft::new(id, config, Network { me: id }, log, sm.clone())
         .await
         .unwrap();
@@ -37,17 +37,179 @@ async fn start(id: NodeId, dir: &Path, listener: TcpListener, config: Arc<Config
 }
 
 fn config() -> Arc<Config> {
+    with_snapshots(SnapshotPolicy::Never)
+}
+
+fn with_snapshots(snapshot_policy: SnapshotPolicy) -> Arc<Config> {
     Arc::new(
         Config {
             cluster_name: "palisade-test".into(),
             heartbeat_interval: 50,
             election_timeout_min: 300,
             election_timeout_max: 600,
+            snapshot_policy,
+            max_in_snapshot_log_to_keep: 0,
+            purge_batch_size: 1,
             ..Default::default()
         }
         .validate()
         .unwrap(),
     )
+}
+
+/// Binds the address a stopped member listened on (its socket may linger a moment).
+async fn rebind(addr: &str) -> TcpListener {
+    for _ in 0..50 {
+        if let Ok(l) = TcpListener::bind(addr).await {
+            return l;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("cannot bind {addr} again");
+}
+
+async fn write(members: &[Member], leader: NodeId, txns: &[palisade_proto::Txn]) -> u64 {
+    let raft = &members
+        .iter()
+        .find(|m| m.raft.metrics().borrow().id == leader)
+        .unwrap()
+        .raft;
+    let mut last = 0;
+    for t in txns {
+        last = raft.client_write(proposal(t)).await.unwrap().log_id.index;
+    }
+    last
+}
+
+async fn form(
+    dirs: &[tempfile::TempDir],
+    config: Arc<Config>,
+) -> (Vec<Member>, BTreeMap<NodeId, BasicNode>, NodeId) {
+    let mut listeners = Vec::new();
+    let mut nodes = BTreeMap::new();
+    for id in 1..=3u64 {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        nodes.insert(id, BasicNode::new(l.local_addr().unwrap().to_string()));
+        listeners.push(l);
+    }
+    let mut members = Vec::new();
+    for (i, l) in listeners.into_iter().enumerate() {
+        members.push(start(i as u64 + 1, dirs[i].path(), l, config.clone()).await);
+    }
+    members[0].raft.initialize(nodes.clone()).await.unwrap();
+    let m = members[0]
+        .raft
+        .wait(WAIT)
+        .metrics(|m| m.current_leader.is_some(), "a leader")
+        .await
+        .unwrap();
+    (members, nodes, m.current_leader.unwrap())
+}
+
+async fn all_agree(members: &[Member], last: u64, direct: &State) {
+    for m in members {
+        m.raft
+            .wait(WAIT)
+            .applied_index_at_least(Some(last), "applied")
+            .await
+            .unwrap();
+        let id = m.raft.metrics().borrow().id;
+        m.sm.with_applier(|a| assert_same_state(&format!("member {id}"), &a.state, direct));
+    }
+}
+
+/// How: snapshots every 25 entries with nothing kept behind them, so the leader purges its
+/// log while a follower is stopped; the follower restarts from its own snapshot file and log
+/// and must be sent the leader's snapshot (install-snapshot over the TCP link) to catch up.
+/// Then every member restarts at once, from snapshot file plus log alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let config = with_snapshots(SnapshotPolicy::LogsSinceLast(25));
+    let (mut members, nodes, leader) = form(&dirs, config.clone()).await;
+    let mut w = Workload::new(5);
+    while w.log.len() < 200 {
+        w.step();
+    }
+    let mut direct = State::new();
+    for t in &w.log {
+        direct.apply(t);
+    }
+    let last = write(&members, leader, &w.log[..40]).await;
+    let mut upto_40 = State::new();
+    for t in &w.log[..40] {
+        upto_40.apply(t);
+    }
+    all_agree(&members, last, &upto_40).await;
+
+    let f = if leader == 3 { 1 } else { 3 };
+    let pos = members
+        .iter()
+        .position(|m| m.raft.metrics().borrow().id == f)
+        .unwrap();
+    let gone = members.remove(pos);
+    let stopped_at = gone.raft.metrics().borrow().last_log_index.unwrap();
+    gone.raft.shutdown().await.unwrap();
+    gone.stop.cancel();
+    drop(gone);
+    let mut last = write(&members, leader, &w.log[40..160]).await;
+    let lm = members
+        .iter()
+        .find(|m| m.raft.metrics().borrow().id == leader)
+        .unwrap()
+        .raft
+        .wait(WAIT)
+        .metrics(
+            |m| m.purged.is_some_and(|p| p.index > stopped_at),
+            "the leader purged past the stopped follower",
+        )
+        .await
+        .unwrap();
+    assert!(lm.snapshot.is_some());
+    let back = start(
+        f,
+        dirs[f as usize - 1].path(),
+        rebind(&nodes[&f].addr).await,
+        config.clone(),
+    )
+    .await;
+    members.push(back);
+    let mut upto_160 = State::new();
+    for t in &w.log[..160] {
+        upto_160.apply(t);
+    }
+    all_agree(&members, last, &upto_160).await;
+    let fm = members.last().unwrap().raft.metrics().borrow().clone();
+    assert!(
+        fm.snapshot.is_some_and(|s| s.index > stopped_at),
+        "the follower holds a snapshot past where it stopped: {:?}",
+        fm.snapshot
+    );
+
+    // Everyone stops; everyone restarts from its snapshot file and log.
+    for m in members.drain(..) {
+        m.raft.shutdown().await.unwrap();
+        m.stop.cancel();
+    }
+    for id in 1..=3u64 {
+        let l = rebind(&nodes[&id].addr).await;
+        members.push(start(id, dirs[id as usize - 1].path(), l, config.clone()).await);
+    }
+    for m in &members {
+        m.sm.with_applier(|a| assert!(a.state.zxid() > 0, "restored from its snapshot"));
+    }
+    let m = members[0]
+        .raft
+        .wait(WAIT)
+        .metrics(|m| m.current_leader.is_some(), "a leader after the restart")
+        .await
+        .unwrap();
+    last = write(&members, m.current_leader.unwrap(), &w.log[160..]).await;
+    all_agree(&members, last, &direct).await;
+    for m in members {
+        m.raft.shutdown().await.unwrap();
+        m.stop.cancel();
+    }
 }
 
 fn assert_same_state(what: &str, got: &State, want: &State) {

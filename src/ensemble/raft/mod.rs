@@ -5,6 +5,7 @@
 pub mod log_store;
 pub mod network;
 pub mod purged;
+pub mod snapshot_file;
 pub mod state_machine;
 pub mod types;
 pub mod vote;

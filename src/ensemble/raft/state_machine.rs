@@ -9,6 +9,7 @@
 //! same `Replayer` recovery uses, which checks the digest). The fuzzy snapshot files of
 //! `durability/` plus the log they span are the eventual format (docs/ENSEMBLE.md).
 
+use super::snapshot_file::SnapshotFile;
 use super::types::{Node, NodeId, Proposal, TypeConfig};
 use crate::durability::capture::Capture;
 use crate::durability::recovery::Replayer;
@@ -46,6 +47,8 @@ struct Inner<A> {
     snapshot: Option<Stored>,
     /// Snapshots built by this process, to tell them apart in their ids.
     built: u64,
+    /// Where the current snapshot is kept across restarts (None: in memory only, for tests).
+    file: Option<SnapshotFile>,
 }
 
 /// The state machine; its snapshot builder shares it.
@@ -74,8 +77,28 @@ impl<A: Applier> StateMachine<A> {
                 membership: StoredMembership::default(),
                 snapshot: None,
                 built: 0,
+                file: None,
             })),
         }
+    }
+
+    /// A state machine whose snapshots are kept in `dir` (`snapshot_file.rs`): it starts from
+    /// the saved one, if any, as openraft expects of a member whose log was purged up to it.
+    pub fn open(dir: &std::path::Path, applier: A) -> io::Result<Self> {
+        let file = SnapshotFile::new(dir);
+        let saved = file.read()?;
+        let sm = Self::new(applier);
+        {
+            let mut inner = sm.inner.lock();
+            if let Some((meta, data)) = saved {
+                inner.applier.install(&data)?;
+                inner.last_applied = meta.last_log_id;
+                inner.membership = meta.last_membership.clone();
+                inner.snapshot = Some(Stored { meta, data });
+            }
+            inner.file = Some(file);
+        }
+        Ok(sm)
     }
 
     /// Runs `f` on the applier (tests read the State this way).
@@ -143,6 +166,14 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
                 AnyError::new(&e),
             ))
         })?;
+        if let Some(f) = &inner.file {
+            f.save(meta, &data).map_err(|e| {
+                StorageError::from(StorageIOError::write_snapshot(
+                    Some(meta.signature()),
+                    AnyError::new(&e),
+                ))
+            })?;
+        }
         inner.last_applied = meta.last_log_id;
         inner.membership = meta.last_membership.clone();
         inner.snapshot = Some(Stored {
@@ -178,6 +209,14 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
             last_membership: inner.membership.clone(),
             snapshot_id,
         };
+        if let Some(f) = &inner.file {
+            f.save(&meta, &data).map_err(|e| {
+                StorageError::from(StorageIOError::write_snapshot(
+                    Some(meta.signature()),
+                    AnyError::new(&e),
+                ))
+            })?;
+        }
         inner.snapshot = Some(Stored {
             meta: meta.clone(),
             data: data.clone(),
