@@ -3,9 +3,9 @@
 //! member's State ends equal (digest, stats, every node); a follower restarted from its log
 //! alone catches up. The server does not run this yet: the core integration is the next step.
 
-use super::log_store::LogStore;
 use super::network::{serve, Network};
 use super::state_machine::{proposal, StateApplier, StateMachine};
+use super::storage;
 use super::types::{NodeId, TypeConfig};
 use crate::state::State;
 use crate::testkit::{assert_same_tree, Workload};
@@ -26,8 +26,7 @@ struct Member {
 }
 
 async fn start(id: NodeId, dir: &Path, listener: TcpListener, config: Arc<Config>) -> Member {
-    let log = LogStore::open(dir, 64 << 10).unwrap();
-    let sm = StateMachine::open(dir, StateApplier::default()).unwrap();
+    let (log, sm) = storage::open(dir, 64 << 10, StateApplier::default()).unwrap();
     let raft = Raft::new(id, config, Network { me: id }, log, sm.clone())
         .await
         .unwrap();

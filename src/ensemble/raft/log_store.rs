@@ -174,6 +174,11 @@ impl LogStore {
         })
     }
 
+    /// The purge point: entries at or below it are gone.
+    pub fn purged(&self) -> Option<LogId<NodeId>> {
+        self.live.lock().purged
+    }
+
     pub fn counters(&self) -> Arc<LogCounters> {
         self.counters.clone()
     }
@@ -320,8 +325,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
-        self.vote
-            .save(vote)
+        // Three fsyncs: off the runtime's worker threads.
+        let (file, vote) = (self.vote.clone(), *vote);
+        tokio::task::spawn_blocking(move || file.save(&vote))
+            .await
+            .map_err(io::Error::other)
+            .and_then(|r| r)
             .map_err(|e| StorageIOError::write_vote(io_err(e)).into())
     }
 

@@ -7,6 +7,7 @@ pub mod network;
 pub mod purged;
 pub mod snapshot_file;
 pub mod state_machine;
+pub mod storage;
 pub mod types;
 pub mod vote;
 

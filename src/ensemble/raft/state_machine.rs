@@ -101,6 +101,11 @@ impl<A: Applier> StateMachine<A> {
         Ok(sm)
     }
 
+    /// The last log id applied (or reached by the installed snapshot).
+    pub fn last_applied(&self) -> Option<LogId<NodeId>> {
+        self.inner.lock().last_applied
+    }
+
     /// Runs `f` on the applier (tests read the State this way).
     pub fn with_applier<T>(&self, f: impl FnOnce(&mut A) -> T) -> T {
         f(&mut self.inner.lock().applier)

@@ -65,6 +65,7 @@ fn decode(path: &Path, b: &[u8]) -> io::Result<Vote<NodeId>> {
     }
 }
 
+#[derive(Clone)]
 pub struct VoteFile {
     dir: PathBuf,
 }
