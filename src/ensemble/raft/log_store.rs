@@ -36,6 +36,9 @@ enum Cmd {
     Append(Vec<(i64, Vec<u8>)>, Done),
     Truncate(i64, Done),
     Purge(i64, Done),
+    /// A committed log id to record: buffered, made durable by the next batch's fdatasync
+    /// (or at close). Losing it costs nothing but an earlier re-apply at restart.
+    Committed(LogId<NodeId>),
     /// Tests: the thread waits on the receiver before taking more commands, so the test can
     /// queue several appends and see them committed together.
     #[cfg(test)]
@@ -46,6 +49,8 @@ enum Cmd {
 #[derive(Default)]
 struct Live {
     purged: Option<LogId<NodeId>>,
+    /// The last committed log id recorded in the log (openraft's `save_committed`).
+    committed: Option<LogId<NodeId>>,
     entries: BTreeMap<u64, Entry<TypeConfig>>,
 }
 
@@ -106,11 +111,18 @@ impl LogStore {
         let purged = purged_file.read()?;
         let mut live = Live {
             purged,
+            committed: None,
             entries: BTreeMap::new(),
         };
         let mut prev: Option<LogId<NodeId>> = None;
         for rec in recovered.all_records() {
-            if rec.kind != RecordKind::Txn {
+            if rec.kind == RecordKind::Meta {
+                // A committed id refers to an entry before it in the log.
+                if let Some(id) = decode_committed(rec.payload) {
+                    if prev.is_some_and(|p| p.index >= id.index) {
+                        live.committed = Some(id);
+                    }
+                }
                 continue;
             }
             let at = || format!("{}:{}", rec.segment.display(), rec.offset);
@@ -241,6 +253,14 @@ fn log_thread(mut wal: Wal, rx: mpsc::Receiver<Cmd>, counters: Arc<LogCounters>)
                 }
             }
             Cmd::Truncate(from, done) => done(wal.truncate_from(from).map_err(Into::into)),
+            Cmd::Committed(id) => {
+                // An empty log (all purged) has nowhere to put it, and needs none.
+                if wal.last_txn_zxid().is_some() {
+                    if let Err(e) = wal.append(RecordKind::Meta, 0, &encode_committed(&id)) {
+                        tracing::warn!(error = %e, "committed log id not recorded");
+                    }
+                }
+            }
             Cmd::Purge(upto, done) => {
                 // A purge at or past the log's end (a snapshot replaced it all) empties it;
                 // otherwise whole segments below the purge point go.
@@ -263,6 +283,36 @@ fn log_thread(mut wal: Wal, rx: mpsc::Receiver<Cmd>, counters: Arc<LogCounters>)
             next = rx.recv().ok();
         }
     }
+    // The store is closing: a committed id still buffered goes to disk.
+    if let Err(e) = wal.sync() {
+        tracing::warn!(error = %e, "the Raft log's last records were not written at close");
+    }
+}
+
+/// Raft metadata record for a committed log id: tag 1, index, term, leader node (u64 LE).
+const META_COMMITTED: u8 = 1;
+
+fn encode_committed(id: &LogId<NodeId>) -> [u8; 25] {
+    let mut b = [0u8; 25];
+    b[0] = META_COMMITTED;
+    b[1..9].copy_from_slice(&id.index.to_le_bytes());
+    b[9..17].copy_from_slice(&id.leader_id.term.to_le_bytes());
+    b[17..25].copy_from_slice(&id.leader_id.node_id.to_le_bytes());
+    b
+}
+
+fn decode_committed(b: &[u8]) -> Option<LogId<NodeId>> {
+    let (&[META_COMMITTED], rest) = b.split_first_chunk::<1>()? else {
+        return None;
+    };
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(rest.get(at..at + 8)?.try_into().ok()?))
+    };
+    (rest.len() == 24).then_some(())?;
+    Some(LogId::new(
+        openraft::CommittedLeaderId::new(word(8)?, word(16)?),
+        word(0)?,
+    ))
 }
 
 fn append_all(wal: &mut Wal, entries: &[(i64, Vec<u8>)]) -> Result<(), WalError> {
@@ -316,6 +366,20 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             last_purged_log_id: live.purged,
             last_log_id: last.or(live.purged),
         })
+    }
+
+    async fn save_committed(
+        &mut self,
+        committed: Option<LogId<NodeId>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let Some(id) = committed else { return Ok(()) };
+        self.live.lock().committed = Some(id);
+        self.send(Cmd::Committed(id))
+            .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
+        Ok(self.live.lock().committed)
     }
 
     async fn get_log_reader(&mut self) -> LogReader {

@@ -199,3 +199,31 @@ fn queued_appends_share_one_fdatasync() {
     assert_eq!(counters.fsyncs.load(Relaxed), 1);
     assert_eq!(counters.batches.load(Relaxed), 1);
 }
+
+/// How: committed ids saved between appends come back after a reopen (the last one whose
+/// entry is still in the log); one recorded after entries a truncation then cut goes with
+/// them, leaving the one before, which is still true.
+#[test]
+fn the_committed_id_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        assert_eq!(log.read_committed().await.unwrap(), None);
+        log.blocking_append(entries(1, 1, 20)).await.unwrap();
+        log.save_committed(Some(id(1, 15))).await.unwrap();
+        log.blocking_append(entries(1, 21, 30)).await.unwrap();
+        log.save_committed(Some(id(1, 18))).await.unwrap();
+        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 18)));
+        drop(log);
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 18)));
+        log.truncate(id(1, 25)).await.unwrap();
+        drop(log);
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 15)));
+        assert_eq!(
+            log.get_log_state().await.unwrap().last_log_id,
+            Some(id(1, 24))
+        );
+    });
+}
