@@ -227,3 +227,44 @@ fn the_committed_id_survives_a_restart() {
         );
     });
 }
+
+/// Figures, not a check of speed (run by hand: `--ignored --nocapture`): 2000 entries
+/// appended one call at a time with 1, 8 and 64 callers in flight, and the fdatasyncs the
+/// WAL issued for them. With N in flight the log thread commits about N per fdatasync.
+#[test]
+#[ignore]
+fn group_commit_figures() {
+    for in_flight in [1usize, 8, 64] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = LogStore::open(dir.path(), 64 << 20).unwrap();
+        let counters = log.counters();
+        let (tx, rx) = mpsc::channel::<()>();
+        let started = std::time::Instant::now();
+        let total = 2000i64;
+        let mut sent = 0i64;
+        let mut done = 0i64;
+        while done < total {
+            while sent < total && sent - done < in_flight as i64 {
+                let t = tx.clone();
+                log.send(Cmd::Append(
+                    vec![(sent, vec![7u8; 200])],
+                    Box::new(move |r| {
+                        r.unwrap();
+                        t.send(()).unwrap();
+                    }),
+                ))
+                .unwrap();
+                sent += 1;
+            }
+            rx.recv().unwrap();
+            done += 1;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        let fsyncs = counters.fsyncs.load(Relaxed);
+        println!(
+            "in flight {in_flight:>2}: {total} appends in {secs:.2}s = {:.0}/s, {fsyncs} fdatasyncs",
+            total as f64 / secs
+        );
+        assert!(fsyncs <= total as u64);
+    }
+}
