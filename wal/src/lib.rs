@@ -245,6 +245,50 @@ pub enum RecordKind {
     Meta,
 }
 
+/// Where a record lives: its segment (named after `segment_first_zxid`) and the offset of
+/// its header there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecordPos {
+    pub segment_first_zxid: i64,
+    pub offset: u64,
+}
+
+/// Reads the record at `pos` of the Raft log in `dir` and checks it whole (header, length,
+/// crc, end mark) as recovery does. For readers of a live log: the writer may have removed
+/// the segment since (a purge) or rewritten it (a truncation), so the caller checks that the
+/// record is the one it expected (a Raft entry carries its log id).
+pub fn read_raft_record(
+    dir: &Path,
+    pos: RecordPos,
+    max_payload: u32,
+) -> Result<(RecordKind, i64, Vec<u8>), WalError> {
+    use std::os::unix::fs::FileExt;
+    let path = dir.join(format::segment_file_name(pos.segment_first_zxid));
+    let file = std::fs::File::open(&path).map_err(|e| WalError::io(&path, e))?;
+    let mut header = [0u8; format::RECORD_HEADER_LEN];
+    file.read_exact_at(&mut header, pos.offset)
+        .map_err(|e| WalError::io(&path, e))?;
+    let corrupt = |reason: String| WalError::Corrupt {
+        file: path.clone(),
+        offset: pos.offset,
+        reason,
+    };
+    let mut len = [0u8; 4];
+    len.copy_from_slice(header.get(4..8).unwrap_or(&[0; 4]));
+    let len = u32::from_le_bytes(len);
+    if len > max_payload {
+        return Err(corrupt(format!("record length {len} over max_payload")));
+    }
+    let total = usize::try_from(format::record_len(len as usize))
+        .map_err(|_| corrupt("record too long".into()))?;
+    let mut buf = vec![0u8; total];
+    file.read_exact_at(&mut buf, pos.offset)
+        .map_err(|e| WalError::io(&path, e))?;
+    let r = format::check_record_of(&buf, 0, max_payload, format::Flavour::Raft)
+        .map_err(|bad| corrupt(bad.reason))?;
+    Ok((r.kind, r.zxid, r.payload.to_vec()))
+}
+
 /// One valid record, borrowed from the mapped (or read) segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordRef<'a> {

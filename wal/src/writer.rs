@@ -6,7 +6,7 @@ use crate::format::{self, Flavour, SEGMENT_HEADER_LEN};
 use crate::recovery::{self, Resume};
 use crate::scan::{Step, Walker};
 use crate::segment;
-use crate::{Corruption, Options, RecordKind, Recovered, WalError};
+use crate::{Corruption, Options, RecordKind, RecordPos, Recovered, WalError};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::ops::Range;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -116,6 +116,18 @@ impl Wal {
     /// without txns, the open segment's name; in an empty log, anything). Meta records carry
     /// any zxid but cannot open an empty log. Errors here buffer nothing and do not poison.
     pub fn append(&mut self, kind: RecordKind, zxid: i64, payload: &[u8]) -> Result<(), WalError> {
+        self.append_at(kind, zxid, payload).map(drop)
+    }
+
+    /// [`Wal::append`], telling where the record will be once synced: the segment (by its
+    /// first zxid) and the offset of the record header in it. A Raft log reads entries back
+    /// from there ([`read_raft_record`]).
+    pub fn append_at(
+        &mut self,
+        kind: RecordKind,
+        zxid: i64,
+        payload: &[u8],
+    ) -> Result<RecordPos, WalError> {
         if self.poisoned {
             return Err(WalError::Poisoned);
         }
@@ -140,6 +152,10 @@ impl Wal {
             Some(c) if !c.has_txn => self.grow(c, len),
             _ => self.plan_roll(kind, zxid, expected, len)?,
         }
+        let pos = self.cursor.map(|c| RecordPos {
+            segment_first_zxid: c.first_zxid,
+            offset: c.offset,
+        });
         format::encode_record_of(&mut self.buf, self.flavour, kind, zxid, payload);
         if let Some(chunk) = self.chunks.last_mut() {
             chunk.bytes.end = self.buf.len();
@@ -151,7 +167,9 @@ impl Wal {
         if kind == RecordKind::Txn {
             self.last_txn = Some(zxid);
         }
-        Ok(())
+        pos.ok_or_else(|| WalError::Rejected {
+            reason: "no segment planned for the record".into(),
+        })
     }
 
     /// The zxid the next txn must carry, if constrained.

@@ -8,10 +8,11 @@
 //! purge go through the same queue, so they are ordered with the appends before them, and
 //! they return once durable.
 //!
-//! Readers (replication) read a copy of the live entries kept in memory, updated at append
-//! (before the fsync: openraft may replicate an entry its leader has not flushed yet),
-//! truncate and purge. The copy holds the entries since the last purge, i.e. since the last
-//! snapshot, as ZooKeeper's committed log does.
+//! Readers (replication) read the live segments: an index in memory maps each live entry to
+//! its log id and where its record is (segment, offset), and a read is a pread of that record,
+//! checked whole and checked to be the entry expected (a truncation may have rewritten the
+//! segment, a purge removed it). An entry appended but not yet written is held in memory until
+//! its batch is durable (openraft may replicate an entry its leader has not flushed yet).
 //!
 //! Beside the log: the vote (`vote.rs`) and the purge point (`purged.rs`).
 
@@ -20,20 +21,23 @@ use super::types::{NodeId, TypeConfig};
 use super::vote::VoteFile;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
-use palisade_wal::{Corruption, Options, RecordKind, Wal, WalError};
+use palisade_wal::{
+    read_raft_record, Corruption, Options, RecordKind, RecordPos, Wal, WalError,
+    DEFAULT_MAX_PAYLOAD,
+};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::io;
 use std::ops::RangeBounds;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
 
 type Done = Box<dyn FnOnce(io::Result<()>) + Send>;
 
 enum Cmd {
-    Append(Vec<(i64, Vec<u8>)>, Done),
+    Append(Vec<Encoded>, Done),
     Truncate(i64, Done),
     Purge(i64, Done),
     /// A committed log id to record: buffered, made durable by the next batch's fdatasync
@@ -45,13 +49,31 @@ enum Cmd {
     Hold(mpsc::Receiver<()>),
 }
 
+/// An entry on its way to the log thread: index, log id, postcard bytes.
+type Encoded = (i64, LogId<NodeId>, Vec<u8>);
+
+/// A live entry: held until its batch is durable, then only its place in the log.
+enum Slot {
+    Mem(Entry<TypeConfig>),
+    Disk(LogId<NodeId>, RecordPos),
+}
+
+impl Slot {
+    fn log_id(&self) -> LogId<NodeId> {
+        match self {
+            Slot::Mem(e) => e.log_id,
+            Slot::Disk(id, _) => *id,
+        }
+    }
+}
+
 /// The live entries, from the one after the purge point to the last appended.
 #[derive(Default)]
 struct Live {
     purged: Option<LogId<NodeId>>,
     /// The last committed log id recorded in the log (openraft's `save_committed`).
     committed: Option<LogId<NodeId>>,
-    entries: BTreeMap<u64, Entry<TypeConfig>>,
+    entries: BTreeMap<u64, Slot>,
 }
 
 /// What the log thread reports, for tests and metrics.
@@ -64,6 +86,7 @@ pub struct LogCounters {
 }
 
 pub struct LogStore {
+    dir: PathBuf,
     live: Arc<Mutex<Live>>,
     tx: mpsc::Sender<Cmd>,
     vote: VoteFile,
@@ -83,10 +106,11 @@ impl Drop for LogStore {
     }
 }
 
-/// A reader over the live entries; cheap to clone, used by replication tasks.
+/// A reader over the live segments; cheap to clone, used by replication tasks.
 #[derive(Clone)]
 pub struct LogReader {
     live: Arc<Mutex<Live>>,
+    dir: PathBuf,
 }
 
 fn io_err(e: impl std::error::Error + 'static) -> AnyError {
@@ -115,6 +139,7 @@ impl LogStore {
             entries: BTreeMap::new(),
         };
         let mut prev: Option<LogId<NodeId>> = None;
+        let firsts: BTreeMap<&Path, i64> = recovered.segments().collect();
         for rec in recovered.all_records() {
             if rec.kind == RecordKind::Meta {
                 // A committed id refers to an entry before it in the log.
@@ -158,7 +183,15 @@ impl LogStore {
             if purged.is_some_and(|p| entry.log_id.index <= p.index) {
                 continue;
             }
-            live.entries.insert(entry.log_id.index, entry);
+            let Some(&segment_first_zxid) = firsts.get(rec.segment) else {
+                return Err(bad_data(format!("{}: record of no listed segment", at())));
+            };
+            let pos = RecordPos {
+                segment_first_zxid,
+                offset: rec.offset,
+            };
+            live.entries
+                .insert(entry.log_id.index, Slot::Disk(entry.log_id, pos));
         }
         // Segments go only after the purge point is saved, so the first live entry follows it.
         if let (Some(p), Some((&first, _))) = (purged, live.entries.first_key_value()) {
@@ -173,11 +206,14 @@ impl LogStore {
         let counters = Arc::new(LogCounters::default());
         let (tx, rx) = mpsc::channel();
         let c = counters.clone();
+        let live = Arc::new(Mutex::new(live));
+        let l = live.clone();
         let thread = std::thread::Builder::new()
             .name("raft-log".into())
-            .spawn(move || log_thread(wal, rx, c))?;
+            .spawn(move || log_thread(wal, rx, c, l))?;
         Ok(LogStore {
-            live: Arc::new(Mutex::new(live)),
+            dir: dir.to_path_buf(),
+            live,
             tx,
             vote: VoteFile::new(dir),
             purged_file,
@@ -221,20 +257,26 @@ impl LogStore {
 
 /// Group commit: every append queued when the thread wakes is written, then one sync covers
 /// them all, then their callbacks run. Any other command runs alone, in queue order.
-fn log_thread(mut wal: Wal, rx: mpsc::Receiver<Cmd>, counters: Arc<LogCounters>) {
+fn log_thread(
+    mut wal: Wal,
+    rx: mpsc::Receiver<Cmd>,
+    counters: Arc<LogCounters>,
+    live: Arc<Mutex<Live>>,
+) {
     use std::sync::atomic::Ordering::Relaxed;
     let mut next = rx.recv().ok();
     while let Some(cmd) = next.take() {
         match cmd {
             Cmd::Append(entries, done) => {
                 let mut dones = Vec::new();
-                let mut result = append_all(&mut wal, &entries);
+                let mut placed = Vec::new();
+                let mut result = append_all(&mut wal, &entries, &mut placed);
                 dones.push(done);
                 loop {
                     match rx.try_recv() {
                         Ok(Cmd::Append(entries, done)) => {
                             if result.is_ok() {
-                                result = append_all(&mut wal, &entries);
+                                result = append_all(&mut wal, &entries, &mut placed);
                             }
                             dones.push(done);
                         }
@@ -246,6 +288,18 @@ fn log_thread(mut wal: Wal, rx: mpsc::Receiver<Cmd>, counters: Arc<LogCounters>)
                     }
                 }
                 let result = result.and_then(|()| wal.sync());
+                if result.is_ok() {
+                    // Durable: readers find these in the segments from now on, unless a
+                    // truncation replaced them meanwhile.
+                    let mut live = live.lock();
+                    for (id, pos) in placed {
+                        if let Some(slot) = live.entries.get_mut(&id.index) {
+                            if slot.log_id() == id {
+                                *slot = Slot::Disk(id, pos);
+                            }
+                        }
+                    }
+                }
                 counters.fsyncs.store(wal.fsyncs(), Relaxed);
                 counters.batches.fetch_add(1, Relaxed);
                 for done in dones {
@@ -315,10 +369,15 @@ fn decode_committed(b: &[u8]) -> Option<LogId<NodeId>> {
     ))
 }
 
-fn append_all(wal: &mut Wal, entries: &[(i64, Vec<u8>)]) -> Result<(), WalError> {
-    entries
-        .iter()
-        .try_for_each(|(index, bytes)| wal.append(RecordKind::Txn, *index, bytes))
+fn append_all(
+    wal: &mut Wal,
+    entries: &[Encoded],
+    placed: &mut Vec<(LogId<NodeId>, RecordPos)>,
+) -> Result<(), WalError> {
+    for (index, id, bytes) in entries {
+        placed.push((*id, wal.append_at(RecordKind::Txn, *index, bytes)?));
+    }
+    Ok(())
 }
 
 fn clone_result(r: &Result<(), WalError>) -> io::Result<()> {
@@ -333,13 +392,59 @@ impl RaftLogReader<TypeConfig> for LogReader {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
-        Ok(self
+        enum Want {
+            Have(Entry<TypeConfig>),
+            Read(LogId<NodeId>, RecordPos),
+        }
+        let wanted: Vec<Want> = self
             .live
             .lock()
             .entries
             .range(range)
-            .map(|(_, e)| e.clone())
-            .collect())
+            .map(|(_, slot)| match slot {
+                Slot::Mem(e) => Want::Have(e.clone()),
+                Slot::Disk(id, pos) => Want::Read(*id, *pos),
+            })
+            .collect();
+        let mut out = Vec::with_capacity(wanted.len());
+        for w in wanted {
+            match w {
+                Want::Have(e) => out.push(e),
+                Want::Read(id, pos) => match self.read(id, pos) {
+                    Ok(e) => out.push(e),
+                    // Truncated or purged since the index was read: the entries from here
+                    // on are not there any more, which openraft allows.
+                    Err(_) if !self.still_at(id, pos) => break,
+                    Err(e) => {
+                        return Err(StorageIOError::read_log_at_index(id.index, io_err(e)).into())
+                    }
+                },
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl LogReader {
+    fn read(&self, id: LogId<NodeId>, pos: RecordPos) -> io::Result<Entry<TypeConfig>> {
+        let (_, index, bytes) = read_raft_record(&self.dir, pos, DEFAULT_MAX_PAYLOAD)?;
+        let entry: Entry<TypeConfig> = postcard::from_bytes(&bytes)
+            .map_err(|e| bad_data(format!("entry {id}: undecodable: {e}")))?;
+        if entry.log_id != id || i64::try_from(id.index).ok() != Some(index) {
+            return Err(bad_data(format!(
+                "entry {id} expected at {pos:?}, found {}",
+                entry.log_id
+            )));
+        }
+        Ok(entry)
+    }
+
+    /// Whether the index still places entry `id` at `pos`.
+    fn still_at(&self, id: LogId<NodeId>, pos: RecordPos) -> bool {
+        matches!(
+            self.live.lock().entries.get(&id.index),
+            Some(Slot::Disk(i, p)) if *i == id && *p == pos
+        )
     }
 }
 
@@ -350,6 +455,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
     ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
         LogReader {
             live: self.live.clone(),
+            dir: self.dir.clone(),
         }
         .try_get_log_entries(range)
         .await
@@ -361,7 +467,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
         let live = self.live.lock();
-        let last = live.entries.last_key_value().map(|(_, e)| e.log_id);
+        let last = live.entries.last_key_value().map(|(_, s)| s.log_id());
         Ok(LogState {
             last_purged_log_id: live.purged,
             last_log_id: last.or(live.purged),
@@ -385,6 +491,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn get_log_reader(&mut self) -> LogReader {
         LogReader {
             live: self.live.clone(),
+            dir: self.dir.clone(),
         }
     }
 
@@ -420,8 +527,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 .map_err(|e| StorageIOError::write_log_entry(entry.log_id, io_err(e)))?;
             let index = i64::try_from(entry.log_id.index)
                 .map_err(|e| StorageIOError::write_log_entry(entry.log_id, io_err(e)))?;
-            encoded.push((index, bytes));
-            live.entries.insert(entry.log_id.index, entry);
+            encoded.push((index, entry.log_id, bytes));
+            live.entries.insert(entry.log_id.index, Slot::Mem(entry));
         }
         drop(live);
         self.send(Cmd::Append(

@@ -179,7 +179,7 @@ fn queued_appends_share_one_fdatasync() {
     let (done_tx, done_rx) = mpsc::channel();
     for batch in 0..3i64 {
         let encoded = (batch * 10..batch * 10 + 10)
-            .map(|i| (i, format!("entry {i}").into_bytes()))
+            .map(|i| (i, id(1, i as u64), format!("entry {i}").into_bytes()))
             .collect();
         let tx = done_tx.clone();
         let c = counters.clone();
@@ -247,7 +247,7 @@ fn group_commit_figures() {
             while sent < total && sent - done < in_flight as i64 {
                 let t = tx.clone();
                 log.send(Cmd::Append(
-                    vec![(sent, vec![7u8; 200])],
+                    vec![(sent, id(1, sent as u64), vec![7u8; 200])],
                     Box::new(move |r| {
                         r.unwrap();
                         t.send(()).unwrap();
@@ -267,4 +267,33 @@ fn group_commit_figures() {
         );
         assert!(fsyncs <= total as u64);
     }
+}
+
+/// How: a reader's view of an entry (log id, place in the segment) taken before a
+/// truncation and the appends after it: reading it again fails the log-id check instead of
+/// returning the entry now at that place, and a fresh read returns the new entries.
+#[test]
+fn a_reader_never_returns_a_cut_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        let reader = log.get_log_reader().await;
+        log.blocking_append(entries(1, 1, 20)).await.unwrap();
+        let stale = match log.live.lock().entries.get(&15) {
+            Some(Slot::Disk(id, pos)) => (*id, *pos),
+            _ => panic!("a durable entry is read from its segment"),
+        };
+        assert_eq!(reader.read(stale.0, stale.1).unwrap(), entry(1, 15));
+        log.truncate(id(1, 12)).await.unwrap();
+        log.blocking_append(entries(2, 12, 20)).await.unwrap();
+        assert!(reader.read(stale.0, stale.1).is_err());
+        assert!(!reader.still_at(stale.0, stale.1));
+        let mut r = reader.clone();
+        let got = r.try_get_log_entries(10..=20).await.unwrap();
+        let want: Vec<_> = entries(1, 10, 11)
+            .into_iter()
+            .chain(entries(2, 12, 20))
+            .collect();
+        assert_eq!(got, want);
+    });
 }
