@@ -149,6 +149,9 @@
 //!   the entries between were never committed, so Raft accepts either.
 //! * [`Wal::reset`] deletes every segment (a snapshot replaced the whole log; the Raft layer
 //!   has saved its purge point first).
+//!
+//! And for readers of a live Raft log: [`Wal::append_at`] tells where a record will be
+//! (segment, offset), and [`read_raft_record`] reads one back from there, checked whole.
 #![cfg_attr(
     not(test),
     deny(

@@ -199,3 +199,36 @@ fn records_read_back_where_append_at_put_them() {
     }
     assert!(read_raft_record(dir.path(), pos[60], DEFAULT_MAX_PAYLOAD).is_err());
 }
+
+/// How: the two states a crash inside `truncate_from` can leave, made by hand: the newest
+/// segments already deleted (a prefix of the log), and the rewritten segment still under its
+/// `.tmp` name beside the old one. Both open clean, with the old records up to where they
+/// end; the `.tmp` is removed.
+#[test]
+fn a_crash_inside_a_truncation_leaves_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut wal, log) = open(dir.path());
+    drop(log);
+    append(&mut wal, 0, 99, 1);
+    drop(wal);
+    let mut segs: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| palisade_wal::is_segment_file_name(p.file_name().unwrap().to_str().unwrap()))
+        .collect();
+    segs.sort();
+    assert!(segs.len() > 3);
+    std::fs::remove_file(segs.pop().unwrap()).unwrap();
+    let last = segs.last().unwrap().clone();
+    let mut tmp = last.clone().into_os_string();
+    tmp.push(".tmp");
+    std::fs::copy(&last, &tmp).unwrap();
+    let (wal, log) = open(dir.path());
+    assert_eq!(log.report().cut, None);
+    assert_eq!(log.report().removed, vec![std::path::PathBuf::from(&tmp)]);
+    let got = entries(&log);
+    let n = got.len() as i64;
+    assert_eq!(got, (0..n).map(|i| (i, body(i, 1))).collect::<Vec<_>>());
+    assert_eq!(wal.last_txn_zxid(), Some(n - 1));
+    assert!(n < 100);
+}
