@@ -63,6 +63,7 @@ fn raft_and_standalone_logs_refuse_each_other() {
         matches!(e, WalError::UnsupportedVersion { version: 2, .. }),
         "{e}"
     );
+    assert!(e.to_string().contains("opened as the other"), "{e}");
     // Neither open touched the other's files.
     let (_, log) = Wal::open(opts(plain.path()), Corruption::Refuse).unwrap();
     assert_eq!(log.report().txns, 1);
