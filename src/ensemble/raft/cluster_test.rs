@@ -26,7 +26,9 @@ struct Member {
 }
 
 async fn start(id: NodeId, dir: &Path, listener: TcpListener, config: Arc<Config>) -> Member {
-    let (log, sm) = storage::open(dir, 64 << 10, StateApplier::default()).unwrap();
+    let (log, sm) = storage::open(dir, 64 << 10, StateApplier::default())
+        .await
+        .unwrap();
     let raft = Raft::new(id, config, Network { me: id }, log, sm.clone())
         .await
         .unwrap();
@@ -113,7 +115,8 @@ async fn all_agree(members: &[Member], last: u64, direct: &State) {
             .await
             .unwrap();
         let id = m.raft.metrics().borrow().id;
-        m.sm.with_applier(|a| assert_same_state(&format!("member {id}"), &a.state, direct));
+        m.sm.with_applier(|a| assert_same_state(&format!("member {id}"), &a.state, direct))
+            .await;
     }
 }
 
@@ -195,7 +198,8 @@ async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
         members.push(start(id, dirs[id as usize - 1].path(), l, config.clone()).await);
     }
     for m in &members {
-        m.sm.with_applier(|a| assert!(a.state.zxid() > 0, "restored from its snapshot"));
+        m.sm.with_applier(|a| assert!(a.state.zxid() > 0, "restored from its snapshot"))
+            .await;
     }
     let m = members[0]
         .raft
@@ -267,7 +271,8 @@ async fn three_members_elect_replicate_and_agree() {
             .applied_index_at_least(Some(last), "applied")
             .await
             .unwrap();
-        m.sm.with_applier(|a| assert_same_state(&format!("member {}", i + 1), &a.state, &direct));
+        m.sm.with_applier(|a| assert_same_state(&format!("member {}", i + 1), &a.state, &direct))
+            .await;
     }
 
     // A follower stops; it restarts from its log alone (a fresh State, no snapshot) and the
@@ -311,7 +316,8 @@ async fn three_members_elect_replicate_and_agree() {
             .await
             .unwrap();
         let id = m.raft.metrics().borrow().id;
-        m.sm.with_applier(|a| assert_same_state(&format!("member {id}"), &a.state, &direct));
+        m.sm.with_applier(|a| assert_same_state(&format!("member {id}"), &a.state, &direct))
+            .await;
     }
     for m in members {
         m.raft.shutdown().await.unwrap();

@@ -21,18 +21,24 @@ use openraft::{
 };
 use palisade_proto::Txn;
 use palisade_snapshot::{decode_items, Trailer};
-use parking_lot::Mutex;
+use std::future::Future;
 use std::io::{self, Cursor};
 use std::sync::Arc;
+use tokio::sync::Mutex;
 
-/// Where committed txns are applied. Called in log order, never concurrently.
+/// Where committed txns are applied. Called in log order, never concurrently. Async, so
+/// that the core's applier can hand a batch to the core thread and await its acknowledgement
+/// without holding a runtime thread.
 pub trait Applier: Send + 'static {
     /// Applies committed txns (each `Proposal` is one encoded `Txn`), in order.
-    fn apply(&mut self, txns: &[(LogId<NodeId>, Proposal)]) -> io::Result<()>;
+    fn apply(
+        &mut self,
+        txns: Vec<(LogId<NodeId>, Proposal)>,
+    ) -> impl Future<Output = io::Result<()>> + Send;
     /// The whole state, as bytes [`Applier::install`] restores.
-    fn snapshot(&mut self) -> io::Result<Vec<u8>>;
+    fn snapshot(&mut self) -> impl Future<Output = io::Result<Vec<u8>>> + Send;
     /// Replaces the whole state with a snapshot's.
-    fn install(&mut self, snapshot: &[u8]) -> io::Result<()>;
+    fn install(&mut self, snapshot: &[u8]) -> impl Future<Output = io::Result<()>> + Send;
 }
 
 struct Stored {
@@ -84,14 +90,14 @@ impl<A: Applier> StateMachine<A> {
 
     /// A state machine whose snapshots are kept in `dir` (`snapshot_file.rs`): it starts from
     /// the saved one, if any, as openraft expects of a member whose log was purged up to it.
-    pub fn open(dir: &std::path::Path, applier: A) -> io::Result<Self> {
+    pub async fn open(dir: &std::path::Path, applier: A) -> io::Result<Self> {
         let file = SnapshotFile::new(dir);
         let saved = file.read()?;
         let sm = Self::new(applier);
         {
-            let mut inner = sm.inner.lock();
+            let mut inner = sm.inner.lock().await;
             if let Some((meta, data)) = saved {
-                inner.applier.install(&data)?;
+                inner.applier.install(&data).await?;
                 inner.last_applied = meta.last_log_id;
                 inner.membership = meta.last_membership.clone();
                 inner.snapshot = Some(Stored { meta, data });
@@ -102,13 +108,13 @@ impl<A: Applier> StateMachine<A> {
     }
 
     /// The last log id applied (or reached by the installed snapshot).
-    pub fn last_applied(&self) -> Option<LogId<NodeId>> {
-        self.inner.lock().last_applied
+    pub async fn last_applied(&self) -> Option<LogId<NodeId>> {
+        self.inner.lock().await.last_applied
     }
 
     /// Runs `f` on the applier (tests read the State this way).
-    pub fn with_applier<T>(&self, f: impl FnOnce(&mut A) -> T) -> T {
-        f(&mut self.inner.lock().applier)
+    pub async fn with_applier<T>(&self, f: impl FnOnce(&mut A) -> T) -> T {
+        f(&mut self.inner.lock().await.applier)
     }
 }
 
@@ -118,7 +124,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
     async fn applied_state(
         &mut self,
     ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, Node>), StorageError<NodeId>> {
-        let inner = self.inner.lock();
+        let inner = self.inner.lock().await;
         Ok((inner.last_applied, inner.membership.clone()))
     }
 
@@ -127,7 +133,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
         I: IntoIterator<Item = Entry<TypeConfig>> + Send,
         I::IntoIter: Send,
     {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.lock().await;
         let mut replies = Vec::new();
         let mut txns = Vec::new();
         for entry in entries {
@@ -137,14 +143,14 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
                 EntryPayload::Normal(p) => txns.push((entry.log_id, p)),
                 EntryPayload::Membership(m) => {
                     // Txns before a membership change apply before it is recorded.
-                    inner.applier.apply(&txns).map_err(sm_err)?;
-                    txns.clear();
+                    let before = std::mem::take(&mut txns);
+                    inner.applier.apply(before).await.map_err(sm_err)?;
                     inner.membership = StoredMembership::new(Some(entry.log_id), m);
                 }
             }
             inner.last_applied = Some(entry.log_id);
         }
-        inner.applier.apply(&txns).map_err(sm_err)?;
+        inner.applier.apply(txns).await.map_err(sm_err)?;
         Ok(replies)
     }
 
@@ -164,8 +170,8 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError<NodeId>> {
         let data = snapshot.into_inner();
-        let mut inner = self.inner.lock();
-        inner.applier.install(&data).map_err(|e| {
+        let mut inner = self.inner.lock().await;
+        inner.applier.install(&data).await.map_err(|e| {
             StorageError::from(StorageIOError::read_snapshot(
                 Some(meta.signature()),
                 AnyError::new(&e),
@@ -191,7 +197,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
-        Ok(self.inner.lock().snapshot.as_ref().map(|s| Snapshot {
+        Ok(self.inner.lock().await.snapshot.as_ref().map(|s| Snapshot {
             meta: s.meta.clone(),
             snapshot: Box::new(Cursor::new(s.data.clone())),
         }))
@@ -200,8 +206,8 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
 
 impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
-        let mut inner = self.inner.lock();
-        let data = inner.applier.snapshot().map_err(|e| {
+        let mut inner = self.inner.lock().await;
+        let data = inner.applier.snapshot().await.map_err(|e| {
             StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
         })?;
         inner.built += 1;
@@ -244,8 +250,8 @@ pub struct StateApplier {
 const HEADER: usize = 6 * 8;
 
 impl Applier for StateApplier {
-    fn apply(&mut self, txns: &[(LogId<NodeId>, Proposal)]) -> io::Result<()> {
-        for (log_id, p) in txns {
+    async fn apply(&mut self, txns: Vec<(LogId<NodeId>, Proposal)>) -> io::Result<()> {
+        for (log_id, p) in &txns {
             let txn = Txn::decode(p.0.clone(), usize::MAX).map_err(|e| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -267,7 +273,7 @@ impl Applier for StateApplier {
         Ok(())
     }
 
-    fn snapshot(&mut self) -> io::Result<Vec<u8>> {
+    async fn snapshot(&mut self) -> io::Result<Vec<u8>> {
         let s = &self.state;
         let mut items = Vec::new();
         let sessions = s.sessions().iter().map(|(&id, &t)| (id, t));
@@ -284,7 +290,7 @@ impl Applier for StateApplier {
         Ok(out)
     }
 
-    fn install(&mut self, snapshot: &[u8]) -> io::Result<()> {
+    async fn install(&mut self, snapshot: &[u8]) -> io::Result<()> {
         let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
         let (head, items) = snapshot
             .split_at_checked(HEADER)

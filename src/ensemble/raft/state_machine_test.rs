@@ -61,7 +61,8 @@ fn applies_in_order_and_a_snapshot_restores_an_equal_state() {
             for t in &w.log[..249] {
                 direct.apply(t);
             }
-            sm.with_applier(|a| assert_same_state("applied", &a.state, &direct));
+            sm.with_applier(|a| assert_same_state("applied", &a.state, &direct))
+                .await;
             let (applied, membership) = sm.applied_state().await.unwrap();
             assert_eq!(applied, Some(id(1, 250)));
             assert_eq!(membership.log_id(), &Some(id(1, 1)));
@@ -77,7 +78,9 @@ fn applies_in_order_and_a_snapshot_restores_an_equal_state() {
             let mut data = other.begin_receiving_snapshot().await.unwrap();
             *data = *snap.snapshot;
             other.install_snapshot(&snap.meta, data).await.unwrap();
-            other.with_applier(|a| assert_same_state("installed", &a.state, &direct));
+            other
+                .with_applier(|a| assert_same_state("installed", &a.state, &direct))
+                .await;
             assert_eq!(
                 other.applied_state().await.unwrap(),
                 sm.applied_state().await.unwrap()
@@ -100,8 +103,11 @@ fn applies_in_order_and_a_snapshot_restores_an_equal_state() {
             for t in &w.log[249..] {
                 direct.apply(t);
             }
-            sm.with_applier(|a| assert_same_state("leader", &a.state, &direct));
-            other.with_applier(|a| assert_same_state("follower", &a.state, &direct));
+            sm.with_applier(|a| assert_same_state("leader", &a.state, &direct))
+                .await;
+            other
+                .with_applier(|a| assert_same_state("follower", &a.state, &direct))
+                .await;
         });
     }
 }
@@ -134,7 +140,7 @@ fn a_damaged_snapshot_is_refused() {
                 .await;
             assert!(r.is_err());
             assert_eq!(other.applied_state().await.unwrap().0, None);
-            other.with_applier(|a| assert_eq!(a.state.zxid(), 0));
+            other.with_applier(|a| assert_eq!(a.state.zxid(), 0)).await;
         }
     });
 }

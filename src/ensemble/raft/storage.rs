@@ -10,14 +10,14 @@ use super::state_machine::{Applier, StateMachine};
 use std::io;
 use std::path::Path;
 
-pub fn open<A: Applier>(
+pub async fn open<A: Applier>(
     dir: &Path,
     segment_bytes: u64,
     applier: A,
 ) -> io::Result<(LogStore, StateMachine<A>)> {
     let log = LogStore::open(dir, segment_bytes)?;
-    let sm = StateMachine::open(dir, applier)?;
-    let (purged, applied) = (log.purged(), sm.last_applied());
+    let sm = StateMachine::open(dir, applier).await?;
+    let (purged, applied) = (log.purged(), sm.last_applied().await);
     if purged.is_some_and(|p| applied.is_none_or(|a| a.index < p.index)) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -41,14 +41,17 @@ mod tests {
     #[test]
     fn a_log_purged_past_the_snapshot_refuses_to_open() {
         let d = tempfile::tempdir().unwrap();
-        let (mut log, _sm) = open(d.path(), 1 << 20, StateApplier::default()).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
+            .unwrap();
+        let (mut log, _sm) = rt
+            .block_on(open(d.path(), 1 << 20, StateApplier::default()))
             .unwrap();
         rt.block_on(log.purge(LogId::new(CommittedLeaderId::new(1, 1), 5)))
             .unwrap();
         drop(log);
-        let e = open(d.path(), 1 << 20, StateApplier::default())
+        let e = rt
+            .block_on(open(d.path(), 1 << 20, StateApplier::default()))
             .err()
             .unwrap();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
