@@ -162,8 +162,11 @@ impl LogStore {
                 )));
             }
             // The WAL lets a Raft log's indexes jump (see its docs); openraft never
-            // writes a gap, so one here means a segment was lost.
-            if prev.is_some_and(|p| p.index.checked_add(1) != Some(entry.log_id.index)) {
+            // writes a gap among live entries, so one there means a segment was lost. Behind
+            // the purge point one may remain: a purge past the end empties the log oldest
+            // segment first, and a crash midway leaves the rest, hidden, before new entries.
+            let prev_live = prev.filter(|p| purged.is_none_or(|q| p.index > q.index));
+            if prev_live.is_some_and(|p| p.index.checked_add(1) != Some(entry.log_id.index)) {
                 return Err(bad_data(format!(
                     "{}: entry {} after {:?}: entries are missing",
                     at(),
@@ -195,7 +198,7 @@ impl LogStore {
         }
         // Segments go only after the purge point is saved, so the first live entry follows it.
         if let (Some(p), Some((&first, _))) = (purged, live.entries.first_key_value()) {
-            if first != p.index + 1 {
+            if Some(first) != p.index.checked_add(1) {
                 return Err(bad_data(format!(
                     "{}: the log resumes at {first} after the purge point {p}: entries are missing",
                     dir.display()

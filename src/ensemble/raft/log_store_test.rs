@@ -297,3 +297,42 @@ fn a_reader_never_returns_a_cut_entry() {
         assert_eq!(got, want);
     });
 }
+
+/// How: the state a crash inside a purge past the end can leave, made by hand: the purge
+/// point saved (21) but old entries (1..=10) still in their segment. They stay hidden, the
+/// log goes on after the purge point, and it reopens with just the new entries.
+#[test]
+fn entries_left_behind_a_purge_stay_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        log.blocking_append(entries(1, 1, 10)).await.unwrap();
+        drop(log);
+        PurgedFile::new(dir.path()).save(&id(2, 21)).unwrap();
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        let (state, all) = everything(&mut log).await;
+        assert_eq!((state.last_log_id, all.len()), (Some(id(2, 21)), 0));
+        log.blocking_append(entries(2, 22, 24)).await.unwrap();
+        drop(log);
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        let (state, all) = everything(&mut log).await;
+        assert_eq!(state.last_purged_log_id, Some(id(2, 21)));
+        assert_eq!(all, entries(2, 22, 24));
+    });
+}
+
+/// How: a segment in the middle of the log deleted by hand: the entries after it no longer
+/// follow, and open refuses rather than serve a log with a hole.
+#[test]
+fn a_lost_segment_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        log.blocking_append(entries(1, 1, 100)).await.unwrap();
+    });
+    let segs = segment_files(dir.path());
+    assert!(segs.len() > 3);
+    std::fs::remove_file(&segs[1]).unwrap();
+    let e = LogStore::open(dir.path(), SEGMENT).err().unwrap();
+    assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+}
