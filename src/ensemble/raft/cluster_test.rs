@@ -324,3 +324,54 @@ async fn three_members_elect_replicate_and_agree() {
         m.stop.cancel();
     }
 }
+
+/// How: the leader stops after acknowledged writes; the two others elect a new leader (the
+/// time is printed: `--nocapture`), take more writes, and the old leader restarts from its
+/// log and snapshot file as a follower. Every acknowledged write is in every State.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_stops_and_no_acknowledged_write_is_lost() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let config = with_snapshots(SnapshotPolicy::LogsSinceLast(40));
+    let (mut members, nodes, leader) = form(&dirs, config.clone()).await;
+    let mut w = Workload::new(9);
+    while w.log.len() < 100 {
+        w.step();
+    }
+    write(&members, leader, &w.log[..50]).await;
+    let pos = members
+        .iter()
+        .position(|m| m.raft.metrics().borrow().id == leader)
+        .unwrap();
+    let old = members.remove(pos);
+    old.raft.shutdown().await.unwrap();
+    old.stop.cancel();
+    drop(old);
+    let stopped = std::time::Instant::now();
+    let m = members[0]
+        .raft
+        .wait(WAIT)
+        .metrics(
+            |m| m.current_leader.is_some_and(|l| l != leader),
+            "a new leader",
+        )
+        .await
+        .unwrap();
+    let elected = stopped.elapsed();
+    let new_leader = m.current_leader.unwrap();
+    let last = write(&members, new_leader, &w.log[50..]).await;
+    println!(
+        "leader {leader} stopped; {new_leader} elected after {} ms",
+        elected.as_millis()
+    );
+    let l = rebind(&nodes[&leader].addr).await;
+    members.push(start(leader, dirs[leader as usize - 1].path(), l, config.clone()).await);
+    let mut direct = State::new();
+    for t in &w.log {
+        direct.apply(t);
+    }
+    all_agree(&members, last, &direct).await;
+    for m in members {
+        m.raft.shutdown().await.unwrap();
+        m.stop.cancel();
+    }
+}
