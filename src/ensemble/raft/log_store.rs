@@ -2,9 +2,9 @@
 //! in its Raft flavour (segment format 3), one record per entry, the record's zxid field the
 //! entry's index and its payload the entry (log id and payload) in postcard.
 //!
-//! One log thread owns the writer, as in standalone. `append` hands the thread the encoded
-//! entries and returns; the thread takes every append queued behind it, writes them all and
-//! issues one fdatasync, then calls each append's callback: group commit. Truncation and
+//! One log thread (`log_thread.rs`) owns the writer, as in standalone. `append` hands it
+//! the encoded entries and returns; the thread takes every append queued behind it, writes
+//! them all and issues one fdatasync, then calls each append's callback: group commit. Truncation and
 //! purge go through the same queue, so they are ordered with the appends before them, and
 //! they return once durable.
 //!
@@ -16,14 +16,14 @@
 //!
 //! Beside the log: the vote (`vote.rs`) and the purge point (`purged.rs`).
 
+use super::log_thread::{decode_committed, log_thread, Cmd, Done};
 use super::purged::PurgedFile;
 use super::types::{NodeId, TypeConfig};
 use super::vote::VoteFile;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
 use palisade_wal::{
-    read_raft_record, Corruption, Options, RecordKind, RecordPos, Wal, WalError,
-    DEFAULT_MAX_PAYLOAD,
+    read_raft_record, Corruption, Options, RecordKind, RecordPos, Wal, DEFAULT_MAX_PAYLOAD,
 };
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -34,32 +34,17 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
 
-type Done = Box<dyn FnOnce(io::Result<()>) + Send>;
-
-enum Cmd {
-    Append(Vec<Encoded>, Done),
-    Truncate(i64, Done),
-    Purge(i64, Done),
-    /// A committed log id to record: buffered, made durable by the next batch's fdatasync
-    /// (or at close). Losing it costs nothing but an earlier re-apply at restart.
-    Committed(LogId<NodeId>),
-    /// Tests: the thread waits on the receiver before taking more commands, so the test can
-    /// queue several appends and see them committed together.
-    #[cfg(test)]
-    Hold(mpsc::Receiver<()>),
-}
-
 /// An entry on its way to the log thread: index, log id, postcard bytes.
-type Encoded = (i64, LogId<NodeId>, Vec<u8>);
+pub(super) type Encoded = (i64, LogId<NodeId>, Vec<u8>);
 
 /// A live entry: held until its batch is durable, then only its place in the log.
-enum Slot {
+pub(super) enum Slot {
     Mem(Entry<TypeConfig>),
     Disk(LogId<NodeId>, RecordPos),
 }
 
 impl Slot {
-    fn log_id(&self) -> LogId<NodeId> {
+    pub(super) fn log_id(&self) -> LogId<NodeId> {
         match self {
             Slot::Mem(e) => e.log_id,
             Slot::Disk(id, _) => *id,
@@ -69,11 +54,11 @@ impl Slot {
 
 /// The live entries, from the one after the purge point to the last appended.
 #[derive(Default)]
-struct Live {
-    purged: Option<LogId<NodeId>>,
+pub(super) struct Live {
+    pub(super) purged: Option<LogId<NodeId>>,
     /// The last committed log id recorded in the log (openraft's `save_committed`).
-    committed: Option<LogId<NodeId>>,
-    entries: BTreeMap<u64, Slot>,
+    pub(super) committed: Option<LogId<NodeId>>,
+    pub(super) entries: BTreeMap<u64, Slot>,
 }
 
 /// What the log thread reports, for tests and metrics.
@@ -255,138 +240,6 @@ impl LogStore {
         let (tx, rx) = mpsc::channel();
         self.send(Cmd::Hold(rx))?;
         Ok(tx)
-    }
-}
-
-/// Group commit: every append queued when the thread wakes is written, then one sync covers
-/// them all, then their callbacks run. Any other command runs alone, in queue order.
-fn log_thread(
-    mut wal: Wal,
-    rx: mpsc::Receiver<Cmd>,
-    counters: Arc<LogCounters>,
-    live: Arc<Mutex<Live>>,
-) {
-    use std::sync::atomic::Ordering::Relaxed;
-    let mut next = rx.recv().ok();
-    while let Some(cmd) = next.take() {
-        match cmd {
-            Cmd::Append(entries, done) => {
-                let mut dones = Vec::new();
-                let mut placed = Vec::new();
-                let mut result = append_all(&mut wal, &entries, &mut placed);
-                dones.push(done);
-                loop {
-                    match rx.try_recv() {
-                        Ok(Cmd::Append(entries, done)) => {
-                            if result.is_ok() {
-                                result = append_all(&mut wal, &entries, &mut placed);
-                            }
-                            dones.push(done);
-                        }
-                        Ok(other) => {
-                            next = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                let result = result.and_then(|()| wal.sync());
-                if result.is_ok() {
-                    // Durable: readers find these in the segments from now on, unless a
-                    // truncation replaced them meanwhile.
-                    let mut live = live.lock();
-                    for (id, pos) in placed {
-                        if let Some(slot) = live.entries.get_mut(&id.index) {
-                            if slot.log_id() == id {
-                                *slot = Slot::Disk(id, pos);
-                            }
-                        }
-                    }
-                }
-                counters.fsyncs.store(wal.fsyncs(), Relaxed);
-                counters.batches.fetch_add(1, Relaxed);
-                for done in dones {
-                    done(clone_result(&result));
-                }
-            }
-            Cmd::Truncate(from, done) => done(wal.truncate_from(from).map_err(Into::into)),
-            Cmd::Committed(id) => {
-                // An empty log (all purged) has nowhere to put it, and needs none.
-                if wal.last_txn_zxid().is_some() {
-                    if let Err(e) = wal.append(RecordKind::Meta, 0, &encode_committed(&id)) {
-                        tracing::warn!(error = %e, "committed log id not recorded");
-                    }
-                }
-            }
-            Cmd::Purge(upto, done) => {
-                // A purge at or past the log's end (a snapshot replaced it all) empties it;
-                // otherwise whole segments below the purge point go.
-                let r = if wal.last_txn_zxid().is_none_or(|last| last <= upto) {
-                    wal.reset()
-                } else {
-                    upto.checked_add(1)
-                        .map_or(Ok(Vec::new()), |keep| wal.purge_before(keep))
-                        .map(drop)
-                };
-                done(r.map_err(Into::into))
-            }
-            #[cfg(test)]
-            Cmd::Hold(release) => {
-                let _ = release.recv();
-            }
-        }
-        counters.fsyncs.store(wal.fsyncs(), Relaxed);
-        if next.is_none() {
-            next = rx.recv().ok();
-        }
-    }
-    // The store is closing: a committed id still buffered goes to disk.
-    if let Err(e) = wal.sync() {
-        tracing::warn!(error = %e, "the Raft log's last records were not written at close");
-    }
-}
-
-/// Raft metadata record for a committed log id: tag 1, index, term, leader node (u64 LE).
-const META_COMMITTED: u8 = 1;
-
-fn encode_committed(id: &LogId<NodeId>) -> [u8; 25] {
-    let mut b = [0u8; 25];
-    b[0] = META_COMMITTED;
-    b[1..9].copy_from_slice(&id.index.to_le_bytes());
-    b[9..17].copy_from_slice(&id.leader_id.term.to_le_bytes());
-    b[17..25].copy_from_slice(&id.leader_id.node_id.to_le_bytes());
-    b
-}
-
-fn decode_committed(b: &[u8]) -> Option<LogId<NodeId>> {
-    let (&[META_COMMITTED], rest) = b.split_first_chunk::<1>()? else {
-        return None;
-    };
-    let word = |at: usize| -> Option<u64> {
-        Some(u64::from_le_bytes(rest.get(at..at + 8)?.try_into().ok()?))
-    };
-    (rest.len() == 24).then_some(())?;
-    Some(LogId::new(
-        openraft::CommittedLeaderId::new(word(8)?, word(16)?),
-        word(0)?,
-    ))
-}
-
-fn append_all(
-    wal: &mut Wal,
-    entries: &[Encoded],
-    placed: &mut Vec<(LogId<NodeId>, RecordPos)>,
-) -> Result<(), WalError> {
-    for (index, id, bytes) in entries {
-        placed.push((*id, wal.append_at(RecordKind::Txn, *index, bytes)?));
-    }
-    Ok(())
-}
-
-fn clone_result(r: &Result<(), WalError>) -> io::Result<()> {
-    match r {
-        Ok(()) => Ok(()),
-        Err(e) => Err(io::Error::other(e.to_string())),
     }
 }
 

@@ -3,6 +3,7 @@
 //! types, so that a move to 0.10 touches nothing else.
 
 pub mod log_store;
+mod log_thread;
 pub mod network;
 pub mod purged;
 pub mod snapshot_file;
