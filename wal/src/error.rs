@@ -30,7 +30,7 @@ pub enum WalError {
     },
     /// A segment of another format (a newer build's, or format 1 of builds before data-dir
     /// identities): never repaired or cut, whatever the flag says.
-    #[error("{}: unsupported WAL format version {version} (this build reads version {}{})", file.display(), crate::format::FORMAT_VERSION, if *version < crate::format::FORMAT_VERSION { "; the file was written by an earlier Palisade build, before data-dir identities, and this build cannot vouch for it" } else { "" })]
+    #[error("{}: unsupported WAL format version {version} (this build reads version {}{})", file.display(), crate::format::FORMAT_VERSION, version_note(*version))]
     UnsupportedVersion { file: PathBuf, version: u32 },
     /// A segment carrying another data dir's identity: copied in from another server.
     #[error("{}: the segment belongs to another data dir (identity {found:016x}, this data dir's is {expected:016x}); refusing to start: move it out of the log directory", file.display())]
@@ -55,6 +55,19 @@ pub enum WalError {
     /// Any other misuse of the writer that was caught before anything was written.
     #[error("{reason}")]
     Rejected { reason: String },
+}
+
+/// Why a version this build does not read here was found.
+fn version_note(version: u32) -> &'static str {
+    if version < crate::format::FORMAT_VERSION {
+        "; the file was written by an earlier Palisade build, before data-dir identities, and this build cannot vouch for it"
+    } else if version == crate::format::FORMAT_VERSION
+        || version == crate::format::RAFT_FORMAT_VERSION
+    {
+        " for a standalone log and 3 for an ensemble member's Raft log: a log of one kind was opened as the other"
+    } else {
+        ""
+    }
 }
 
 impl WalError {

@@ -25,6 +25,65 @@ const RECORD_CRC_AT: usize = 20;
 
 const KIND_TXN: u8 = 1;
 const KIND_META: u8 = 2;
+/// A Raft log's kinds: an entry (sequenced by its Raft index, as a txn is by its zxid) and
+/// the log's own metadata. Distinct bytes from the standalone kinds, so neither log's records
+/// can be read as the other's.
+const KIND_RAFT_ENTRY: u8 = 3;
+const KIND_RAFT_META: u8 = 4;
+/// The segment format of a Raft log: format 2's layout, with kinds 3 and 4 instead of 1 and 2.
+pub const RAFT_FORMAT_VERSION: u32 = 3;
+
+/// Which log a segment belongs to. Both share every byte of the layout; the version in the
+/// segment header tells them apart, so a standalone open of a Raft log (or the reverse) stops
+/// at [`HeaderCheck::Unsupported`] and never cuts or replays the other's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    /// Format 2: kind 1 = Txn, 2 = Meta.
+    Standalone,
+    /// Format 3: kind 3 = a Raft entry (`RecordKind::Txn` inside the crate: its zxid field is
+    /// the Raft index, continuous like a txn's), 4 = Raft metadata (`RecordKind::Meta`).
+    Raft,
+}
+
+impl Flavour {
+    pub fn version(self) -> u32 {
+        match self {
+            Flavour::Standalone => FORMAT_VERSION,
+            Flavour::Raft => RAFT_FORMAT_VERSION,
+        }
+    }
+
+    /// Whether a sequenced record numbered `found` may follow where `expected` was due. A
+    /// txn continues by exactly 1; a Raft entry's index only rises (openraft's storage suite
+    /// appends with gaps; the Raft layer checks its log is contiguous where it must be).
+    pub fn continues(self, expected: i64, found: i64) -> bool {
+        match self {
+            Flavour::Standalone => found == expected,
+            Flavour::Raft => found >= expected,
+        }
+    }
+
+    fn kind_byte(self, kind: RecordKind) -> u8 {
+        match (self, kind) {
+            (Flavour::Standalone, RecordKind::Txn) => KIND_TXN,
+            (Flavour::Standalone, RecordKind::Meta) => KIND_META,
+            (Flavour::Raft, RecordKind::Txn) => KIND_RAFT_ENTRY,
+            (Flavour::Raft, RecordKind::Meta) => KIND_RAFT_META,
+        }
+    }
+
+    fn kind_of(self, byte: u8) -> Option<RecordKind> {
+        match (self, byte) {
+            (Flavour::Standalone, KIND_TXN) | (Flavour::Raft, KIND_RAFT_ENTRY) => {
+                Some(RecordKind::Txn)
+            }
+            (Flavour::Standalone, KIND_META) | (Flavour::Raft, KIND_RAFT_META) => {
+                Some(RecordKind::Meta)
+            }
+            _ => None,
+        }
+    }
+}
 
 /// What the first 32 bytes of a segment say.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +106,17 @@ pub enum HeaderCheck {
 }
 
 /// `created_len` is stored in KiB, rounded down (a lower bound is all recovery needs).
+#[cfg(test)]
 pub fn encode_segment_header(
+    first_zxid: i64,
+    identity: u64,
+    created_len: u64,
+) -> [u8; SEGMENT_HEADER_LEN] {
+    encode_segment_header_of(Flavour::Standalone, first_zxid, identity, created_len)
+}
+
+pub fn encode_segment_header_of(
+    flavour: Flavour,
     first_zxid: i64,
     identity: u64,
     created_len: u64,
@@ -58,7 +127,7 @@ pub fn encode_segment_header(
     let (magic, rest) = head.split_at_mut(4);
     magic.copy_from_slice(&SEGMENT_MAGIC.to_le_bytes());
     let (version, rest) = rest.split_at_mut(4);
-    version.copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    version.copy_from_slice(&flavour.version().to_le_bytes());
     let (zxid, rest) = rest.split_at_mut(8);
     zxid.copy_from_slice(&first_zxid.to_le_bytes());
     let (id, size) = rest.split_at_mut(8);
@@ -69,7 +138,12 @@ pub fn encode_segment_header(
     h
 }
 
+#[cfg(test)]
 pub fn check_segment_header(data: &[u8]) -> HeaderCheck {
+    check_segment_header_of(data, Flavour::Standalone)
+}
+
+pub fn check_segment_header_of(data: &[u8], flavour: Flavour) -> HeaderCheck {
     let invalid = |reason: String| HeaderCheck::Invalid { reason };
     let Some(h) = data.get(..SEGMENT_HEADER_LEN) else {
         return invalid(format!(
@@ -96,7 +170,7 @@ pub fn check_segment_header(data: &[u8]) -> HeaderCheck {
             "segment header crc mismatch (stored {stored:#010x}, computed {computed:#010x})"
         ));
     }
-    if version != FORMAT_VERSION {
+    if version != flavour.version() {
         return HeaderCheck::Unsupported { version };
     }
     if identity == 0 {
@@ -128,7 +202,18 @@ pub struct BadRecord {
 }
 
 /// Appends one encoded record to `buf`. The caller has checked `payload.len() <= u32::MAX`.
+#[cfg(test)]
 pub fn encode_record(buf: &mut Vec<u8>, kind: RecordKind, zxid: i64, payload: &[u8]) {
+    encode_record_of(buf, Flavour::Standalone, kind, zxid, payload)
+}
+
+pub fn encode_record_of(
+    buf: &mut Vec<u8>,
+    flavour: Flavour,
+    kind: RecordKind,
+    zxid: i64,
+    payload: &[u8],
+) {
     let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
     let mut h = [0u8; RECORD_HEADER_LEN];
     let (head, head_crc) = h.split_at_mut(RECORD_CRC_AT);
@@ -138,7 +223,7 @@ pub fn encode_record(buf: &mut Vec<u8>, kind: RecordKind, zxid: i64, payload: &[
     len_bytes.copy_from_slice(&len.to_le_bytes());
     let (kind_and_reserved, zxid_bytes) = rest.split_at_mut(4);
     if let Some(k) = kind_and_reserved.first_mut() {
-        *k = kind_byte(kind);
+        *k = flavour.kind_byte(kind);
     }
     zxid_bytes.copy_from_slice(&zxid.to_le_bytes());
     head_crc.copy_from_slice(&crc32fast::hash(head).to_le_bytes());
@@ -171,10 +256,21 @@ fn all_zero(b: &[u8]) -> bool {
 ///   corruption (a flipped bit), never a tear;
 /// * a file that ends inside a record (header or extent) was shortened: the writer always
 ///   preallocates first, so never a tear.
+#[cfg(test)]
 pub fn check_record(
     data: &[u8],
     at: usize,
     max_payload: u32,
+) -> Result<CheckedRecord<'_>, BadRecord> {
+    check_record_of(data, at, max_payload, Flavour::Standalone)
+}
+
+/// [`check_record`] for a segment of `flavour`: the other flavour's kinds are unknown kinds.
+pub fn check_record_of(
+    data: &[u8],
+    at: usize,
+    max_payload: u32,
+    flavour: Flavour,
 ) -> Result<CheckedRecord<'_>, BadRecord> {
     let bad = |reason: String, maybe_torn: bool| BadRecord { reason, maybe_torn };
     let Some(header_end) = at
@@ -220,10 +316,8 @@ pub fn check_record(
     if reserved.iter().any(|&b| b != 0) {
         return Err(bad("record reserved bytes are not zero".into(), false));
     }
-    let kind = match kind {
-        KIND_TXN => RecordKind::Txn,
-        KIND_META => RecordKind::Meta,
-        other => return Err(bad(format!("unknown record kind {other}"), false)),
+    let Some(kind) = flavour.kind_of(kind) else {
+        return Err(bad(format!("unknown record kind {kind}"), false));
     };
     if len > max_payload {
         return Err(bad(
@@ -288,13 +382,6 @@ pub fn check_record(
         payload,
         end,
     })
-}
-
-fn kind_byte(kind: RecordKind) -> u8 {
-    match kind {
-        RecordKind::Txn => KIND_TXN,
-        RecordKind::Meta => KIND_META,
-    }
 }
 
 /// `log.` + 16 lowercase hex digits of the zxid's two's-complement bits.

@@ -127,6 +127,31 @@
 //! can restart with `Corruption::Truncate`. We prefer refusing to guessing.
 //!
 //! `max_payload` is part of validation: never lower it below the largest record ever written.
+//!
+//! # The Raft log (segment format 3)
+//!
+//! An ensemble member's log ([`Wal::open_raft`]) has the same layout and rules as above, with
+//! two differences. Its segment headers carry format version 3, so a standalone open refuses
+//! it with [`WalError::UnsupportedVersion`] (never cut, never replayed as txns), and a Raft
+//! open refuses a version-2 log the same way. Its record kinds are 3 = a Raft entry and
+//! 4 = Raft metadata (1 and 2 are unknown kinds there, as 3 and 4 are in a version-2
+//! segment). In this API an entry is a `RecordKind::Txn` whose zxid field is the Raft log
+//! index (segments are named after their first entry's index; indexes only rise, where
+//! txn zxids rise by exactly 1, because openraft's storage suite appends with gaps: the Raft
+//! layer checks at open that its entries are contiguous) and
+//! whose payload the Raft layer encodes (term, index, payload); `RecordKind::Meta` is the
+//! Raft layer's own metadata. Two operations exist for Raft only:
+//!
+//! * [`Wal::truncate_from`] removes an uncommitted suffix durably: later segments are
+//!   deleted newest first, and the segment holding the cut is rewritten (header and the
+//!   records before the cut, under `.tmp`, fsynced, renamed over the old file, directory
+//!   fsynced). A crash leaves a prefix of the old log at least as long as the kept part:
+//!   the entries between were never committed, so Raft accepts either.
+//! * [`Wal::reset`] deletes every segment (a snapshot replaced the whole log; the Raft layer
+//!   has saved its purge point first).
+//!
+//! And for readers of a live Raft log: [`Wal::append_at`] tells where a record will be
+//! (segment, offset), and [`read_raft_record`] reads one back from there, checked whole.
 #![cfg_attr(
     not(test),
     deny(
@@ -221,6 +246,50 @@ pub enum RecordKind {
     Txn,
     /// Server metadata (e.g. a tree digest); its zxid is not checked.
     Meta,
+}
+
+/// Where a record lives: its segment (named after `segment_first_zxid`) and the offset of
+/// its header there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecordPos {
+    pub segment_first_zxid: i64,
+    pub offset: u64,
+}
+
+/// Reads the record at `pos` of the Raft log in `dir` and checks it whole (header, length,
+/// crc, end mark) as recovery does. For readers of a live log: the writer may have removed
+/// the segment since (a purge) or rewritten it (a truncation), so the caller checks that the
+/// record is the one it expected (a Raft entry carries its log id).
+pub fn read_raft_record(
+    dir: &Path,
+    pos: RecordPos,
+    max_payload: u32,
+) -> Result<(RecordKind, i64, Vec<u8>), WalError> {
+    use std::os::unix::fs::FileExt;
+    let path = dir.join(format::segment_file_name(pos.segment_first_zxid));
+    let file = std::fs::File::open(&path).map_err(|e| WalError::io(&path, e))?;
+    let mut header = [0u8; format::RECORD_HEADER_LEN];
+    file.read_exact_at(&mut header, pos.offset)
+        .map_err(|e| WalError::io(&path, e))?;
+    let corrupt = |reason: String| WalError::Corrupt {
+        file: path.clone(),
+        offset: pos.offset,
+        reason,
+    };
+    let mut len = [0u8; 4];
+    len.copy_from_slice(header.get(4..8).unwrap_or(&[0; 4]));
+    let len = u32::from_le_bytes(len);
+    if len > max_payload {
+        return Err(corrupt(format!("record length {len} over max_payload")));
+    }
+    let total = usize::try_from(format::record_len(len as usize))
+        .map_err(|_| corrupt("record too long".into()))?;
+    let mut buf = vec![0u8; total];
+    file.read_exact_at(&mut buf, pos.offset)
+        .map_err(|e| WalError::io(&path, e))?;
+    let r = format::check_record_of(&buf, 0, max_payload, format::Flavour::Raft)
+        .map_err(|bad| corrupt(bad.reason))?;
+    Ok((r.kind, r.zxid, r.payload.to_vec()))
 }
 
 /// One valid record, borrowed from the mapped (or read) segment.

@@ -1,5 +1,6 @@
 //! The validated log, memory-mapped, for replay over a snapshot.
 
+use crate::format::Flavour;
 use crate::scan::{as_u64, Step, Walker};
 use crate::{RecordKind, RecordRef, RecoveryReport};
 use memmap2::Mmap;
@@ -18,6 +19,7 @@ pub struct Recovered {
     pub(crate) segments: Vec<MappedSegment>,
     pub(crate) report: RecoveryReport,
     pub(crate) max_payload: u32,
+    pub(crate) flavour: Flavour,
 }
 
 impl Recovered {
@@ -53,6 +55,7 @@ pub struct Records<'a> {
     /// Some(zxid) until the first Txn >= zxid has been reached.
     from: Option<i64>,
     max_payload: u32,
+    flavour: Flavour,
 }
 
 impl<'a> Records<'a> {
@@ -62,6 +65,7 @@ impl<'a> Records<'a> {
             current: None,
             from,
             max_payload: log.max_payload,
+            flavour: log.flavour,
         }
     }
 }
@@ -80,7 +84,7 @@ impl<'a> Iterator for Records<'a> {
                     }
                 }
                 let data = segment.map.as_deref().unwrap_or_default();
-                let walker = Walker::new(data, segment.first_zxid, self.max_payload);
+                let walker = Walker::new(data, segment.first_zxid, self.max_payload, self.flavour);
                 self.current = Some((segment, walker));
                 continue;
             };

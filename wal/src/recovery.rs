@@ -2,7 +2,7 @@
 //! in `detached/`), refuse mid-log corruption unless the operator asked to truncate, and map
 //! what is valid for replay. The rules are in the crate docs; each has a test in `tests/`.
 
-use crate::format::{HeaderCheck, SEGMENT_HEADER_LEN};
+use crate::format::{Flavour, HeaderCheck, SEGMENT_HEADER_LEN};
 use crate::recovered::{MappedSegment, Recovered};
 use crate::report::{Cut, CutCause, RecoveryReport};
 use crate::scan::{self, nonzero_end, End};
@@ -95,7 +95,11 @@ impl Damage {
 /// (None: an empty log opened without one).
 pub(crate) type Opened = (Recovered, Option<Resume>, Option<u64>);
 
-pub(crate) fn recover(opts: &Options, on_corruption: Corruption) -> Result<Opened, WalError> {
+pub(crate) fn recover(
+    opts: &Options,
+    on_corruption: Corruption,
+    flavour: Flavour,
+) -> Result<Opened, WalError> {
     let dir = opts.dir.as_path();
     let mut identity = opts.identity;
     let removed = segment::remove_tmp_files(dir)?;
@@ -111,11 +115,17 @@ pub(crate) fn recover(opts: &Options, on_corruption: Corruption) -> Result<Opene
         let map = segment::map(&file, path, len)?;
         let data = map.as_deref().unwrap_or_default();
         let mut metas = 0u64;
-        let s = scan::summarize(data, Some(*name), opts.max_payload, |_, kind, _, _| {
-            if kind == RecordKind::Meta {
-                metas = metas.saturating_add(1);
-            }
-        });
+        let s = scan::summarize(
+            data,
+            Some(*name),
+            opts.max_payload,
+            flavour,
+            |_, kind, _, _| {
+                if kind == RecordKind::Meta {
+                    metas = metas.saturating_add(1);
+                }
+            },
+        );
         if let HeaderCheck::Unsupported { version } = s.header {
             return Err(WalError::UnsupportedVersion {
                 file: path.clone(),
@@ -138,7 +148,7 @@ pub(crate) fn recover(opts: &Options, on_corruption: Corruption) -> Result<Opene
                 None => identity = Some(found),
             }
         }
-        let damage = damage_of(&s, *name, prev_txn, is_last);
+        let damage = damage_of(&s, *name, prev_txn, is_last, flavour);
         let cut_at = damage.as_ref().map(Damage::offset);
         if cut_at.is_none_or(|at| at >= SEGMENT_HEADER_LEN as u64) {
             prev_txn = s.last_txn.or(prev_txn);
@@ -160,7 +170,7 @@ pub(crate) fn recover(opts: &Options, on_corruption: Corruption) -> Result<Opene
             (_, Corruption::Truncate) => CutCause::Truncated,
         };
         let later = listed.get(i.saturating_add(1)..).unwrap_or_default();
-        let c = cut_off(dir, path, map, damage, cause, later)?;
+        let c = cut_off(dir, path, map, damage, cause, later, flavour)?;
         if cause == CutCause::Truncated {
             tracing::error!("{c}");
         } else {
@@ -174,16 +184,22 @@ pub(crate) fn recover(opts: &Options, on_corruption: Corruption) -> Result<Opene
     // log starts (the txn after a snapshot, `Wal::start_at`), which recovery checks against the
     // snapshot. Several empty ones cannot be written by this crate (a segment is only rolled
     // after a txn) and are left to the rules above.
-    let (recovered, resume) = finish(opts, kept, cut, removed)?;
+    let (recovered, resume) = finish(opts, kept, cut, removed, flavour)?;
     Ok((recovered, resume, identity))
 }
 
 /// Applies the rules of the crate docs to one scanned segment.
-fn damage_of(s: &scan::Summary, name: i64, prev_txn: Option<i64>, is_last: bool) -> Option<Damage> {
+fn damage_of(
+    s: &scan::Summary,
+    name: i64,
+    prev_txn: Option<i64>,
+    is_last: bool,
+    flavour: Flavour,
+) -> Option<Damage> {
     // A segment is named after the txn that follows the previous segment's last txn.
     if let (HeaderCheck::Valid { .. }, Some(prev)) = (&s.header, prev_txn) {
         let expected = prev.checked_add(1);
-        if expected != Some(name) {
+        if !expected.is_some_and(|e| flavour.continues(e, name)) {
             return Some(Damage::Gap {
                 offset: 0,
                 expected: expected.unwrap_or(i64::MAX),
@@ -227,6 +243,7 @@ fn cut_off(
     damage: Damage,
     cause: CutCause,
     later: &[(i64, PathBuf)],
+    flavour: Flavour,
 ) -> Result<Cut, WalError> {
     let data = map.as_deref().unwrap_or_default();
     let offset = damage.offset();
@@ -257,7 +274,7 @@ fn cut_off(
         )?);
         // A shortened segment gets its created size back, so the writer's capacity is the
         // one its header promises and the next open does not see it shortened again.
-        let restore = match crate::format::check_segment_header(data) {
+        let restore = match crate::format::check_segment_header_of(data, flavour) {
             HeaderCheck::Valid { min_len, .. } if scan::as_u64(data.len()) < min_len => {
                 Some(min_len)
             }
@@ -290,6 +307,7 @@ fn finish(
     kept: Vec<Kept>,
     cut: Option<Cut>,
     removed: Vec<PathBuf>,
+    flavour: Flavour,
 ) -> Result<(Recovered, Option<Resume>), WalError> {
     let mut report = RecoveryReport {
         dir: opts.dir.clone(),
@@ -326,6 +344,7 @@ fn finish(
         segments,
         report,
         max_payload: opts.max_payload,
+        flavour,
     };
     Ok((recovered, resume))
 }

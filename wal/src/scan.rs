@@ -3,7 +3,7 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::format::{
-    self, BadRecord, HeaderCheck, RECORD_HEADER_LEN, RECORD_MAGIC, SEGMENT_HEADER_LEN,
+    self, BadRecord, Flavour, HeaderCheck, RECORD_HEADER_LEN, RECORD_MAGIC, SEGMENT_HEADER_LEN,
 };
 use crate::{RecordKind, RecordRef, WalError};
 use std::path::{Path, PathBuf};
@@ -63,17 +63,24 @@ pub(crate) struct Walker<'a> {
     data: &'a [u8],
     at: usize,
     max_payload: u32,
+    flavour: Flavour,
     /// Zxid the next txn must carry; None once a txn at i64::MAX leaves no successor.
     expected: Option<i64>,
     done: bool,
 }
 
 impl<'a> Walker<'a> {
-    pub(crate) fn new(data: &'a [u8], first_zxid: i64, max_payload: u32) -> Walker<'a> {
+    pub(crate) fn new(
+        data: &'a [u8],
+        first_zxid: i64,
+        max_payload: u32,
+        flavour: Flavour,
+    ) -> Walker<'a> {
         Walker {
             data,
             at: SEGMENT_HEADER_LEN,
             max_payload,
+            flavour,
             expected: Some(first_zxid),
             done: false,
         }
@@ -87,7 +94,7 @@ impl<'a> Walker<'a> {
     /// The bytes at `at` are not a valid record: torn if a tear explains them and nothing
     /// valid follows in this file.
     fn invalid(&mut self, at: usize, bad: BadRecord) -> Option<Step<'a>> {
-        let end = classify_invalid(self.data, at, bad, self.max_payload);
+        let end = classify_invalid(self.data, at, bad, self.max_payload, self.flavour);
         self.end(end)
     }
 }
@@ -122,13 +129,15 @@ impl<'a> Iterator for Walker<'a> {
                 }
             };
         }
-        let record = match format::check_record(self.data, at, self.max_payload) {
+        let record = match format::check_record_of(self.data, at, self.max_payload, self.flavour) {
             Ok(r) => r,
             Err(reason) => return self.invalid(at, reason),
         };
         if record.kind == RecordKind::Txn {
             match self.expected {
-                Some(e) if e == record.zxid => self.expected = e.checked_add(1),
+                Some(e) if self.flavour.continues(e, record.zxid) => {
+                    self.expected = record.zxid.checked_add(1)
+                }
                 Some(e) => {
                     return self.end(End::Gap {
                         offset: as_u64(at),
@@ -154,9 +163,15 @@ impl<'a> Iterator for Walker<'a> {
     }
 }
 
-pub(crate) fn classify_invalid(data: &[u8], at: usize, bad: BadRecord, max_payload: u32) -> End {
+pub(crate) fn classify_invalid(
+    data: &[u8],
+    at: usize,
+    bad: BadRecord,
+    max_payload: u32,
+    flavour: Flavour,
+) -> End {
     let reason = bad.reason;
-    match find_valid_record(data, at.saturating_add(1), max_payload) {
+    match find_valid_record(data, at.saturating_add(1), max_payload, flavour) {
         Some(next) => End::Corrupt {
             offset: as_u64(at),
             reason: format!("{reason}; a valid record follows at offset {next}"),
@@ -175,14 +190,19 @@ pub(crate) fn classify_invalid(data: &[u8], at: usize, bad: BadRecord, max_paylo
 
 /// Offset of the first valid record (magic, header and crc) at or after `from`, trying every
 /// byte offset where the record magic appears.
-pub(crate) fn find_valid_record(data: &[u8], from: usize, max_payload: u32) -> Option<usize> {
+pub(crate) fn find_valid_record(
+    data: &[u8],
+    from: usize,
+    max_payload: u32,
+    flavour: Flavour,
+) -> Option<usize> {
     let magic = RECORD_MAGIC.to_le_bytes();
     let tail = data.get(from..)?;
     tail.windows(magic.len())
         .enumerate()
         .filter(|(_, w)| *w == magic)
         .map(|(i, _)| from.saturating_add(i))
-        .find(|&at| format::check_record(data, at, max_payload).is_ok())
+        .find(|&at| format::check_record_of(data, at, max_payload, flavour).is_ok())
 }
 
 /// Length of `data` without its trailing zero bytes.
@@ -211,9 +231,10 @@ pub(crate) fn summarize(
     data: &[u8],
     name: Option<i64>,
     max_payload: u32,
+    flavour: Flavour,
     mut on_record: impl FnMut(usize, RecordKind, i64, &[u8]),
 ) -> Summary {
-    let mut header = format::check_segment_header(data);
+    let mut header = format::check_segment_header_of(data, flavour);
     if let (HeaderCheck::Valid { first_zxid, .. }, Some(name)) = (&header, name) {
         if *first_zxid != name {
             header = HeaderCheck::Invalid {
@@ -253,7 +274,7 @@ pub(crate) fn summarize(
             // rename), so no crash leaves a named segment without one: this is damage.
             s.end = End::Corrupt {
                 offset: 0,
-                reason: match find_valid_record(data, 0, max_payload) {
+                reason: match find_valid_record(data, 0, max_payload, flavour) {
                     Some(next) => format!("{reason}; a valid record follows at offset {next}"),
                     None => format!(
                         "{reason}; a named segment always has a durable header, so the file was damaged or shortened"
@@ -263,7 +284,7 @@ pub(crate) fn summarize(
             return s;
         }
     };
-    for step in Walker::new(data, first_zxid, max_payload) {
+    for step in Walker::new(data, first_zxid, max_payload, flavour) {
         match step {
             Step::Record {
                 offset,
@@ -344,10 +365,16 @@ pub fn scan_segment(path: &Path, max_payload: u32) -> Result<SegmentScan, WalErr
         .and_then(|n| n.to_str())
         .and_then(format::parse_segment_file_name);
     let mut records = Vec::new();
-    let summary = summarize(&data, name, max_payload, |offset, kind, zxid, payload| {
-        let start = offset.saturating_add(RECORD_HEADER_LEN);
-        records.push((offset, kind, zxid, start, payload.len()));
-    });
+    let summary = summarize(
+        &data,
+        name,
+        max_payload,
+        Flavour::Standalone,
+        |offset, kind, zxid, payload| {
+            let start = offset.saturating_add(RECORD_HEADER_LEN);
+            records.push((offset, kind, zxid, start, payload.len()));
+        },
+    );
     let (first_zxid, identity) = match summary.header {
         HeaderCheck::Valid {
             first_zxid,

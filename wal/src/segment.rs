@@ -1,7 +1,7 @@
 //! Segment files on disk: listing, crash-safe creation, preallocation, mapping, and the
 //! `detached/` folder that keeps evidence of anything recovery cut off.
 
-use crate::format::{self, SEGMENT_HEADER_LEN};
+use crate::format::{self, Flavour, SEGMENT_HEADER_LEN};
 use crate::WalError;
 use memmap2::{Mmap, MmapOptions};
 use std::fs::{self, File, OpenOptions};
@@ -69,17 +69,24 @@ pub fn remove_tmp_files(dir: &Path) -> Result<Vec<PathBuf>, WalError> {
 /// Creates `log.<hex>` holding a header and `size` bytes in all. The header is written and
 /// made durable under a `.tmp` name, then renamed and the directory synced, so a crash never
 /// leaves a headerless segment under a real name (ZOOKEEPER-2332).
-pub fn create(
+///
+/// For a log of `flavour`, with `body` (whole records) written after the header
+/// before the rename. With `replace`, an existing segment of that name is replaced whole by
+/// the rename: a crash leaves the old file or the new one, never a mix (Raft truncation).
+pub fn create_with(
     dir: &Path,
     first_zxid: i64,
     size: u64,
     identity: u64,
+    flavour: Flavour,
+    body: &[u8],
+    replace: bool,
 ) -> Result<(File, PathBuf), WalError> {
-    let size = size.max(SEGMENT_HEADER_LEN as u64);
+    let size = size.max((SEGMENT_HEADER_LEN as u64).saturating_add(body.len() as u64));
     let name = format::segment_file_name(first_zxid);
     let path = dir.join(&name);
     let tmp = dir.join(format!("{name}{TMP_SUFFIX}"));
-    if path.exists() {
+    if path.exists() && !replace {
         return Err(WalError::Rejected {
             reason: format!("{} already exists", path.display()),
         });
@@ -93,10 +100,14 @@ pub fn create(
         .open(&tmp)
         .map_err(|e| WalError::io(&tmp, e))?;
     file.write_all_at(
-        &format::encode_segment_header(first_zxid, identity, size),
+        &format::encode_segment_header_of(flavour, first_zxid, identity, size),
         0,
     )
     .map_err(|e| WalError::io(&tmp, e))?;
+    if !body.is_empty() {
+        file.write_all_at(body, SEGMENT_HEADER_LEN as u64)
+            .map_err(|e| WalError::io(&tmp, e))?;
+    }
     preallocate(&file, &tmp, size)?;
     file.sync_all().map_err(|e| WalError::io(&tmp, e))?;
     fs::rename(&tmp, &path).map_err(|e| WalError::io(&path, e))?;

@@ -2,10 +2,11 @@
 //! which segment each lands in), `sync` writes them with one pwrite per segment and one
 //! fdatasync. Any I/O error poisons it for good.
 
-use crate::format::{self, SEGMENT_HEADER_LEN};
+use crate::format::{self, Flavour, SEGMENT_HEADER_LEN};
 use crate::recovery::{self, Resume};
+use crate::scan::{Step, Walker};
 use crate::segment;
-use crate::{Corruption, Options, RecordKind, Recovered, WalError};
+use crate::{Corruption, Options, RecordKind, RecordPos, Recovered, WalError};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::ops::Range;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -50,6 +51,10 @@ pub struct Wal {
     poisoned: bool,
     /// Written into every new segment's header.
     identity: u64,
+    /// A standalone log (format 2) or a Raft log (format 3).
+    flavour: Flavour,
+    /// fdatasyncs issued, for tests and metrics: group commit is one per `sync`.
+    fsyncs: u64,
 }
 
 impl Wal {
@@ -58,9 +63,28 @@ impl Wal {
     /// Creates `opts.dir` if missing. Fails with [`WalError::Locked`] if another `Wal` holds
     /// the directory.
     pub fn open(opts: Options, on_corruption: Corruption) -> Result<(Wal, Recovered), WalError> {
+        Self::open_flavoured(opts, on_corruption, Flavour::Standalone)
+    }
+
+    /// [`Wal::open`] for a Raft log (segment format 3, see the crate docs): its entries are
+    /// the sequenced records (`RecordKind::Txn` in this API, their zxid field the Raft index),
+    /// its `Meta` records the Raft layer's own. It refuses a standalone log's segments
+    /// ([`WalError::UnsupportedVersion`]), as a standalone open refuses its segments.
+    pub fn open_raft(
+        opts: Options,
+        on_corruption: Corruption,
+    ) -> Result<(Wal, Recovered), WalError> {
+        Self::open_flavoured(opts, on_corruption, Flavour::Raft)
+    }
+
+    fn open_flavoured(
+        opts: Options,
+        on_corruption: Corruption,
+        flavour: Flavour,
+    ) -> Result<(Wal, Recovered), WalError> {
         segment::create_private_dir(&opts.dir)?;
         let lock = lock_dir(&opts.dir)?;
-        let (recovered, resume, identity) = recovery::recover(&opts, on_corruption)?;
+        let (recovered, resume, identity) = recovery::recover(&opts, on_corruption, flavour)?;
         let identity = match identity {
             Some(id) => id,
             None => random_identity(&opts.dir)?,
@@ -82,6 +106,8 @@ impl Wal {
             durable_txn: last_txn,
             poisoned: false,
             identity,
+            flavour,
+            fsyncs: 0,
         };
         Ok((wal, recovered))
     }
@@ -90,6 +116,18 @@ impl Wal {
     /// without txns, the open segment's name; in an empty log, anything). Meta records carry
     /// any zxid but cannot open an empty log. Errors here buffer nothing and do not poison.
     pub fn append(&mut self, kind: RecordKind, zxid: i64, payload: &[u8]) -> Result<(), WalError> {
+        self.append_at(kind, zxid, payload).map(drop)
+    }
+
+    /// [`Wal::append`], telling where the record will be once synced: the segment (by its
+    /// first zxid) and the offset of the record header in it. A Raft log reads entries back
+    /// from there ([`read_raft_record`]).
+    pub fn append_at(
+        &mut self,
+        kind: RecordKind,
+        zxid: i64,
+        payload: &[u8],
+    ) -> Result<RecordPos, WalError> {
         if self.poisoned {
             return Err(WalError::Poisoned);
         }
@@ -101,7 +139,7 @@ impl Wal {
         }
         let expected = self.expected_txn()?;
         if kind == RecordKind::Txn {
-            if let Some(expected) = expected.filter(|&e| e != zxid) {
+            if let Some(expected) = expected.filter(|&e| !self.flavour.continues(e, zxid)) {
                 return Err(WalError::OutOfOrder {
                     expected,
                     found: zxid,
@@ -114,7 +152,11 @@ impl Wal {
             Some(c) if !c.has_txn => self.grow(c, len),
             _ => self.plan_roll(kind, zxid, expected, len)?,
         }
-        format::encode_record(&mut self.buf, kind, zxid, payload);
+        let pos = self.cursor.map(|c| RecordPos {
+            segment_first_zxid: c.first_zxid,
+            offset: c.offset,
+        });
+        format::encode_record_of(&mut self.buf, self.flavour, kind, zxid, payload);
         if let Some(chunk) = self.chunks.last_mut() {
             chunk.bytes.end = self.buf.len();
         }
@@ -125,7 +167,9 @@ impl Wal {
         if kind == RecordKind::Txn {
             self.last_txn = Some(zxid);
         }
-        Ok(())
+        pos.ok_or_else(|| WalError::Rejected {
+            reason: "no segment planned for the record".into(),
+        })
     }
 
     /// The zxid the next txn must carry, if constrained.
@@ -262,9 +306,17 @@ impl Wal {
                     old.file
                         .sync_data()
                         .map_err(|e| WalError::io(&old.path, e))?;
+                    self.fsyncs = self.fsyncs.saturating_add(1);
                 }
-                let (file, path) =
-                    segment::create(&self.opts.dir, first_zxid, size, self.identity)?;
+                let (file, path) = segment::create_with(
+                    &self.opts.dir,
+                    first_zxid,
+                    size,
+                    self.identity,
+                    self.flavour,
+                    &[],
+                    false,
+                )?;
                 self.active = Some(Active {
                     file,
                     path,
@@ -290,8 +342,139 @@ impl Wal {
                 .sync_data()
                 .map_err(|e| WalError::io(&active.path, e))?;
             active.dirty = false;
+            self.fsyncs = self.fsyncs.saturating_add(1);
         }
         Ok(())
+    }
+
+    /// Removes, durably, every sequenced record (txn, Raft entry) with zxid >= `from` and
+    /// every record after the first of them: Raft's truncation of an uncommitted suffix.
+    /// Segments named `from` or later are deleted newest first, so a crash midway leaves a
+    /// prefix of the log (entries a truncation removes are never committed, so any prefix
+    /// down to the cut is a state Raft accepts). The segment holding the cut is rewritten
+    /// under a temporary name with the records before the cut and renamed over the old one:
+    /// a crash leaves the old file or the new, never zeros in the middle of the log.
+    /// Writes anything buffered first. A failure poisons the writer.
+    pub fn truncate_from(&mut self, from: i64) -> Result<(), WalError> {
+        self.sync()?;
+        if self.last_txn.is_none_or(|last| from > last) {
+            return Ok(());
+        }
+        let result = self.cut_from(from);
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
+    }
+
+    fn cut_from(&mut self, from: i64) -> Result<(), WalError> {
+        let dir = self.opts.dir.clone();
+        let segments = segment::list(&dir)?;
+        self.active = None;
+        self.cursor = None;
+        let mut kept = None;
+        for (i, (first, path)) in segments.iter().enumerate().rev() {
+            if *first < from {
+                kept = Some((i, *first, path.clone()));
+                break;
+            }
+            std::fs::remove_file(path).map_err(|e| WalError::io(path, e))?;
+            segment::sync_dir(&dir)?;
+        }
+        let Some((i, first, path)) = kept else {
+            self.last_txn = None;
+            self.durable_txn = None;
+            return Ok(());
+        };
+        let data = std::fs::read(&path).map_err(|e| WalError::io(&path, e))?;
+        let mut last = None;
+        let mut cut = None;
+        let mut end = SEGMENT_HEADER_LEN;
+        for step in Walker::new(&data, first, self.opts.max_payload, self.flavour) {
+            match step {
+                Step::Record {
+                    offset,
+                    kind,
+                    zxid,
+                    payload,
+                } => {
+                    if kind == RecordKind::Txn && zxid >= from {
+                        cut = Some(offset);
+                        break;
+                    }
+                    if kind == RecordKind::Txn {
+                        last = Some(zxid);
+                    }
+                    let len = usize::try_from(format::record_len(payload.len()));
+                    end = offset.saturating_add(len.unwrap_or(usize::MAX));
+                }
+                Step::End(e) => {
+                    end = usize::try_from(e.offset()).unwrap_or(end);
+                    break;
+                }
+            }
+        }
+        let capacity = crate::scan::as_u64(data.len());
+        let file = match cut {
+            Some(at) => {
+                let body = data.get(SEGMENT_HEADER_LEN..at).unwrap_or_default();
+                end = at;
+                segment::create_with(
+                    &dir,
+                    first,
+                    capacity,
+                    self.identity,
+                    self.flavour,
+                    body,
+                    true,
+                )?
+                .0
+            }
+            None => segment::open_rw(&path)?,
+        };
+        // A segment without a txn is only ever the last: its predecessors end at first - 1.
+        let has_txn = last.is_some();
+        self.last_txn = last.or_else(|| (i > 0).then(|| first.checked_sub(1)).flatten());
+        self.durable_txn = self.last_txn;
+        self.cursor = Some(Cursor {
+            first_zxid: first,
+            offset: crate::scan::as_u64(end),
+            capacity,
+            has_txn,
+        });
+        self.active = Some(Active {
+            file,
+            path,
+            dirty: false,
+        });
+        tracing::info!(from, last = ?self.last_txn, "truncated the log");
+        Ok(())
+    }
+
+    /// Deletes every segment, oldest first, leaving an empty log whose next record may carry
+    /// any zxid: for a Raft log whose whole content a snapshot replaced (the Raft layer keeps
+    /// the purge point itself, durably, before calling this). A failure poisons the writer.
+    pub fn reset(&mut self) -> Result<(), WalError> {
+        self.sync()?;
+        self.active = None;
+        self.cursor = None;
+        self.last_txn = None;
+        self.durable_txn = None;
+        let result = segment::list(&self.opts.dir).and_then(|segments| {
+            for (_, path) in &segments {
+                std::fs::remove_file(path).map_err(|e| WalError::io(path, e))?;
+            }
+            segment::sync_dir(&self.opts.dir)
+        });
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
+    }
+
+    /// fdatasyncs this writer has issued on segments (not counting segment creation).
+    pub fn fsyncs(&self) -> u64 {
+        self.fsyncs
     }
 
     /// The last txn appended (buffered or written).

@@ -1,7 +1,17 @@
-//! openraft 0.9 behind Palisade's own seam: the type configuration, the peer transport and
-//! (next) the log store on `wal/` and the state-machine adapter. Only this folder names
-//! openraft's types, so that a move to 0.10 touches nothing else.
+//! openraft 0.9 behind Palisade's own seam: the type configuration, the peer transport, the
+//! log store on `wal/` and the state-machine adapter. Only this folder names openraft's
+//! types, so that a move to 0.10 touches nothing else.
 
+pub mod log_store;
+mod log_thread;
 pub mod network;
+pub mod purged;
+pub mod snapshot_file;
+pub mod state_machine;
+pub mod storage;
 pub mod types;
 pub mod vote;
+
+#[cfg(test)]
+#[path = "cluster_test.rs"]
+mod cluster_test;

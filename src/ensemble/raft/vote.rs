@@ -65,6 +65,7 @@ fn decode(path: &Path, b: &[u8]) -> io::Result<Vote<NodeId>> {
     }
 }
 
+#[derive(Clone)]
 pub struct VoteFile {
     dir: PathBuf,
 }
@@ -87,19 +88,25 @@ impl VoteFile {
 
     /// Makes `v` the saved vote, durably, before returning.
     pub fn save(&self, v: &Vote<NodeId>) -> io::Result<()> {
-        let tmp = self.dir.join(format!("{FILE}.tmp"));
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&encode(v))?;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, self.dir.join(FILE))?;
-        File::open(&self.dir)?.sync_all()
+        replace_file(&self.dir, FILE, &encode(v))
     }
+}
+
+/// Replaces `dir/name` with `bytes` atomically and durably: a temporary file, fsynced, renamed
+/// over the old one, then the directory fsynced. A crash leaves the old content or the new.
+pub(super) fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    fs::rename(&tmp, dir.join(name))?;
+    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

@@ -1,0 +1,433 @@
+//! openraft's log storage (storage-v2) on the WAL: the Raft log *is* the member's `wal/` log,
+//! in its Raft flavour (segment format 3), one record per entry, the record's zxid field the
+//! entry's index and its payload the entry (log id and payload) in postcard.
+//!
+//! One log thread (`log_thread.rs`) owns the writer, as in standalone. `append` hands it
+//! the encoded entries and returns; the thread takes every append queued behind it, writes
+//! them all and issues one fdatasync, then calls each append's callback: group commit. Truncation and
+//! purge go through the same queue, so they are ordered with the appends before them, and
+//! they return once durable.
+//!
+//! Readers (replication) read the live segments: an index in memory maps each live entry to
+//! its log id and where its record is (segment, offset), and a read is a pread of that record,
+//! checked whole and checked to be the entry expected (a truncation may have rewritten the
+//! segment, a purge removed it). An entry appended but not yet written is held in memory until
+//! its batch is durable (openraft may replicate an entry its leader has not flushed yet).
+//!
+//! Beside the log: the vote (`vote.rs`) and the purge point (`purged.rs`).
+
+use super::log_thread::{decode_committed, log_thread, Cmd, Done};
+use super::purged::PurgedFile;
+use super::types::{NodeId, TypeConfig};
+use super::vote::VoteFile;
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{AnyError, Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
+use palisade_wal::{
+    read_raft_record, Corruption, Options, RecordKind, RecordPos, Wal, DEFAULT_MAX_PAYLOAD,
+};
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::io;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+/// An entry on its way to the log thread: index, log id, postcard bytes.
+pub(super) type Encoded = (i64, LogId<NodeId>, Vec<u8>);
+
+/// A live entry: held until its batch is durable, then only its place in the log.
+pub(super) enum Slot {
+    Mem(Entry<TypeConfig>),
+    Disk(LogId<NodeId>, RecordPos),
+}
+
+impl Slot {
+    pub(super) fn log_id(&self) -> LogId<NodeId> {
+        match self {
+            Slot::Mem(e) => e.log_id,
+            Slot::Disk(id, _) => *id,
+        }
+    }
+}
+
+/// The live entries, from the one after the purge point to the last appended.
+#[derive(Default)]
+pub(super) struct Live {
+    pub(super) purged: Option<LogId<NodeId>>,
+    /// The last committed log id recorded in the log (openraft's `save_committed`).
+    pub(super) committed: Option<LogId<NodeId>>,
+    pub(super) entries: BTreeMap<u64, Slot>,
+}
+
+/// What the log thread reports, for tests and metrics.
+#[derive(Default)]
+pub struct LogCounters {
+    /// fdatasyncs issued on segments.
+    pub fsyncs: std::sync::atomic::AtomicU64,
+    /// Group commits: batches of appends written together.
+    pub batches: std::sync::atomic::AtomicU64,
+}
+
+pub struct LogStore {
+    dir: PathBuf,
+    live: Arc<Mutex<Live>>,
+    tx: mpsc::Sender<Cmd>,
+    vote: VoteFile,
+    purged_file: PurgedFile,
+    counters: Arc<LogCounters>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Closing the queue ends the log thread once it has finished what was queued; waiting for
+/// it releases the log directory's lock before the store is gone.
+impl Drop for LogStore {
+    fn drop(&mut self) {
+        drop(std::mem::replace(&mut self.tx, mpsc::channel().0));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A reader over the live segments; cheap to clone, used by replication tasks.
+#[derive(Clone)]
+pub struct LogReader {
+    live: Arc<Mutex<Live>>,
+    dir: PathBuf,
+}
+
+fn io_err(e: impl std::error::Error + 'static) -> AnyError {
+    AnyError::new(&e)
+}
+
+fn bad_data(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why)
+}
+
+impl LogStore {
+    /// Opens (or creates) the Raft log in `dir`: the WAL's recovery cuts a torn tail and
+    /// refuses any other damage; then every entry must decode, carry the index its record
+    /// says, and follow its predecessor in term order, or the open fails.
+    pub fn open(dir: &Path, segment_bytes: u64) -> io::Result<LogStore> {
+        let opts = Options {
+            segment_bytes,
+            ..Options::new(dir)
+        };
+        let (wal, recovered) = Wal::open_raft(opts, Corruption::Refuse)?;
+        let purged_file = PurgedFile::new(dir);
+        let purged = purged_file.read()?;
+        let mut live = Live {
+            purged,
+            committed: None,
+            entries: BTreeMap::new(),
+        };
+        let mut prev: Option<LogId<NodeId>> = None;
+        let firsts: BTreeMap<&Path, i64> = recovered.segments().collect();
+        for rec in recovered.all_records() {
+            if rec.kind == RecordKind::Meta {
+                // A committed id refers to an entry before it in the log.
+                if let Some(id) = decode_committed(rec.payload) {
+                    if prev.is_some_and(|p| p.index >= id.index) {
+                        live.committed = Some(id);
+                    }
+                }
+                continue;
+            }
+            let at = || format!("{}:{}", rec.segment.display(), rec.offset);
+            let entry: Entry<TypeConfig> = postcard::from_bytes(rec.payload)
+                .map_err(|e| bad_data(format!("{}: undecodable Raft entry: {e}", at())))?;
+            if i64::try_from(entry.log_id.index).ok() != Some(rec.zxid) {
+                return Err(bad_data(format!(
+                    "{}: entry {} in the record of index {}",
+                    at(),
+                    entry.log_id,
+                    rec.zxid
+                )));
+            }
+            // The WAL lets a Raft log's indexes jump (see its docs); openraft never
+            // writes a gap among live entries, so one there means a segment was lost. Behind
+            // the purge point one may remain: a purge past the end empties the log oldest
+            // segment first, and a crash midway leaves the rest, hidden, before new entries.
+            let prev_live = prev.filter(|p| purged.is_none_or(|q| p.index > q.index));
+            if prev_live.is_some_and(|p| p.index.checked_add(1) != Some(entry.log_id.index)) {
+                return Err(bad_data(format!(
+                    "{}: entry {} after {:?}: entries are missing",
+                    at(),
+                    entry.log_id,
+                    prev
+                )));
+            }
+            if prev.is_some_and(|p| p.leader_id > entry.log_id.leader_id) {
+                return Err(bad_data(format!(
+                    "{}: entry {} after {:?}: terms go backwards",
+                    at(),
+                    entry.log_id,
+                    prev
+                )));
+            }
+            prev = Some(entry.log_id);
+            if purged.is_some_and(|p| entry.log_id.index <= p.index) {
+                continue;
+            }
+            let Some(&segment_first_zxid) = firsts.get(rec.segment) else {
+                return Err(bad_data(format!("{}: record of no listed segment", at())));
+            };
+            let pos = RecordPos {
+                segment_first_zxid,
+                offset: rec.offset,
+            };
+            live.entries
+                .insert(entry.log_id.index, Slot::Disk(entry.log_id, pos));
+        }
+        // Segments go only after the purge point is saved, so the first live entry follows it.
+        if let (Some(p), Some((&first, _))) = (purged, live.entries.first_key_value()) {
+            if Some(first) != p.index.checked_add(1) {
+                return Err(bad_data(format!(
+                    "{}: the log resumes at {first} after the purge point {p}: entries are missing",
+                    dir.display()
+                )));
+            }
+        }
+        drop(recovered);
+        let counters = Arc::new(LogCounters::default());
+        let (tx, rx) = mpsc::channel();
+        let c = counters.clone();
+        let live = Arc::new(Mutex::new(live));
+        let l = live.clone();
+        let thread = std::thread::Builder::new()
+            .name("raft-log".into())
+            .spawn(move || log_thread(wal, rx, c, l))?;
+        Ok(LogStore {
+            dir: dir.to_path_buf(),
+            live,
+            tx,
+            vote: VoteFile::new(dir),
+            purged_file,
+            counters,
+            thread: Some(thread),
+        })
+    }
+
+    /// The purge point: entries at or below it are gone.
+    pub fn purged(&self) -> Option<LogId<NodeId>> {
+        self.live.lock().purged
+    }
+
+    pub fn counters(&self) -> Arc<LogCounters> {
+        self.counters.clone()
+    }
+
+    fn send(&self, cmd: Cmd) -> io::Result<()> {
+        self.tx
+            .send(cmd)
+            .map_err(|_| io::Error::other("the Raft log thread is gone"))
+    }
+
+    /// Queues `cmd` and waits for the log thread to finish it.
+    async fn run(&self, cmd: impl FnOnce(Done) -> Cmd) -> io::Result<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(cmd(Box::new(move |r| {
+            let _ = tx.send(r);
+        })))?;
+        rx.await
+            .map_err(|_| io::Error::other("the Raft log thread is gone"))?
+    }
+
+    #[cfg(test)]
+    fn hold(&self) -> io::Result<mpsc::Sender<()>> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Cmd::Hold(rx))?;
+        Ok(tx)
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogReader {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+        enum Want {
+            Have(Entry<TypeConfig>),
+            Read(LogId<NodeId>, RecordPos),
+        }
+        let wanted: Vec<Want> = self
+            .live
+            .lock()
+            .entries
+            .range(range)
+            .map(|(_, slot)| match slot {
+                Slot::Mem(e) => Want::Have(e.clone()),
+                Slot::Disk(id, pos) => Want::Read(*id, *pos),
+            })
+            .collect();
+        let mut out = Vec::with_capacity(wanted.len());
+        for w in wanted {
+            match w {
+                Want::Have(e) => out.push(e),
+                Want::Read(id, pos) => match self.read(id, pos) {
+                    Ok(e) => out.push(e),
+                    // Truncated or purged since the index was read: the entries from here
+                    // on are not there any more, which openraft allows.
+                    Err(_) if !self.still_at(id, pos) => break,
+                    Err(e) => {
+                        return Err(StorageIOError::read_log_at_index(id.index, io_err(e)).into())
+                    }
+                },
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl LogReader {
+    fn read(&self, id: LogId<NodeId>, pos: RecordPos) -> io::Result<Entry<TypeConfig>> {
+        let (_, index, bytes) = read_raft_record(&self.dir, pos, DEFAULT_MAX_PAYLOAD)?;
+        let entry: Entry<TypeConfig> = postcard::from_bytes(&bytes)
+            .map_err(|e| bad_data(format!("entry {id}: undecodable: {e}")))?;
+        if entry.log_id != id || i64::try_from(id.index).ok() != Some(index) {
+            return Err(bad_data(format!(
+                "entry {id} expected at {pos:?}, found {}",
+                entry.log_id
+            )));
+        }
+        Ok(entry)
+    }
+
+    /// Whether the index still places entry `id` at `pos`.
+    fn still_at(&self, id: LogId<NodeId>, pos: RecordPos) -> bool {
+        matches!(
+            self.live.lock().entries.get(&id.index),
+            Some(Slot::Disk(i, p)) if *i == id && *p == pos
+        )
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+        LogReader {
+            live: self.live.clone(),
+            dir: self.dir.clone(),
+        }
+        .try_get_log_entries(range)
+        .await
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogReader;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
+        let live = self.live.lock();
+        let last = live.entries.last_key_value().map(|(_, s)| s.log_id());
+        Ok(LogState {
+            last_purged_log_id: live.purged,
+            last_log_id: last.or(live.purged),
+        })
+    }
+
+    async fn save_committed(
+        &mut self,
+        committed: Option<LogId<NodeId>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let Some(id) = committed else { return Ok(()) };
+        self.live.lock().committed = Some(id);
+        self.send(Cmd::Committed(id))
+            .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
+        Ok(self.live.lock().committed)
+    }
+
+    async fn get_log_reader(&mut self) -> LogReader {
+        LogReader {
+            live: self.live.clone(),
+            dir: self.dir.clone(),
+        }
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError<NodeId>> {
+        // Three fsyncs: off the runtime's worker threads.
+        let (file, vote) = (self.vote.clone(), *vote);
+        tokio::task::spawn_blocking(move || file.save(&vote))
+            .await
+            .map_err(io::Error::other)
+            .and_then(|r| r)
+            .map_err(|e| StorageIOError::write_vote(io_err(e)).into())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
+        self.vote
+            .read()
+            .map_err(|e| StorageIOError::read_vote(io_err(e)).into())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + Send,
+        I::IntoIter: Send,
+    {
+        let mut encoded = Vec::new();
+        let mut live = self.live.lock();
+        for entry in entries {
+            let bytes = postcard::to_allocvec(&entry)
+                .map_err(|e| StorageIOError::write_log_entry(entry.log_id, io_err(e)))?;
+            let index = i64::try_from(entry.log_id.index)
+                .map_err(|e| StorageIOError::write_log_entry(entry.log_id, io_err(e)))?;
+            encoded.push((index, entry.log_id, bytes));
+            live.entries.insert(entry.log_id.index, Slot::Mem(entry));
+        }
+        drop(live);
+        self.send(Cmd::Append(
+            encoded,
+            Box::new(move |r| callback.log_io_completed(r)),
+        ))
+        .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
+    }
+
+    async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        self.live.lock().entries.split_off(&log_id.index);
+        let from = i64::try_from(log_id.index).unwrap_or(i64::MAX);
+        self.run(|done| Cmd::Truncate(from, done))
+            .await
+            .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
+    }
+
+    async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        if self
+            .live
+            .lock()
+            .purged
+            .is_some_and(|p| p.index >= log_id.index)
+        {
+            return Ok(());
+        }
+        // The purge point is durable before any segment goes (see `open`).
+        self.purged_file
+            .save(&log_id)
+            .map_err(|e| StorageIOError::write_logs(io_err(e)))?;
+        {
+            let mut live = self.live.lock();
+            live.purged = Some(log_id);
+            let keep = live.entries.split_off(&log_id.index.saturating_add(1));
+            live.entries = keep;
+        }
+        let upto = i64::try_from(log_id.index).unwrap_or(i64::MAX);
+        self.run(|done| Cmd::Purge(upto, done))
+            .await
+            .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
+    }
+}
+
+#[cfg(test)]
+#[path = "log_store_test.rs"]
+mod tests;

@@ -1,0 +1,159 @@
+//! The Raft log's one thread: it owns the WAL writer and runs the log store's commands in
+//! queue order, committing every append queued behind the first with one fdatasync (group
+//! commit) before their callbacks run.
+
+use super::log_store::{Encoded, Live, LogCounters, Slot};
+use super::types::NodeId;
+use openraft::LogId;
+use palisade_wal::{RecordKind, RecordPos, Wal, WalError};
+use parking_lot::Mutex;
+use std::io;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+pub(super) type Done = Box<dyn FnOnce(io::Result<()>) + Send>;
+
+pub(super) enum Cmd {
+    Append(Vec<Encoded>, Done),
+    Truncate(i64, Done),
+    Purge(i64, Done),
+    /// A committed log id to record: buffered, made durable by the next batch's fdatasync
+    /// (or at close). Losing it costs nothing but an earlier re-apply at restart.
+    Committed(LogId<NodeId>),
+    /// Tests: the thread waits on the receiver before taking more commands, so the test can
+    /// queue several appends and see them committed together.
+    #[cfg(test)]
+    Hold(mpsc::Receiver<()>),
+}
+
+/// Group commit: every append queued when the thread wakes is written, then one sync covers
+/// them all, then their callbacks run. Any other command runs alone, in queue order.
+pub(super) fn log_thread(
+    mut wal: Wal,
+    rx: mpsc::Receiver<Cmd>,
+    counters: Arc<LogCounters>,
+    live: Arc<Mutex<Live>>,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut next = rx.recv().ok();
+    while let Some(cmd) = next.take() {
+        match cmd {
+            Cmd::Append(entries, done) => {
+                let mut dones = Vec::new();
+                let mut placed = Vec::new();
+                let mut result = append_all(&mut wal, &entries, &mut placed);
+                dones.push(done);
+                loop {
+                    match rx.try_recv() {
+                        Ok(Cmd::Append(entries, done)) => {
+                            if result.is_ok() {
+                                result = append_all(&mut wal, &entries, &mut placed);
+                            }
+                            dones.push(done);
+                        }
+                        Ok(other) => {
+                            next = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let result = result.and_then(|()| wal.sync());
+                if result.is_ok() {
+                    // Durable: readers find these in the segments from now on, unless a
+                    // truncation replaced them meanwhile.
+                    let mut live = live.lock();
+                    for (id, pos) in placed {
+                        if let Some(slot) = live.entries.get_mut(&id.index) {
+                            if slot.log_id() == id {
+                                *slot = Slot::Disk(id, pos);
+                            }
+                        }
+                    }
+                }
+                counters.fsyncs.store(wal.fsyncs(), Relaxed);
+                counters.batches.fetch_add(1, Relaxed);
+                for done in dones {
+                    done(clone_result(&result));
+                }
+            }
+            Cmd::Truncate(from, done) => done(wal.truncate_from(from).map_err(Into::into)),
+            Cmd::Committed(id) => {
+                // An empty log (all purged) has nowhere to put it, and needs none.
+                if wal.last_txn_zxid().is_some() {
+                    if let Err(e) = wal.append(RecordKind::Meta, 0, &encode_committed(&id)) {
+                        tracing::warn!(error = %e, "committed log id not recorded");
+                    }
+                }
+            }
+            Cmd::Purge(upto, done) => {
+                // A purge at or past the log's end (a snapshot replaced it all) empties it;
+                // otherwise whole segments below the purge point go.
+                let r = if wal.last_txn_zxid().is_none_or(|last| last <= upto) {
+                    wal.reset()
+                } else {
+                    upto.checked_add(1)
+                        .map_or(Ok(Vec::new()), |keep| wal.purge_before(keep))
+                        .map(drop)
+                };
+                done(r.map_err(Into::into))
+            }
+            #[cfg(test)]
+            Cmd::Hold(release) => {
+                let _ = release.recv();
+            }
+        }
+        counters.fsyncs.store(wal.fsyncs(), Relaxed);
+        if next.is_none() {
+            next = rx.recv().ok();
+        }
+    }
+    // The store is closing: a committed id still buffered goes to disk.
+    if let Err(e) = wal.sync() {
+        tracing::warn!(error = %e, "the Raft log's last records were not written at close");
+    }
+}
+
+/// Raft metadata record for a committed log id: tag 1, index, term, leader node (u64 LE).
+const META_COMMITTED: u8 = 1;
+
+fn encode_committed(id: &LogId<NodeId>) -> [u8; 25] {
+    let mut b = [0u8; 25];
+    b[0] = META_COMMITTED;
+    b[1..9].copy_from_slice(&id.index.to_le_bytes());
+    b[9..17].copy_from_slice(&id.leader_id.term.to_le_bytes());
+    b[17..25].copy_from_slice(&id.leader_id.node_id.to_le_bytes());
+    b
+}
+
+pub(super) fn decode_committed(b: &[u8]) -> Option<LogId<NodeId>> {
+    let (&[META_COMMITTED], rest) = b.split_first_chunk::<1>()? else {
+        return None;
+    };
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(rest.get(at..at + 8)?.try_into().ok()?))
+    };
+    (rest.len() == 24).then_some(())?;
+    Some(LogId::new(
+        openraft::CommittedLeaderId::new(word(8)?, word(16)?),
+        word(0)?,
+    ))
+}
+
+fn append_all(
+    wal: &mut Wal,
+    entries: &[Encoded],
+    placed: &mut Vec<(LogId<NodeId>, RecordPos)>,
+) -> Result<(), WalError> {
+    for (index, id, bytes) in entries {
+        placed.push((*id, wal.append_at(RecordKind::Txn, *index, bytes)?));
+    }
+    Ok(())
+}
+
+fn clone_result(r: &Result<(), WalError>) -> io::Result<()> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) => Err(io::Error::other(e.to_string())),
+    }
+}

@@ -1,0 +1,114 @@
+//! The log id up to which the Raft log was purged (openraft's `last_purged_log_id`), in a
+//! small file beside the log, `raft-purged`, replaced atomically before any segment is
+//! deleted: after a restart, entries at or below it are gone even if their segment is not,
+//! and the log's start (and the term of the entry before it, which replication needs as its
+//! `prev_log_id`) is known even when a snapshot replaced the whole log.
+//!
+//! Layout (little-endian, 36 bytes): magic "PLPG", format 1, index u64, term u64, leader
+//! node id u64, then a crc32 of the 32 bytes before it.
+
+use super::types::NodeId;
+use super::vote::replace_file;
+use openraft::{CommittedLeaderId, LogId};
+use std::io;
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 4] = b"PLPG";
+const FORMAT: u32 = 1;
+const LEN: usize = 36;
+
+pub const FILE: &str = "raft-purged";
+
+fn encode(id: &LogId<NodeId>) -> [u8; LEN] {
+    let mut b = [0u8; LEN];
+    b[0..4].copy_from_slice(MAGIC);
+    b[4..8].copy_from_slice(&FORMAT.to_le_bytes());
+    b[8..16].copy_from_slice(&id.index.to_le_bytes());
+    b[16..24].copy_from_slice(&id.leader_id.term.to_le_bytes());
+    b[24..32].copy_from_slice(&id.leader_id.node_id.to_le_bytes());
+    let crc = crc32fast::hash(&b[..32]);
+    b[32..36].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+fn decode(path: &Path, b: &[u8]) -> io::Result<LogId<NodeId>> {
+    let bad = |why: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: {why}; where the Raft log starts is unknown, refusing to start",
+                path.display()
+            ),
+        )
+    };
+    let (body, crc) = match (b.len() == LEN, b.split_last_chunk::<4>()) {
+        (true, Some(x)) => x,
+        _ => return Err(bad("wrong length")),
+    };
+    if crc32fast::hash(body) != u32::from_le_bytes(*crc) {
+        return Err(bad("checksum mismatch"));
+    }
+    let field = |at: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(body.get(at..at + 8).unwrap_or(&[0; 8]));
+        u64::from_le_bytes(x)
+    };
+    if body.get(..4) != Some(&MAGIC[..]) || body.get(4..8) != Some(&FORMAT.to_le_bytes()[..]) {
+        return Err(bad("not a purge-point file of format 1"));
+    }
+    Ok(LogId::new(
+        CommittedLeaderId::new(field(16), field(24)),
+        field(8),
+    ))
+}
+
+pub struct PurgedFile {
+    dir: PathBuf,
+}
+
+impl PurgedFile {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        PurgedFile { dir: dir.into() }
+    }
+
+    /// The saved purge point; `None` when the log was never purged. A damaged file is an
+    /// error: guessing where the log starts could serve a purged entry or lose a live one.
+    pub fn read(&self) -> io::Result<Option<LogId<NodeId>>> {
+        let path = self.dir.join(FILE);
+        match std::fs::read(&path) {
+            Ok(b) => decode(&path, &b).map(Some),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Makes `id` the saved purge point, durably, before returning.
+    pub fn save(&self, id: &LogId<NodeId>) -> io::Result<()> {
+        replace_file(&self.dir, FILE, &encode(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn purge_points_read_back_and_damage_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let f = PurgedFile::new(d.path());
+        assert_eq!(f.read().unwrap(), None);
+        let id = LogId::new(CommittedLeaderId::new(3, 2), 41);
+        f.save(&id).unwrap();
+        assert_eq!(f.read().unwrap(), Some(id));
+        let path = d.path().join(FILE);
+        let good = std::fs::read(&path).unwrap();
+        for bit in 0..good.len() * 8 {
+            let mut b = good.clone();
+            b[bit / 8] ^= 1 << (bit % 8);
+            std::fs::write(&path, &b).unwrap();
+            assert!(f.read().is_err(), "bit {bit} flipped was accepted");
+        }
+        std::fs::write(&path, &good[..35]).unwrap();
+        assert!(f.read().is_err());
+    }
+}

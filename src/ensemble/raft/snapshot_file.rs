@@ -1,0 +1,123 @@
+//! The member's current Raft snapshot on disk, `raft-snapshot`, replaced atomically each time
+//! one is built or installed: openraft purges the log up to a snapshot, so a member restarts
+//! from this file plus the log after it. (The fuzzy snapshot files of `durability/` are the
+//! eventual format: docs/ENSEMBLE.md.)
+//!
+//! Layout: magic "PLSN", format 1 (u32 LE), the metadata's length (u32 LE), the metadata
+//! (postcard `SnapshotMeta`), the applier's bytes, then a crc32 (LE) of everything before it.
+
+use super::types::{Node, NodeId};
+use super::vote::replace_file;
+use openraft::SnapshotMeta;
+use std::io;
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 4] = b"PLSN";
+const FORMAT: u32 = 1;
+
+pub const FILE: &str = "raft-snapshot";
+
+/// A saved snapshot: its metadata and the applier's bytes.
+pub type Saved = (SnapshotMeta<NodeId, Node>, Vec<u8>);
+
+pub struct SnapshotFile {
+    dir: PathBuf,
+}
+
+impl SnapshotFile {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        SnapshotFile { dir: dir.into() }
+    }
+
+    /// Makes (meta, data) the saved snapshot, durably, before returning.
+    pub fn save(&self, meta: &SnapshotMeta<NodeId, Node>, data: &[u8]) -> io::Result<()> {
+        let meta = postcard::to_allocvec(meta).map_err(io::Error::other)?;
+        let meta_len = u32::try_from(meta.len()).map_err(io::Error::other)?;
+        let mut b = Vec::with_capacity(16 + meta.len() + data.len());
+        b.extend_from_slice(MAGIC);
+        b.extend_from_slice(&FORMAT.to_le_bytes());
+        b.extend_from_slice(&meta_len.to_le_bytes());
+        b.extend_from_slice(&meta);
+        b.extend_from_slice(data);
+        let crc = crc32fast::hash(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        replace_file(&self.dir, FILE, &b)
+    }
+
+    /// The saved snapshot, if any. A damaged file is an error: the log it replaced is gone.
+    pub fn read(&self) -> io::Result<Option<Saved>> {
+        let path = self.dir.join(FILE);
+        match std::fs::read(&path) {
+            Ok(b) => decode(&path, &b).map(Some),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn decode(path: &Path, b: &[u8]) -> io::Result<Saved> {
+    let bad = |why: String| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: {why}; the Raft snapshot cannot be trusted, refusing to start",
+                path.display()
+            ),
+        )
+    };
+    let (body, crc) = b
+        .split_last_chunk::<4>()
+        .ok_or_else(|| bad("too short".into()))?;
+    if crc32fast::hash(body) != u32::from_le_bytes(*crc) {
+        return Err(bad("checksum mismatch".into()));
+    }
+    let (head, rest) = body
+        .split_first_chunk::<12>()
+        .ok_or_else(|| bad("too short".into()))?;
+    if head[..4] != MAGIC[..] || head[4..8] != FORMAT.to_le_bytes() {
+        return Err(bad("not a snapshot file of format 1".into()));
+    }
+    let mut len = [0u8; 4];
+    len.copy_from_slice(&head[8..12]);
+    let (meta, data) = usize::try_from(u32::from_le_bytes(len))
+        .ok()
+        .and_then(|l| rest.split_at_checked(l))
+        .ok_or_else(|| bad("metadata length past the end".into()))?;
+    let meta = postcard::from_bytes(meta).map_err(|e| bad(format!("metadata: {e}")))?;
+    Ok((meta, data.to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::{CommittedLeaderId, LogId, Membership, StoredMembership};
+
+    #[test]
+    fn snapshots_read_back_and_damage_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let f = SnapshotFile::new(d.path());
+        assert!(f.read().unwrap().is_none());
+        let log_id = LogId::new(CommittedLeaderId::new(2, 1), 9);
+        let meta = SnapshotMeta {
+            last_log_id: Some(log_id),
+            last_membership: StoredMembership::new(
+                Some(log_id),
+                Membership::new(vec![[1u64, 2, 3].into()], None),
+            ),
+            snapshot_id: "2-1-9-1".into(),
+        };
+        f.save(&meta, b"state bytes").unwrap();
+        let (m, data) = f.read().unwrap().unwrap();
+        assert_eq!((m, data.as_slice()), (meta, &b"state bytes"[..]));
+        let path = d.path().join(FILE);
+        let good = std::fs::read(&path).unwrap();
+        for at in [0, 5, 9, 14, good.len() - 6, good.len() - 1] {
+            let mut b = good.clone();
+            b[at] ^= 0x40;
+            std::fs::write(&path, &b).unwrap();
+            assert!(f.read().is_err(), "byte {at} flipped was accepted");
+        }
+        std::fs::write(&path, &good[..good.len() - 1]).unwrap();
+        assert!(f.read().is_err());
+    }
+}

@@ -1,0 +1,330 @@
+//! openraft's state machine (storage-v2) as an adapter over an [`Applier`]: it owns no tree.
+//! Committed entries go to the applier in log order (in production the core thread, whose
+//! `State::apply` is the only mutation; in tests [`StateApplier`], which owns a `State`), and
+//! the adapter keeps what openraft asks of a state machine: the last applied log id and the
+//! last membership, and the current snapshot.
+//!
+//! A snapshot here is the applier's whole state as bytes (for `StateApplier`: the capture
+//! items of `durability::capture` with their trailer, loaded back through `TreeLoader` by the
+//! same `Replayer` recovery uses, which checks the digest). The fuzzy snapshot files of
+//! `durability/` plus the log they span are the eventual format (docs/ENSEMBLE.md).
+
+use super::snapshot_file::SnapshotFile;
+use super::types::{Node, NodeId, Proposal, TypeConfig};
+use crate::durability::capture::Capture;
+use crate::durability::recovery::Replayer;
+use crate::state::State;
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{
+    AnyError, Entry, EntryPayload, LogId, RaftSnapshotBuilder, SnapshotMeta, StorageError,
+    StorageIOError, StoredMembership,
+};
+use palisade_proto::Txn;
+use palisade_snapshot::{decode_items, Trailer};
+use std::future::Future;
+use std::io::{self, Cursor};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// Where committed txns are applied. Called in log order, never concurrently. Async, so
+/// that the core's applier can hand a batch to the core thread and await its acknowledgement
+/// without holding a runtime thread.
+pub trait Applier: Send + 'static {
+    /// Applies committed txns (each `Proposal` is one encoded `Txn`), in order.
+    fn apply(
+        &mut self,
+        txns: Vec<(LogId<NodeId>, Proposal)>,
+    ) -> impl Future<Output = io::Result<()>> + Send;
+    /// The whole state, as bytes [`Applier::install`] restores.
+    fn snapshot(&mut self) -> impl Future<Output = io::Result<Vec<u8>>> + Send;
+    /// Replaces the whole state with a snapshot's.
+    fn install(&mut self, snapshot: &[u8]) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+struct Stored {
+    meta: SnapshotMeta<NodeId, Node>,
+    data: Vec<u8>,
+}
+
+struct Inner<A> {
+    applier: A,
+    last_applied: Option<LogId<NodeId>>,
+    membership: StoredMembership<NodeId, Node>,
+    snapshot: Option<Stored>,
+    /// Snapshots built by this process, to tell them apart in their ids.
+    built: u64,
+    /// Where the current snapshot is kept across restarts (None: in memory only, for tests).
+    file: Option<SnapshotFile>,
+}
+
+/// The state machine; its snapshot builder shares it.
+pub struct StateMachine<A> {
+    inner: Arc<Mutex<Inner<A>>>,
+}
+
+impl<A> Clone for StateMachine<A> {
+    fn clone(&self) -> Self {
+        StateMachine {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+fn sm_err(e: impl std::error::Error + 'static) -> StorageError<NodeId> {
+    StorageIOError::write_state_machine(AnyError::new(&e)).into()
+}
+
+impl<A: Applier> StateMachine<A> {
+    pub fn new(applier: A) -> Self {
+        StateMachine {
+            inner: Arc::new(Mutex::new(Inner {
+                applier,
+                last_applied: None,
+                membership: StoredMembership::default(),
+                snapshot: None,
+                built: 0,
+                file: None,
+            })),
+        }
+    }
+
+    /// A state machine whose snapshots are kept in `dir` (`snapshot_file.rs`): it starts from
+    /// the saved one, if any, as openraft expects of a member whose log was purged up to it.
+    pub async fn open(dir: &std::path::Path, applier: A) -> io::Result<Self> {
+        let file = SnapshotFile::new(dir);
+        let saved = file.read()?;
+        let sm = Self::new(applier);
+        {
+            let mut inner = sm.inner.lock().await;
+            if let Some((meta, data)) = saved {
+                inner.applier.install(&data).await?;
+                inner.last_applied = meta.last_log_id;
+                inner.membership = meta.last_membership.clone();
+                inner.snapshot = Some(Stored { meta, data });
+            }
+            inner.file = Some(file);
+        }
+        Ok(sm)
+    }
+
+    /// The last log id applied (or reached by the installed snapshot).
+    pub async fn last_applied(&self) -> Option<LogId<NodeId>> {
+        self.inner.lock().await.last_applied
+    }
+
+    /// Runs `f` on the applier (tests read the State this way).
+    pub async fn with_applier<T>(&self, f: impl FnOnce(&mut A) -> T) -> T {
+        f(&mut self.inner.lock().await.applier)
+    }
+}
+
+impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, Node>), StorageError<NodeId>> {
+        let inner = self.inner.lock().await;
+        Ok((inner.last_applied, inner.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + Send,
+        I::IntoIter: Send,
+    {
+        let mut inner = self.inner.lock().await;
+        let mut replies = Vec::new();
+        let mut txns = Vec::new();
+        for entry in entries {
+            replies.push(());
+            match entry.payload {
+                EntryPayload::Blank => {}
+                EntryPayload::Normal(p) => txns.push((entry.log_id, p)),
+                EntryPayload::Membership(m) => {
+                    // Txns before a membership change apply before it is recorded.
+                    let before = std::mem::take(&mut txns);
+                    inner.applier.apply(before).await.map_err(sm_err)?;
+                    inner.membership = StoredMembership::new(Some(entry.log_id), m);
+                }
+            }
+            inner.last_applied = Some(entry.log_id);
+        }
+        inner.applier.apply(txns).await.map_err(sm_err)?;
+        Ok(replies)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(
+        &mut self,
+    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<NodeId, Node>,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let data = snapshot.into_inner();
+        let mut inner = self.inner.lock().await;
+        inner.applier.install(&data).await.map_err(|e| {
+            StorageError::from(StorageIOError::read_snapshot(
+                Some(meta.signature()),
+                AnyError::new(&e),
+            ))
+        })?;
+        if let Some(f) = &inner.file {
+            f.save(meta, &data).map_err(|e| {
+                StorageError::from(StorageIOError::write_snapshot(
+                    Some(meta.signature()),
+                    AnyError::new(&e),
+                ))
+            })?;
+        }
+        inner.last_applied = meta.last_log_id;
+        inner.membership = meta.last_membership.clone();
+        inner.snapshot = Some(Stored {
+            meta: meta.clone(),
+            data,
+        });
+        Ok(())
+    }
+
+    async fn get_current_snapshot(
+        &mut self,
+    ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
+        Ok(self.inner.lock().await.snapshot.as_ref().map(|s| Snapshot {
+            meta: s.meta.clone(),
+            snapshot: Box::new(Cursor::new(s.data.clone())),
+        }))
+    }
+}
+
+impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
+        let mut inner = self.inner.lock().await;
+        let data = inner.applier.snapshot().await.map_err(|e| {
+            StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
+        })?;
+        inner.built += 1;
+        let snapshot_id = match inner.last_applied {
+            Some(l) => format!("{}-{}-{}", l.leader_id, l.index, inner.built),
+            None => format!("none-{}", inner.built),
+        };
+        let meta = SnapshotMeta {
+            last_log_id: inner.last_applied,
+            last_membership: inner.membership.clone(),
+            snapshot_id,
+        };
+        if let Some(f) = &inner.file {
+            f.save(&meta, &data).map_err(|e| {
+                StorageError::from(StorageIOError::write_snapshot(
+                    Some(meta.signature()),
+                    AnyError::new(&e),
+                ))
+            })?;
+        }
+        inner.snapshot = Some(Stored {
+            meta: meta.clone(),
+            data: data.clone(),
+        });
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
+        })
+    }
+}
+
+/// An applier that owns a `State` (tests, and a member before the core is wired in).
+#[derive(Default)]
+pub struct StateApplier {
+    pub state: State,
+}
+
+/// Snapshot bytes of [`StateApplier`]: start zxid, then the trailer (end zxid, digest,
+/// counts), all i64/u64 little-endian, then the capture items.
+const HEADER: usize = 6 * 8;
+
+impl Applier for StateApplier {
+    async fn apply(&mut self, txns: Vec<(LogId<NodeId>, Proposal)>) -> io::Result<()> {
+        for (log_id, p) in &txns {
+            let txn = Txn::decode(p.0.clone(), usize::MAX).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("entry {log_id}: undecodable txn: {e}"),
+                )
+            })?;
+            if txn.header.zxid <= self.state.zxid() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "entry {log_id}: txn zxid {:#x} after {:#x}",
+                        txn.header.zxid,
+                        self.state.zxid()
+                    ),
+                ));
+            }
+            self.state.apply(&txn);
+        }
+        Ok(())
+    }
+
+    async fn snapshot(&mut self) -> io::Result<Vec<u8>> {
+        let s = &self.state;
+        let mut items = Vec::new();
+        let sessions = s.sessions().iter().map(|(&id, &t)| (id, t));
+        let mut capture = Capture::begin(&s.tree, sessions, s.zxid(), &mut items);
+        while !capture.step(&s.tree, usize::MAX, &mut items) {}
+        let t = capture.trailer(s.zxid(), s.tree.digest());
+        let mut out = Vec::with_capacity(HEADER + items.len());
+        out.extend_from_slice(&s.zxid().to_le_bytes());
+        out.extend_from_slice(&t.end_zxid.to_le_bytes());
+        for n in [t.digest, t.node_count, t.session_count, t.acl_count] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        out.extend_from_slice(&items);
+        Ok(out)
+    }
+
+    async fn install(&mut self, snapshot: &[u8]) -> io::Result<()> {
+        let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
+        let (head, items) = snapshot
+            .split_at_checked(HEADER)
+            .ok_or_else(|| bad("snapshot shorter than its header".into()))?;
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(head.get(i * 8..i * 8 + 8).unwrap_or(&[0; 8]));
+            w
+        };
+        let start = i64::from_le_bytes(word(0));
+        let trailer = Trailer {
+            end_zxid: i64::from_le_bytes(word(1)),
+            digest: u64::from_le_bytes(word(2)),
+            node_count: u64::from_le_bytes(word(3)),
+            session_count: u64::from_le_bytes(word(4)),
+            acl_count: u64::from_le_bytes(word(5)),
+        };
+        let items = decode_items(items)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad(format!("snapshot items: {e:?}")))?;
+        let path = std::path::Path::new("(raft snapshot)");
+        let restored = Replayer::from_items(items.into_iter(), start, &trailer, path)
+            .and_then(Replayer::finish)
+            .map_err(|e| bad(e.to_string()))?;
+        self.state = restored.state;
+        Ok(())
+    }
+}
+
+/// A proposal of one txn, as the leader's prep hands it to Raft.
+pub fn proposal(txn: &Txn) -> Proposal {
+    Proposal(txn.encode())
+}
+
+#[cfg(test)]
+#[path = "state_machine_test.rs"]
+mod tests;
