@@ -12,9 +12,9 @@
 //!
 //! Polling costs a core while it lasts, though, and under a light load (requests trickling in
 //! every millisecond or more) nearly every poll runs to its end for nothing. So each waiting
-//! thread keeps a moving average of how long its recent waits lasted ([`Arrivals`]) and polls
-//! only while that says the next message is likely to come within the polling window; else it
-//! parks at once. `spinWaitMicros` caps the window; 0 parks at once, always.
+//! thread keeps a moving average of how many of its recent waits ended within the polling
+//! window ([`Arrivals`]) and polls only while that says the next message is likely to come
+//! within it; else it parks at once. `spinWaitMicros` is the window; 0 parks at once, always.
 
 use std::time::{Duration, Instant};
 
@@ -23,48 +23,49 @@ use std::time::{Duration, Instant};
 /// and 300 µs were measured; 300 gave the lock recipe 10% more handoffs, the rest the same).
 pub const DEFAULT_SPIN_MICROS: u64 = 300;
 
-/// A wait longer than this many windows counts as this many: one idle minute must not make
-/// the average deaf to a burst that follows (with 4 windows it is back under the window after
-/// about a dozen quick messages).
-const GAP_CLAMP_WINDOWS: u64 = 4;
-
 /// Weight of the newest wait in the average, as a shift: 1/8, so a change of pace shows within
-/// a few messages while one odd gap moves the average by an eighth of itself.
+/// a few messages while one odd wait moves the average by an eighth.
 const EWMA_SHIFT: u32 = 3;
 
-/// What a thread's recent waits predict about its next one: a moving average of how long each
-/// wait lasted (0 when a message was already queued). Pure arithmetic, so the decisions are
-/// tested by feeding it gaps.
+/// Fixed-point 1.0 of the hit rate.
+const ONE: u32 = 1 << 16;
+
+/// What a thread's recent waits predict about its next one: a moving average of how many of
+/// them ended within the polling window (a hit: polling would have caught the message, or
+/// did). The thread polls while at least two thirds did.
+///
+/// A rate of hits rather than a mean of the waits' lengths: on a shared machine a loop of
+/// quick round trips still sees, now and then, a wait of milliseconds (a client or connection
+/// task preempted), and a mean would let a few of those stop the polling that serves every
+/// other message; a share of hits moves by an eighth per odd wait. Two thirds, not a half: a
+/// light write load alternates a short wait (the fsync) with a long one (the next request),
+/// and polling there would spend a window on every other wait for nothing.
+///
+/// Pure arithmetic, so the decisions are tested by feeding it waits.
 #[derive(Debug, Clone)]
 pub struct Arrivals {
-    window_us: u64,
-    /// The average, in µs scaled by 2^EWMA_SHIFT (integer arithmetic keeps it exact).
-    avg_scaled: u64,
+    window: Duration,
+    /// Share of recent waits that were hits, scaled by ONE.
+    hits: u32,
 }
 
 impl Arrivals {
-    /// Starts as if idle: the first messages after a start are parked for, until they show
-    /// the thread is busy.
+    /// Starts as if idle (no hits): the first messages after a start are parked for, until
+    /// about nine quick ones in a row show the thread is busy.
     pub fn new(window: Duration) -> Arrivals {
-        let window_us = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
-        Arrivals {
-            window_us,
-            avg_scaled: window_us
-                .saturating_mul(GAP_CLAMP_WINDOWS)
-                .saturating_mul(1 << EWMA_SHIFT),
-        }
+        Arrivals { window, hits: 0 }
     }
 
-    /// The expected wait, µs.
-    pub fn expected_gap_us(&self) -> u64 {
-        self.avg_scaled >> EWMA_SHIFT
+    /// The share of recent waits that ended within the window, 0 to 1.
+    pub fn hit_rate(&self) -> f64 {
+        f64::from(self.hits) / f64::from(ONE)
     }
 
-    /// How long to poll before parking: the whole window while the expected wait is shorter
-    /// than it, else nothing.
+    /// How long to poll before parking: the whole window while recent waits say the next
+    /// message is likely within it, else nothing.
     pub fn spin_budget(&self) -> Duration {
-        if self.window_us > 0 && self.expected_gap_us() < self.window_us {
-            Duration::from_micros(self.window_us)
+        if !self.window.is_zero() && u64::from(self.hits) * 3 >= u64::from(ONE) * 2 {
+            self.window
         } else {
             Duration::ZERO
         }
@@ -72,15 +73,13 @@ impl Arrivals {
 
     /// Counts one wait that ended after `gap` (however it ended: polling or parked).
     pub fn observe(&mut self, gap: Duration) {
-        let clamp = self.window_us.saturating_mul(GAP_CLAMP_WINDOWS);
-        let gap_us = u64::try_from(gap.as_micros())
-            .unwrap_or(u64::MAX)
-            .min(clamp);
-        // avg += (gap - avg) / 8, on the scaled value: avg_scaled = avg_scaled - avg + gap.
-        self.avg_scaled = self
-            .avg_scaled
-            .saturating_sub(self.avg_scaled >> EWMA_SHIFT)
-            .saturating_add(gap_us);
+        // hits += (hit - hits) / 8; stays within 0..=ONE.
+        let hit = if gap < self.window {
+            ONE >> EWMA_SHIFT
+        } else {
+            0
+        };
+        self.hits = self.hits - (self.hits >> EWMA_SHIFT) + hit;
     }
 }
 
