@@ -433,6 +433,50 @@ def big(kind, work, nodes, results):
         shutil.rmtree(s.dir, ignore_errors=True)
 
 
+def kazoo_round(kind, work, results):
+    """kazoo's own behaviour suite (tests/kazoo, about 200 tests: a light, steady load of one
+    or two sessions at a time) against a fresh server: the server's CPU seconds per wall
+    second while it runs, with the suite's wall time and outcome."""
+    # The settings tools/test-all.sh gives the suite (ZooKeeper takes unknown zoo.cfg keys
+    # as zookeeper.* system properties, so both read the same lines).
+    s = Server(kind, work, ["extendedTypesEnabled=true",
+                            "DigestAuthenticationProvider.superDigest=super:lK75jTNcA+U9vtVEw5vB51mj/w4="])
+    s.start()
+    try:
+        time.sleep(2)
+        RESULTS_LOADAVG.append(round(os.getloadavg()[0], 2))
+        _, cpu0 = s.stat()
+        t0 = time.time()
+        env = dict(os.environ, ZK_HOSTS=f"127.0.0.1:{s.port}", ZK_SUPER_AUTH="super:secret")
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/kazoo"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        wall = time.time() - t0
+        _, cpu1 = s.stat()
+        tail = (r.stdout.strip().splitlines() or [""])[-1]
+        out = results.setdefault(f"{kind}-kazoo", {})
+        out.setdefault("cpu_per_s", []).append((cpu1 - cpu0) / wall)
+        out.setdefault("wall_s", []).append(wall)
+        out.setdefault("outcome", []).append(tail)
+        print(f"  {kind:9} kazoo suite: server cpu {(cpu1 - cpu0):.2f} s over {wall:.1f} s "
+              f"({(cpu1 - cpu0) / wall:.3f} s/s); {tail}", flush=True)
+    finally:
+        s.stop()
+        shutil.rmtree(s.dir, ignore_errors=True)
+
+
+def kazoo_table(results):
+    kinds = [k for k in ("palisade", "baseline", "zookeeper") if f"{k}-kazoo" in results]
+    if not kinds:
+        return ""
+    rows = ["| kazoo suite (tests/kazoo) | server CPU s per wall s | suite wall time, s | outcome |",
+            "|---|---:|---:|---|"]
+    for k in kinds:
+        r = results[f"{k}-kazoo"]
+        rows.append(f"| {LABEL[k]} | {fmt(median_of(r['cpu_per_s']))} ({spread(r['cpu_per_s'])}) "
+                    f"| {fmt(median_of(r['wall_s']))} | {r['outcome'][-1]} |")
+    return "\n".join(rows)
+
+
 LOWER_IS_BETTER = ("us", " ms", " s", "bytes")
 LABEL = {"palisade": "Palisade", "zookeeper": "ZooKeeper 3.8", "baseline": "baseline Palisade"}
 
@@ -550,6 +594,9 @@ def main():
     ap.add_argument("--light-only", action="store_true",
                     help="only the light-load rounds (server CPU at fixed request rates)")
     ap.add_argument("--no-light", action="store_true", help="skip the light-load rounds")
+    ap.add_argument("--only", help="run only the workloads whose figure name matches this regex")
+    ap.add_argument("--kazoo-only", action="store_true",
+                    help="only server CPU while kazoo's suite (tests/kazoo) runs, per server")
     ap.add_argument("--light-seconds", type=float, default=5, help="seconds per light-load run")
     ap.add_argument("--rates", default=",".join(map(str, LIGHT_RATES)),
                     help="light-load request rates, requests/s, comma-separated")
@@ -561,6 +608,8 @@ def main():
     if a.light_only:
         a.rounds_only = True
     rates = [int(r) for r in a.rates.split(",") if r.strip()]
+    if a.only:
+        WORKLOADS[:] = [w for w in WORKLOADS if re.search(a.only, w[0])]
     subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "palisade", "-p", "palisade-bench"],
                    cwd=ROOT, check=True)
     work = tempfile.mkdtemp(prefix="palisade-bench-")
@@ -575,7 +624,14 @@ def main():
         print(f"machine: {bounds['cores']} cores shared by clients and servers; fdatasync "
               f"{bounds['fsync_per_s']}/s on the data dir's disk; loopback round trip "
               f"{bounds['loopback_rtt_us']} us (Python echo, an upper bound)", flush=True)
-        for r in range(0 if a.big_only or a.light_only else a.rounds):
+        if a.kazoo_only:
+            a.rounds_only, a.no_light = True, True
+            for r in range(a.rounds):
+                order = ["palisade", "zookeeper"] + (["baseline"] if a.baseline else [])
+                print(f"kazoo round {r + 1}/{a.rounds}", flush=True)
+                for kind in order if r % 2 == 0 else order[::-1]:
+                    kazoo_round(kind, work, results)
+        for r in range(0 if a.big_only or a.light_only or a.kazoo_only else a.rounds):
             order = ["palisade", "zookeeper"] + (["baseline"] if a.baseline else [])
             if r % 2:
                 order.reverse()
@@ -594,9 +650,9 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
     md = table(results) if any(k in results for k in LABEL) else ""
-    light = light_table(results)
-    if light:
-        md += ("\n\n" if md else "") + light
+    for extra in (light_table(results), kazoo_table(results)):
+        if extra:
+            md += ("\n\n" if md else "") + extra
     loads = results.get("loadavg", [])
     if loads:
         md += (f"\n\nShared machine: the 1-minute load average before each run was "
