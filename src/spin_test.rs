@@ -176,3 +176,20 @@ fn poll_for_gives_up_after_the_budget_and_a_zero_budget_never_polls() {
     });
     assert_eq!((got, polled), (None, false));
 }
+
+#[test]
+fn the_lenient_decision_polls_at_half_hits() {
+    // Half the waits within the window: the core's rule parks, the log thread's polls.
+    let (mut core, mut log) = (Arrivals::new(us(300)), Arrivals::lenient(us(300)));
+    for a in [&mut core, &mut log] {
+        for _ in 0..50 {
+            a.observe(us(400));
+            a.observe(us(250));
+        }
+        assert!((0.5..0.6).contains(&a.hit_rate()), "{}", a.hit_rate());
+    }
+    assert_eq!(core.spin_budget(), Duration::ZERO);
+    assert_eq!(log.spin_budget(), us(300));
+    // Only long waits (a light write load, one batch per request): both park.
+    assert!(!feed(&mut log, 1_000, 10));
+}

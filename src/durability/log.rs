@@ -87,7 +87,7 @@ pub fn spawn_writer(
     std::thread::Builder::new()
         .name("palisade-log".into())
         .spawn(move || {
-            let mut spinner = spin::Spinner::new(spin_wait);
+            let mut spinner = spin::Spinner::lenient(spin_wait);
             let mut next = || {
                 spinner.wait(
                     &mut &rx,
