@@ -32,7 +32,8 @@ const ONE: u32 = 1 << 16;
 
 /// What a thread's recent waits predict about its next one: a moving average of how many of
 /// them ended within the polling window (a hit: polling would have caught the message, or
-/// did). The thread polls while at least two thirds did.
+/// did). The thread polls while at least two thirds did (the log thread: half, see
+/// [`Arrivals::lenient`]).
 ///
 /// A rate of hits rather than a mean of the waits' lengths: on a shared machine a loop of
 /// quick round trips still sees, now and then, a wait of milliseconds (a client or connection
