@@ -581,7 +581,7 @@ def light_table(results):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="one round, 2 s runs, 100k znodes (about 3 minutes)")
+    ap.add_argument("--quick", action="store_true", help="one round, 2 s runs, 100k znodes (about 2.5 minutes)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--nodes", type=int, default=1_000_000)
