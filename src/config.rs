@@ -26,7 +26,8 @@ pub struct Config {
     pub container_check_interval_ms: u64,
     pub super_digest: Option<String>,
     pub max_outstanding_per_connection: usize,
-    /// Palisade's `spinWaitMicros`: how long the core and log threads poll before parking.
+    /// Palisade's `spinWaitMicros`: the window the core and log threads may poll for before
+    /// parking, while their recent waits say messages come within it (spin.rs); 0: never poll.
     pub spin_wait_micros: u64,
     /// Palisade's `connectionOutputBudget` (bytes; default a few × jute.maxbuffer).
     pub connection_output_budget: Option<usize>,

@@ -74,7 +74,7 @@ pub struct CoreConfig {
     pub max_client_cnxns: usize,
     /// How often containers and TTL nodes are checked for reaping (znode.container.checkIntervalMs).
     pub container_check_ms: u64,
-    /// How long the core polls for its next message before it parks (spin.rs).
+    /// At most how long the core polls for its next message before it parks (spin.rs).
     pub spin_wait: Duration,
     /// Sessions imported from ZooKeeper (migrate/): their clients may reconnect with the
     /// password ZooKeeper gave them, which is derived from the id (as ZooKeeper accepts it).
@@ -161,6 +161,7 @@ impl Core {
     /// writes it prepped to the log as one batch, then takes one turn of a snapshot capture
     /// if one is in progress (so a capture advances between batches, and while idle).
     pub fn run(mut self, mut inbox: mpsc::Receiver<CoreMsg>) {
+        let mut spinner = spin::Spinner::new(self.cfg.spin_wait);
         loop {
             let first = if self.capturing() {
                 match inbox.try_recv() {
@@ -169,12 +170,16 @@ impl Core {
                     Err(mpsc::error::TryRecvError::Disconnected) => break,
                 }
             } else {
-                let polled = spin::poll_for(self.cfg.spin_wait, || match inbox.try_recv() {
-                    Ok(m) => Some(Some(m)),
-                    Err(mpsc::error::TryRecvError::Empty) => None,
-                    Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
-                });
-                match polled.unwrap_or_else(|| inbox.blocking_recv()) {
+                let next = spinner.wait(
+                    &mut inbox,
+                    |inbox| match inbox.try_recv() {
+                        Ok(m) => Some(Some(m)),
+                        Err(mpsc::error::TryRecvError::Empty) => None,
+                        Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
+                    },
+                    |inbox| inbox.blocking_recv(),
+                );
+                match next {
                     Some(m) => Some(m),
                     None => break,
                 }

@@ -76,7 +76,8 @@ pub enum LogMsg {
 /// may be acknowledged, and a retried fsync could lie (the page cache may have dropped the
 /// data), so the server stops and recovery decides what survived.
 ///
-/// Between batches it polls for `spin_wait` before it parks (spin.rs).
+/// Between batches it polls for up to `spin_wait` before it parks, while batches come often
+/// (spin.rs).
 pub fn spawn_writer(
     mut sink: Box<dyn LogSink>,
     spin_wait: Duration,
@@ -86,13 +87,17 @@ pub fn spawn_writer(
     std::thread::Builder::new()
         .name("palisade-log".into())
         .spawn(move || {
-            let next = || {
-                let polled = spin::poll_for(spin_wait, || match rx.try_recv() {
-                    Ok(b) => Some(Some(b)),
-                    Err(mpsc::TryRecvError::Empty) => None,
-                    Err(mpsc::TryRecvError::Disconnected) => Some(None),
-                });
-                polled.unwrap_or_else(|| rx.recv().ok())
+            let mut spinner = spin::Spinner::lenient(spin_wait);
+            let mut next = || {
+                spinner.wait(
+                    &mut &rx,
+                    |rx| match rx.try_recv() {
+                        Ok(b) => Some(Some(b)),
+                        Err(mpsc::TryRecvError::Empty) => None,
+                        Err(mpsc::TryRecvError::Disconnected) => Some(None),
+                    },
+                    |rx| rx.recv().ok(),
+                )
             };
             while let Some(first) = next() {
                 let mut last_txn = None;

@@ -2,6 +2,7 @@
 """Palisade vs Apache ZooKeeper 3.8, side by side, on this machine.
 
     python3 tools/bench/driver.py [--quick] [--rounds N] [--seconds S] [--json OUT] [--markdown OUT]
+                                  [--baseline BIN] [--light-only | --no-light] [--rates 100,1000]
 
 Both servers start fresh (own data dir, forceSync on — ZooKeeper's default and Palisade's),
 listen on loopback, and run the same workloads from the same load generator
@@ -10,6 +11,12 @@ the shared machine cancels out. Client and server share the machine's cores: the
 many, and the server CPU seconds each run used. Every figure is the median over rounds, printed
 with the ratio Palisade/ZooKeeper (for times and memory, lower is better and the ratio is
 ZooKeeper/Palisade, so > 1 always means Palisade is better).
+
+Next to every figure: the server's CPU µs per operation over the same runs (utime + stime
+from /proc/<pid>/stat over the timed part; lower is better, and unlike throughput it barely
+moves when other work shares the machine). Light load (`--light-only`, part of the default
+run): get and set at 100, 1,000 and 10,000 requests/s from 4 sessions on a fixed schedule,
+reporting the server's CPU seconds per wall second (also for the --baseline build).
 
 Also measured once per server: memory per znode after `populate` (Palisade RSS; ZooKeeper RSS
 and heap used after a full GC), restart after kill -9 (process start -> a client reads the last
@@ -38,6 +45,8 @@ BENCH = os.path.join(ROOT, "target", "release", "palisade-bench")
 PALISADE = os.path.join(ROOT, "target", "release", "palisade")
 # --baseline: another Palisade build (e.g. the previous commit's) run in the same rounds.
 BASELINE = None
+# The 1-minute load average before each measured run (the machine is shared).
+RESULTS_LOADAVG = []
 ZK_CP = ":".join(
     "/usr/share/java/" + j
     for j in ["zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-simple.jar",
@@ -186,12 +195,18 @@ def bench(*args, timeout=600, stdin=None):
 def measured(server, *args):
     """Runs a bench command and adds the server's CPU seconds during it. Dirty pages left by
     the previous run (the other server's log, a removed data dir) are written back first, so
-    that writeback does not compete with this run's fdatasyncs."""
+    that writeback does not compete with this run's fdatasyncs. `run` commands get the
+    server's pid and measure its CPU over their timed part only (setup excluded: the first
+    get run's 10,000 creates would otherwise count); others are measured here, whole."""
     os.sync()
+    RESULTS_LOADAVG.append(round(os.getloadavg()[0], 2))
     _, cpu0 = server.stat()
-    out = bench(*args, "--server", f"127.0.0.1:{server.port}")
+    pid = ["--server-pid", str(server.proc.pid)] if args[0] == "run" else []
+    out = bench(*args, *pid, "--server", f"127.0.0.1:{server.port}")
     _, cpu1 = server.stat()
-    out["server_cpu_s"] = round(cpu1 - cpu0, 2)
+    if "server_cpu_s" not in out:
+        out["server_cpu_s"] = round(cpu1 - cpu0, 2)
+        out["server_cpu_us_per_op"] = round((cpu1 - cpu0) * 1e6 / max(out.get("ops", 0), 1), 2)
     return out
 
 
@@ -251,6 +266,13 @@ WORKLOADS = [
 ]
 
 
+def record(results, kind, name, value, cpu_us_per_op=None):
+    """One round's figure, and the server CPU µs per operation of the run it came from."""
+    results.setdefault(kind, {}).setdefault(name, []).append(value)
+    if cpu_us_per_op is not None:
+        results.setdefault(f"{kind}-cpu", {}).setdefault(name, []).append(cpu_us_per_op)
+
+
 def round_of(kind, work, seconds, results):
     s = Server(kind, work)
     s.start()
@@ -262,11 +284,47 @@ def round_of(kind, work, seconds, results):
             out = measured(s, *args, *extra)
             if out.get("violations", 0):
                 raise RuntimeError(f"{kind}: lock safety violated: {out}")
-            results.setdefault(kind, {}).setdefault(name, []).append(out[field])
+            cpu = out.get("server_cpu_us_per_op")
+            record(results, kind, name, out[field], cpu)
             if name.startswith("set 32x64"):
-                results[kind].setdefault("set 32x64 p99 us", []).append(out["p99_us"])
+                record(results, kind, "set 32x64 p99 us", out["p99_us"])
             results.setdefault(f"{kind}-raw", []).append(out)
-            print(f"  {kind:9} {name:36} {out[field]:>12} (server cpu {out['server_cpu_s']} s)", flush=True)
+            print(f"  {kind:9} {name:36} {out[field]:>12} (server cpu {out['server_cpu_s']} s, "
+                  f"{cpu} us/op)", flush=True)
+    finally:
+        s.stop()
+        shutil.rmtree(s.dir, ignore_errors=True)
+
+
+LIGHT_RATES = (100, 1000, 10000)
+LIGHT_SESSIONS = 4
+
+
+def light_round(kind, work, seconds, rates, results):
+    """Light load: get and set at fixed rates from a few sessions; the figure is the server's
+    CPU seconds per wall second (utime + stime from /proc over the timed part), with the
+    achieved rate and the p50 latency beside it."""
+    s = Server(kind, work)
+    s.start()
+    try:
+        # Unmeasured warm-up (creates the key set; gives the JVM its JIT compilation), then a
+        # pause, so the CPU measured is the load's, not start-up's.
+        for op in ("get", "set"):
+            bench("run", op, "--sessions", str(LIGHT_SESSIONS), "--rate", "10000", "--seconds", "2",
+                  "--server", f"127.0.0.1:{s.port}")
+        time.sleep(2)
+        for op in ("get", "set"):
+            for rate in rates:
+                out = measured(s, "run", op, "--sessions", str(LIGHT_SESSIONS), "--rate", str(rate),
+                               "--seconds", str(seconds))
+                name = f"{op} {rate}/s"
+                r = results.setdefault(f"{kind}-light", {}).setdefault(name, {})
+                for k, v in (("cpu_per_s", out["server_cpu_s"] / out["seconds"]),
+                             ("ops_per_s", out["ops_per_s"]), ("p50_us", out["p50_us"]),
+                             ("p99_us", out["p99_us"]), ("cpu_us_per_op", out.get("server_cpu_us_per_op"))):
+                    r.setdefault(k, []).append(v)
+                print(f"  {kind:9} {name:12} cpu {r['cpu_per_s'][-1]:.3f} s/s, "
+                      f"{out['ops_per_s']:.0f} ops/s, p50 {out['p50_us']} us", flush=True)
     finally:
         s.stop()
         shutil.rmtree(s.dir, ignore_errors=True)
@@ -375,45 +433,155 @@ def big(kind, work, nodes, results):
         shutil.rmtree(s.dir, ignore_errors=True)
 
 
+def kazoo_round(kind, work, results):
+    """kazoo's own behaviour suite (tests/kazoo, about 200 tests: a light, steady load of one
+    or two sessions at a time) against a fresh server: the server's CPU seconds per wall
+    second while it runs, with the suite's wall time and outcome."""
+    # The settings tools/test-all.sh gives the suite (ZooKeeper takes unknown zoo.cfg keys
+    # as zookeeper.* system properties, so both read the same lines).
+    s = Server(kind, work, ["extendedTypesEnabled=true",
+                            "DigestAuthenticationProvider.superDigest=super:lK75jTNcA+U9vtVEw5vB51mj/w4="])
+    s.start()
+    try:
+        time.sleep(2)
+        RESULTS_LOADAVG.append(round(os.getloadavg()[0], 2))
+        _, cpu0 = s.stat()
+        t0 = time.time()
+        env = dict(os.environ, ZK_HOSTS=f"127.0.0.1:{s.port}", ZK_SUPER_AUTH="super:secret")
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/kazoo"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        wall = time.time() - t0
+        _, cpu1 = s.stat()
+        tail = (r.stdout.strip().splitlines() or [""])[-1]
+        out = results.setdefault(f"{kind}-kazoo", {})
+        out.setdefault("cpu_per_s", []).append((cpu1 - cpu0) / wall)
+        out.setdefault("wall_s", []).append(wall)
+        out.setdefault("outcome", []).append(tail)
+        print(f"  {kind:9} kazoo suite: server cpu {(cpu1 - cpu0):.2f} s over {wall:.1f} s "
+              f"({(cpu1 - cpu0) / wall:.3f} s/s); {tail}", flush=True)
+    finally:
+        s.stop()
+        shutil.rmtree(s.dir, ignore_errors=True)
+
+
+def kazoo_table(results):
+    kinds = [k for k in ("palisade", "baseline", "zookeeper") if f"{k}-kazoo" in results]
+    if not kinds:
+        return ""
+    rows = ["| kazoo suite (tests/kazoo) | server CPU s per wall s | suite wall time, s | outcome |",
+            "|---|---:|---:|---|"]
+    for k in kinds:
+        r = results[f"{k}-kazoo"]
+        rows.append(f"| {LABEL[k]} | {fmt(median_of(r['cpu_per_s']))} ({spread(r['cpu_per_s'])}) "
+                    f"| {fmt(median_of(r['wall_s']))} | {r['outcome'][-1]} |")
+    return "\n".join(rows)
+
+
 LOWER_IS_BETTER = ("us", " ms", " s", "bytes")
+LABEL = {"palisade": "Palisade", "zookeeper": "ZooKeeper 3.8", "baseline": "baseline Palisade"}
+
+
+def fmt(v):
+    return "–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.3g}")
+
+
+def values(results, kind, n, series=""):
+    return [v for v in results.get(kind + series, {}).get(n, []) if v is not None]
+
+
+def median_of(v):
+    return statistics.median(v) if v else None
+
+
+def spread(v):
+    """min–max of the rounds (one value: itself)."""
+    return "–" if not v else fmt(v[0]) if len(v) == 1 else f"{fmt(min(v))}–{fmt(max(v))}"
+
+
+def lower_is_better(n):
+    return any(n.endswith(s) or s in n for s in LOWER_IS_BETTER) and "/s" not in n
+
+
+def ratio(a, b, lower):
+    """> 1 when a (this build) is better than b."""
+    if not (a and b):
+        return None
+    return b / a if lower else a / b
+
+
+def fx(r):
+    return "" if r is None else f"{r:.2f}x"
+
+
+def round_ratios(results, n, a, b, series=""):
+    """The ratio of each round (the servers of one round ran back to back), min–max."""
+    va, vb = results.get(a + series, {}).get(n, []), results.get(b + series, {}).get(n, [])
+    lower = bool(series) or lower_is_better(n)
+    rs = [ratio(x, y, lower) for x, y in zip(va, vb)]
+    rs = [r for r in rs if r is not None]
+    return "" if len(rs) < 2 else f"{min(rs):.2f}–{max(rs):.2f}x"
 
 
 def table(results):
+    """Every figure: medians of the rounds, the ratio of the medians and its range over the
+    rounds, and the server CPU µs per operation of the same runs (lower is better)."""
     names = []
     for kind in ("palisade", "zookeeper", "baseline"):
         for n in results.get(kind, {}):
             if n not in names:
                 names.append(n)
     base = "baseline" in results
-    head = "| figure | Palisade | ZooKeeper 3.8 | ratio (>1: Palisade better) |"
+    head = ("| figure | Palisade | ZooKeeper 3.8 | ratio (>1: Palisade better) | ratio over rounds "
+            "| Palisade CPU µs/op | ZooKeeper CPU µs/op | CPU ratio (ZooKeeper/Palisade) |")
     if base:
-        head += " baseline Palisade | this build vs baseline (>1: better) |"
-    rows = [head, "|---|---:|---:|---:|" + ("---:|---:|" if base else "")]
-    fmt = lambda v: "–" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.3g}")
-
-    def median(kind, n):
-        v = [v for v in results.get(kind, {}).get(n, []) if v is not None]
-        return statistics.median(v) if v else None
-
-    def ratio(n, a, b):
-        if not (a and b):
-            return ""
-        lower = any(n.endswith(s) or s in n for s in LOWER_IS_BETTER) and "/s" not in n
-        return f"{(b / a if lower else a / b):.2f}x"
-
+        head += " baseline Palisade | this build vs baseline (>1: better) | baseline CPU µs/op |"
+    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if base else "")]
     for n in names:
-        pm, zm = median("palisade", n), median("zookeeper", n)
-        row = f"| {n} | {fmt(pm)} | {fmt(zm)} | {ratio(n, pm, zm)} |"
+        pm, zm = (median_of(values(results, k, n)) for k in ("palisade", "zookeeper"))
+        pc, zc = (median_of(values(results, k, n, "-cpu")) for k in ("palisade", "zookeeper"))
+        row = (f"| {n} | {fmt(pm)} | {fmt(zm)} | {fx(ratio(pm, zm, lower_is_better(n)))} "
+               f"| {round_ratios(results, n, 'palisade', 'zookeeper')} | {fmt(pc)} | {fmt(zc)} "
+               f"| {fx(ratio(pc, zc, True))} |")
         if base:
-            bm = median("baseline", n)
-            row += f" {fmt(bm)} | {ratio(n, pm, bm)} |"
+            bm, bc = median_of(values(results, "baseline", n)), median_of(values(results, "baseline", n, "-cpu"))
+            row += f" {fmt(bm)} | {fx(ratio(pm, bm, lower_is_better(n)))} | {fmt(bc)} |"
+        rows.append(row)
+    return "\n".join(rows)
+
+
+def light_table(results):
+    """Light load: server CPU seconds per wall second, medians of the rounds with their range,
+    the p50 latency, and the rate achieved."""
+    kinds = [k for k in ("palisade", "baseline", "zookeeper") if f"{k}-light" in results]
+    if not kinds:
+        return ""
+    names = []
+    for k in kinds:
+        names += [n for n in results[f"{k}-light"] if n not in names]
+    head = "| load |" + "".join(f" {LABEL[k]} CPU s/s |" for k in kinds)
+    if "zookeeper" in kinds and "palisade" in kinds:
+        head += " ZooKeeper/Palisade CPU |"
+    if "baseline" in kinds and "palisade" in kinds:
+        head += " baseline/Palisade CPU |"
+    head += "".join(f" {LABEL[k]} p50 µs |" for k in kinds) + " ops/s achieved (Palisade) |"
+    rows = [head, "|---|" + "---:|" * (head.count("|") - 2)]
+    for n in names:
+        get = lambda k, f: [v for v in results.get(f"{k}-light", {}).get(n, {}).get(f, []) if v is not None]
+        med = lambda k, f: median_of(get(k, f))
+        row = f"| {n} |" + "".join(f" {fmt(med(k, 'cpu_per_s'))} ({spread(get(k, 'cpu_per_s'))}) |" for k in kinds)
+        if "zookeeper" in kinds and "palisade" in kinds:
+            row += f" {fx(ratio(med('palisade', 'cpu_per_s'), med('zookeeper', 'cpu_per_s'), True))} |"
+        if "baseline" in kinds and "palisade" in kinds:
+            row += f" {fx(ratio(med('palisade', 'cpu_per_s'), med('baseline', 'cpu_per_s'), True))} |"
+        row += "".join(f" {fmt(med(k, 'p50_us'))} |" for k in kinds)
+        row += f" {fmt(med('palisade', 'ops_per_s'))} |"
         rows.append(row)
     return "\n".join(rows)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="one round, 2 s runs, 100k znodes (about 3 minutes)")
+    ap.add_argument("--quick", action="store_true", help="one round, 2 s runs, 100k znodes (about 2.5 minutes)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--nodes", type=int, default=1_000_000)
@@ -423,16 +591,30 @@ def main():
     ap.add_argument("--markdown", help="write the table here")
     ap.add_argument("--baseline", help="another palisade binary, run in the same interleaved rounds "
                     "(before/after comparisons of a change); not in the one-off big runs")
+    ap.add_argument("--light-only", action="store_true",
+                    help="only the light-load rounds (server CPU at fixed request rates)")
+    ap.add_argument("--no-light", action="store_true", help="skip the light-load rounds")
+    ap.add_argument("--only", help="run only the workloads whose figure name matches this regex")
+    ap.add_argument("--kazoo-only", action="store_true",
+                    help="only server CPU while kazoo's suite (tests/kazoo) runs, per server")
+    ap.add_argument("--light-seconds", type=float, default=5, help="seconds per light-load run")
+    ap.add_argument("--rates", default=",".join(map(str, LIGHT_RATES)),
+                    help="light-load request rates, requests/s, comma-separated")
     a = ap.parse_args()
     global BASELINE
     BASELINE = a.baseline
     if a.quick:
-        a.rounds, a.seconds, a.nodes = 1, 2, 100_000
+        a.rounds, a.seconds, a.nodes, a.light_seconds = 1, 2, 100_000, 2
+    if a.light_only:
+        a.rounds_only = True
+    rates = [int(r) for r in a.rates.split(",") if r.strip()]
+    if a.only:
+        WORKLOADS[:] = [w for w in WORKLOADS if re.search(a.only, w[0])]
     subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "palisade", "-p", "palisade-bench"],
                    cwd=ROOT, check=True)
     work = tempfile.mkdtemp(prefix="palisade-bench-")
     t_start = time.time()
-    results = {}
+    results = {"loadavg": RESULTS_LOADAVG}
     try:
         bounds = {
             "cores": os.cpu_count(),
@@ -442,18 +624,39 @@ def main():
         print(f"machine: {bounds['cores']} cores shared by clients and servers; fdatasync "
               f"{bounds['fsync_per_s']}/s on the data dir's disk; loopback round trip "
               f"{bounds['loopback_rtt_us']} us (Python echo, an upper bound)", flush=True)
-        for r in range(0 if a.big_only else a.rounds):
+        if a.kazoo_only:
+            a.rounds_only, a.no_light = True, True
+            for r in range(a.rounds):
+                order = ["palisade", "zookeeper"] + (["baseline"] if a.baseline else [])
+                print(f"kazoo round {r + 1}/{a.rounds}", flush=True)
+                for kind in order if r % 2 == 0 else order[::-1]:
+                    kazoo_round(kind, work, results)
+        for r in range(0 if a.big_only or a.light_only or a.kazoo_only else a.rounds):
             order = ["palisade", "zookeeper"] + (["baseline"] if a.baseline else [])
             if r % 2:
                 order.reverse()
             print(f"round {r + 1}/{a.rounds}", flush=True)
             for kind in order:
                 round_of(kind, work, a.seconds, results)
+        for r in range(0 if a.big_only or a.no_light else a.rounds):
+            order = ["palisade", "zookeeper"] + (["baseline"] if a.baseline else [])
+            if r % 2:
+                order.reverse()
+            print(f"light-load round {r + 1}/{a.rounds}", flush=True)
+            for kind in order:
+                light_round(kind, work, a.light_seconds, rates, results)
         for kind in () if a.rounds_only else ("palisade", "zookeeper"):
             big(kind, work, a.nodes, results)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    md = table(results)
+    md = table(results) if any(k in results for k in LABEL) else ""
+    for extra in (light_table(results), kazoo_table(results)):
+        if extra:
+            md += ("\n\n" if md else "") + extra
+    loads = results.get("loadavg", [])
+    if loads:
+        md += (f"\n\nShared machine: the 1-minute load average before each run was "
+               f"{min(loads):.1f}–{max(loads):.1f} on {bounds['cores']} cores (other work included).")
     print()
     print(md)
     print(f"\n{a.rounds} round(s), {a.seconds} s per run, {a.nodes} znodes; "

@@ -4,6 +4,7 @@
 use crate::session::{create, get_data, set_data, Session};
 use crate::stats::Latencies;
 use bytes::Bytes;
+use palisade_proto::Request;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -86,32 +87,46 @@ pub async fn run_sessions(
     Ok((all, start.elapsed().as_secs_f64()))
 }
 
+/// Which requests a key-value workload sends.
+#[derive(Clone, Copy)]
+pub enum Mix {
+    Get,
+    Set,
+    /// 90% get, 10% set.
+    Mixed,
+}
+
+/// The next request of `mix` on a random one of `keys` nodes.
+pub fn maker(
+    mix: Mix,
+    keys: u64,
+    size: usize,
+) -> impl Fn(&mut Rng) -> Request + Send + Sync + Clone {
+    let data = Bytes::from(vec![b's'; size]);
+    move |rng| {
+        let path = kv_path(rng.u64(..keys.max(1)));
+        match mix {
+            Mix::Get => get_data(path, false),
+            Mix::Set => set_data(path, data.clone()),
+            Mix::Mixed if rng.u64(..10) == 0 => set_data(path, data.clone()),
+            Mix::Mixed => get_data(path, false),
+        }
+    }
+}
+
 pub async fn get(load: &Load, keys: u64) -> io::Result<(Latencies, f64)> {
-    run_sessions(load, move |_, rng| {
-        get_data(kv_path(rng.u64(..keys.max(1))), false)
-    })
-    .await
+    let make = maker(Mix::Get, keys, 0);
+    run_sessions(load, move |_, rng| make(rng)).await
 }
 
 pub async fn set(load: &Load, keys: u64, size: usize) -> io::Result<(Latencies, f64)> {
-    let data = Bytes::from(vec![b's'; size]);
-    run_sessions(load, move |_, rng| {
-        set_data(kv_path(rng.u64(..keys.max(1))), data.clone())
-    })
-    .await
+    let make = maker(Mix::Set, keys, size);
+    run_sessions(load, move |_, rng| make(rng)).await
 }
 
 pub async fn mixed(load: &Load, keys: u64, size: usize) -> io::Result<(Latencies, f64)> {
-    let data = Bytes::from(vec![b'm'; size]);
-    run_sessions(load, move |_, rng| {
-        let path = kv_path(rng.u64(..keys.max(1)));
-        if rng.u64(..10) == 0 {
-            set_data(path, data.clone())
-        } else {
-            get_data(path, false)
-        }
-    })
-    .await
+    let make = maker(Mix::Mixed, keys, size);
+    run_sessions(load, move |_, rng| make(rng)).await
 }
 
 /// Sequential creates under one parent: persistent (flags 2) or ephemeral (flags 3).

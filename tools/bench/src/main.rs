@@ -3,13 +3,16 @@
 //! latency in µs, errors). tools/bench/driver.py runs it against both servers side by side.
 //!
 //!   palisade-bench run get --server 127.0.0.1:2181 --sessions 32 --inflight 64 --seconds 10
+//!   palisade-bench run get --sessions 4 --rate 1000 --seconds 10 --server-pid 1234
 //!   palisade-bench populate --server 127.0.0.1:2181 --nodes 1000000 --parents 300
 //!   palisade-bench wait-read --server 127.0.0.1:2181 --path /bench/pop/p99/n0000999999
 //!   palisade-bench hold-watches --sessions 100 --paths 1000
 
+mod cpu;
 mod fanout;
 mod kv;
 mod lock;
+mod paced;
 mod session;
 mod stats;
 
@@ -62,6 +65,15 @@ enum Cmd {
         /// watch-fanout: rounds of setData → every watcher notified.
         #[arg(long, default_value_t = 20)]
         rounds: u64,
+        /// get, set, mixed: send this many requests per second in total, on a fixed schedule
+        /// spread over the sessions (open loop; --inflight is ignored) instead of as fast as
+        /// replies come back.
+        #[arg(long)]
+        rate: Option<f64>,
+        /// The server's process id: the JSON line then has the server CPU seconds of the timed
+        /// part (setup excluded) and the CPU µs per operation.
+        #[arg(long)]
+        server_pid: Option<u32>,
     },
     /// Creates --nodes persistent znodes of --size bytes under --parents parents.
     Populate {
@@ -111,6 +123,8 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
             keys,
             size,
             rounds,
+            rate,
+            server_pid,
         } => {
             let load = Load {
                 server,
@@ -124,34 +138,60 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
             match workload {
                 Workload::Get | Workload::Set | Workload::Mixed => {
                     kv::prepare_kv(&load.server, keys, size).await?;
-                    let (lat, secs) = match workload {
-                        Workload::Get => kv::get(&load, keys).await?,
-                        Workload::Set => kv::set(&load, keys, size).await?,
-                        _ => kv::mixed(&load, keys, size).await?,
+                    let meter = cpu::Meter::start(server_pid);
+                    let (lat, secs) = match rate {
+                        Some(rate) => {
+                            let make = kv::maker(workload_kv(workload), keys, size);
+                            tokio::task::spawn_blocking(move || {
+                                paced::run(&load.server, sessions, rate, load.duration, make)
+                            })
+                            .await
+                            .map_err(session::err)??
+                        }
+                        None => match workload {
+                            Workload::Get => kv::get(&load, keys).await?,
+                            Workload::Set => kv::set(&load, keys, size).await?,
+                            _ => kv::mixed(&load, keys, size).await?,
+                        },
                     };
-                    Ok(lat.report(&name, sessions, inflight, secs, ""))
+                    let mut extra = meter.json(lat.count());
+                    let inflight = match rate {
+                        Some(r) => {
+                            extra.push_str(&format!(",\"rate\":{r}"));
+                            0
+                        }
+                        None => inflight,
+                    };
+                    Ok(lat.report(&name, sessions, inflight, secs, &extra))
                 }
+                _ if rate.is_some() => Err(session::err("--rate is for get, set and mixed")),
                 Workload::CreateSeq | Workload::CreateSeqEphemeral => {
                     let eph = matches!(workload, Workload::CreateSeqEphemeral);
+                    let meter = cpu::Meter::start(server_pid);
                     let (lat, secs) = kv::create_seq(&load, eph, size).await?;
-                    Ok(lat.report(&name, sessions, inflight, secs, ""))
+                    let extra = meter.json(lat.count());
+                    Ok(lat.report(&name, sessions, inflight, secs, &extra))
                 }
                 Workload::Lock | Workload::Rwlock => {
                     let (readers, dir) = match workload {
                         Workload::Lock => (0, "/bench/lock"),
                         _ => (80, "/bench/rwlock"),
                     };
+                    let meter = cpu::Meter::start(server_pid);
                     let (lat, secs, h) = lock::run(&load, readers, dir).await?;
                     let extra = format!(
-                        ",\"violations\":{},\"reader_overlaps\":{}",
+                        ",\"violations\":{},\"reader_overlaps\":{}{}",
                         h.violations.load(Ordering::SeqCst),
-                        h.reader_overlaps.load(Ordering::SeqCst)
+                        h.reader_overlaps.load(Ordering::SeqCst),
+                        meter.json(lat.count())
                     );
                     Ok(lat.report(&name, sessions, 1, secs, &extra))
                 }
                 Workload::WatchFanout => {
+                    let meter = cpu::Meter::start(server_pid);
                     let (lat, secs) = fanout::run(&load, rounds).await?;
-                    Ok(lat.report(&name, sessions, 1, secs, ""))
+                    let extra = meter.json(lat.count());
+                    Ok(lat.report(&name, sessions, 1, secs, &extra))
                 }
             }
         }
@@ -193,6 +233,15 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                 fanout::hold_watches(&server, sessions, paths, Duration::from_secs(hold_s)).await?;
             Ok(format!("{{\"workload\":\"hold-watches\",\"watches\":{n}}}"))
         }
+    }
+}
+
+/// The key-value request mix of a workload (get, set or mixed).
+fn workload_kv(w: Workload) -> kv::Mix {
+    match w {
+        Workload::Get => kv::Mix::Get,
+        Workload::Set => kv::Mix::Set,
+        _ => kv::Mix::Mixed,
     }
 }
 

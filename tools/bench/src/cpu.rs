@@ -1,0 +1,66 @@
+//! The server's CPU time, read from /proc/<pid>/stat (utime + stime, every thread including
+//! ones that have exited), so a run reports the server CPU it cost over its timed part only,
+//! not over its setup.
+
+/// Clock ticks per second of /proc's times: USER_HZ, fixed at 100 by the kernel ABI on the
+/// architectures this runs on (sysconf(_SC_CLK_TCK) would say the same).
+const USER_HZ: f64 = 100.0;
+
+/// utime + stime of `pid` in seconds, or None if it cannot be read.
+pub fn seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: fields after the last
+    // ')' start at field 3 (state), so utime (14) and stime (15) are the 12th and 13th.
+    let rest = stat.rsplit_once(')')?.1;
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some(utime.saturating_add(stime) as f64 / USER_HZ)
+}
+
+/// Measures `pid`'s CPU seconds over a stretch of work: `start()` before, `json()` after.
+pub struct Meter {
+    pid: Option<u32>,
+    at: Option<f64>,
+}
+
+impl Meter {
+    pub fn start(pid: Option<u32>) -> Meter {
+        Meter {
+            pid,
+            at: pid.and_then(seconds),
+        }
+    }
+
+    /// `,"server_cpu_s":S,"server_cpu_us_per_op":U` for the JSON line (empty without a pid).
+    pub fn json(&self, ops: u64) -> String {
+        let (Some(pid), Some(at)) = (self.pid, self.at) else {
+            return String::new();
+        };
+        let Some(now) = seconds(pid) else {
+            return String::new();
+        };
+        let s = (now - at).max(0.0);
+        let per_op = if ops > 0 { s * 1e6 / ops as f64 } else { 0.0 };
+        format!(",\"server_cpu_s\":{s:.2},\"server_cpu_us_per_op\":{per_op:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_process() {
+        // Burn a little CPU so the figure is not just zero ticks rounded.
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(30) {
+            x = x.wrapping_add(1);
+        }
+        assert!(x > 0);
+        let s = seconds(std::process::id());
+        assert!(s.is_some_and(|s| s >= 0.0), "{s:?}");
+        assert_eq!(seconds(u32::MAX), None);
+    }
+}
