@@ -82,6 +82,17 @@ fn response_sizes(c: &Core) -> Value {
     json!({ "last_buffer_size": last, "min_buffer_size": min, "max_buffer_size": max })
 }
 
+/// The fields `stats` and `connections` both give for a connection.
+fn conn_brief(c: &super::Conn) -> Json {
+    obj(json!({
+        "remote_socket_address": c.peer.to_string(),
+        "interest_ops": 1,
+        "outstanding_requests": c.queue.len(),
+        "packets_received": c.received,
+        "packets_sent": c.sent,
+    }))
+}
+
 impl Core {
     fn server_stats_json(&self) -> Json {
         let s = &self.stats;
@@ -130,12 +141,8 @@ impl Core {
                     .sorted_conns()
                     .into_iter()
                     .map(|c| {
-                        json!({
-                            "remote_socket_address": c.peer.to_string(),
-                            "interest_ops": 1,
-                            "outstanding_requests": c.queue.len(),
-                            "packets_received": c.received,
-                            "packets_sent": c.sent,
+                        let mut row = conn_brief(c);
+                        row.extend(obj(json!({
                             "session_id": c.session,
                             // Not tracked per connection: ZooKeeper's values before the first
                             // request completes.
@@ -149,7 +156,8 @@ impl Core {
                             "min_latency": 0,
                             "avg_latency": 0,
                             "max_latency": 0,
-                        })
+                        })));
+                        Value::Object(row)
                     })
                     .collect();
                 obj(json!({ "connections": list, "secure_connections": [] }))
@@ -202,15 +210,7 @@ impl Core {
                 let list: Vec<Value> = self
                     .sorted_conns()
                     .into_iter()
-                    .map(|c| {
-                        json!({
-                            "remote_socket_address": c.peer.to_string(),
-                            "interest_ops": 1,
-                            "outstanding_requests": c.queue.len(),
-                            "packets_received": c.received,
-                            "packets_sent": c.sent,
-                        })
-                    })
+                    .map(|c| Value::Object(conn_brief(c)))
                     .collect();
                 m.insert("connections".into(), json!(list));
                 m.insert("secure_connections".into(), json!([]));

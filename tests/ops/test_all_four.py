@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -21,6 +22,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.protocol.states import KeeperState
 from kazoo.security import make_acl
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from kazoo_states import start_expecting_auth_failed  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -125,27 +129,10 @@ def test_all_four_at_once(server):
 def test_a_wrong_sasl_password_over_tls_is_refused_and_counted(server):
     certs = server
     before = json.loads(http_get(ADMIN, "/commands/monitor")[1])["auth_failed_count"]
-    c = KazooClient(hosts=f"127.0.0.1:{SECURE}", timeout=4, use_ssl=True, verify_certs=True,
-                    ca=f"{certs}/ca.pem", certfile=f"{certs}/client.crt", keyfile=f"{certs}/client.key",
-                    sasl_options={"mechanism": "DIGEST-MD5", "username": "alice", "password": "wrong"})
-    states = []
-    callback = c._session_callback
-
-    def record(state):
-        states.append(state)
-        callback(state)
-
-    c._session_callback = record
-    # kazoo reports CONNECTED before its SASL exchange, so start() may return first.
-    try:
-        c.start(timeout=4)
-    except Exception:
-        pass
-    deadline = time.time() + 5
-    while KeeperState.AUTH_FAILED not in states and time.time() < deadline:
-        time.sleep(0.05)
-    c.stop()
-    c.close()
+    states = start_expecting_auth_failed(
+        hosts=f"127.0.0.1:{SECURE}", use_ssl=True, verify_certs=True, ca=f"{certs}/ca.pem",
+        certfile=f"{certs}/client.crt", keyfile=f"{certs}/client.key",
+        sasl_options={"mechanism": "DIGEST-MD5", "username": "alice", "password": "wrong"})
     assert KeeperState.AUTH_FAILED in states, states
     after = json.loads(http_get(ADMIN, "/commands/monitor")[1])["auth_failed_count"]
     assert after > before

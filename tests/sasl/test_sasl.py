@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import struct
+import sys
 import subprocess
 import tempfile
 import time
@@ -29,6 +30,9 @@ from kazoo.exceptions import NoAuthError
 from kazoo.protocol.states import KeeperState
 from kazoo.security import make_acl
 from puresasl.client import SASLClient
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from kazoo_states import start_expecting_auth_failed  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -234,27 +238,10 @@ def test_kazoo_good_password_and_a_sasl_acl(open_server):
 
 
 def test_kazoo_bad_password_is_auth_failed(open_server):
-    c = KazooClient(hosts=f"127.0.0.1:{open_server.port}", timeout=4,
-                    sasl_options={"mechanism": "DIGEST-MD5", "username": "alice", "password": "wrong"})
-    states = []
-    callback = c._session_callback
-
-    def record(state):
-        states.append(state)
-        callback(state)
-
-    c._session_callback = record
-    # kazoo reports CONNECTED before its SASL exchange, so start() may return first.
-    try:
-        c.start(timeout=4)
-    except Exception:
-        pass
-    deadline = time.time() + 5
-    while KeeperState.AUTH_FAILED not in states and time.time() < deadline:
-        time.sleep(0.05)
+    states = start_expecting_auth_failed(
+        hosts=f"127.0.0.1:{open_server.port}",
+        sasl_options={"mechanism": "DIGEST-MD5", "username": "alice", "password": "wrong"})
     assert KeeperState.AUTH_FAILED in states, states
-    c.stop()
-    c.close()
 
 
 def test_kazoo_required_server(required_server):

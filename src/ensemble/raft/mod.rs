@@ -6,6 +6,7 @@ pub mod log_store;
 mod log_thread;
 pub mod network;
 pub mod purged;
+mod sealed;
 pub mod snapshot_file;
 pub mod state_machine;
 pub mod storage;

@@ -7,58 +7,29 @@
 //! Layout (little-endian, 36 bytes): magic "PLPG", format 1, index u64, term u64, leader
 //! node id u64, then a crc32 of the 32 bytes before it.
 
+use super::sealed::{read_optional, replace_file, seal, u64_at, unseal};
 use super::types::NodeId;
-use super::vote::replace_file;
 use openraft::{CommittedLeaderId, LogId};
 use std::io;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 4] = b"PLPG";
-const FORMAT: u32 = 1;
-const LEN: usize = 36;
 
 pub const FILE: &str = "raft-purged";
 
-fn encode(id: &LogId<NodeId>) -> [u8; LEN] {
-    let mut b = [0u8; LEN];
-    b[0..4].copy_from_slice(MAGIC);
-    b[4..8].copy_from_slice(&FORMAT.to_le_bytes());
-    b[8..16].copy_from_slice(&id.index.to_le_bytes());
-    b[16..24].copy_from_slice(&id.leader_id.term.to_le_bytes());
-    b[24..32].copy_from_slice(&id.leader_id.node_id.to_le_bytes());
-    let crc = crc32fast::hash(&b[..32]);
-    b[32..36].copy_from_slice(&crc.to_le_bytes());
-    b
+fn encode(id: &LogId<NodeId>) -> [u8; super::sealed::LEN] {
+    let mut p = [0u8; 24];
+    p[0..8].copy_from_slice(&id.index.to_le_bytes());
+    p[8..16].copy_from_slice(&id.leader_id.term.to_le_bytes());
+    p[16..24].copy_from_slice(&id.leader_id.node_id.to_le_bytes());
+    seal(MAGIC, &p)
 }
 
 fn decode(path: &Path, b: &[u8]) -> io::Result<LogId<NodeId>> {
-    let bad = |why: &str| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "{}: {why}; where the Raft log starts is unknown, refusing to start",
-                path.display()
-            ),
-        )
-    };
-    let (body, crc) = match (b.len() == LEN, b.split_last_chunk::<4>()) {
-        (true, Some(x)) => x,
-        _ => return Err(bad("wrong length")),
-    };
-    if crc32fast::hash(body) != u32::from_le_bytes(*crc) {
-        return Err(bad("checksum mismatch"));
-    }
-    let field = |at: usize| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(body.get(at..at + 8).unwrap_or(&[0; 8]));
-        u64::from_le_bytes(x)
-    };
-    if body.get(..4) != Some(&MAGIC[..]) || body.get(4..8) != Some(&FORMAT.to_le_bytes()[..]) {
-        return Err(bad("not a purge-point file of format 1"));
-    }
+    let p = unseal(path, b, MAGIC, "where the Raft log starts is unknown")?;
     Ok(LogId::new(
-        CommittedLeaderId::new(field(16), field(24)),
-        field(8),
+        CommittedLeaderId::new(u64_at(&p, 8), u64_at(&p, 16)),
+        u64_at(&p, 0),
     ))
 }
 
@@ -75,11 +46,7 @@ impl PurgedFile {
     /// error: guessing where the log starts could serve a purged entry or lose a live one.
     pub fn read(&self) -> io::Result<Option<LogId<NodeId>>> {
         let path = self.dir.join(FILE);
-        match std::fs::read(&path) {
-            Ok(b) => decode(&path, &b).map(Some),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        read_optional(&path)?.map(|b| decode(&path, &b)).transpose()
     }
 
     /// Makes `id` the saved purge point, durably, before returning.

@@ -6,8 +6,8 @@
 //! Layout: magic "PLSN", format 1 (u32 LE), the metadata's length (u32 LE), the metadata
 //! (postcard `SnapshotMeta`), the applier's bytes, then a crc32 (LE) of everything before it.
 
+use super::sealed::replace_file;
 use super::types::{Node, NodeId};
-use super::vote::replace_file;
 use openraft::SnapshotMeta;
 use std::io;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,86 @@
+//! The layout the member's small metadata files share (`raft-vote`, `raft-purged`): 36 bytes,
+//! little-endian — a 4-byte magic naming the file, format u32 = 1, a 24-byte payload, then a
+//! crc32 of the 32 bytes before it — written with [`replace_file`].
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+const FORMAT: u32 = 1;
+pub(super) const LEN: usize = 36;
+
+pub(super) fn seal(magic: &[u8; 4], payload: &[u8; 24]) -> [u8; LEN] {
+    let mut b = [0u8; LEN];
+    b[0..4].copy_from_slice(magic);
+    b[4..8].copy_from_slice(&FORMAT.to_le_bytes());
+    b[8..32].copy_from_slice(payload);
+    let crc = crc32fast::hash(&b[..32]);
+    b[32..36].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// The payload of a file `b` read from `path`, or why it cannot be trusted (`consequence`
+/// says what refusing means, for the message).
+pub(super) fn unseal(
+    path: &Path,
+    b: &[u8],
+    magic: &[u8; 4],
+    consequence: &str,
+) -> io::Result<[u8; 24]> {
+    let bad = |why: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: {why}; {consequence}, refusing to start",
+                path.display()
+            ),
+        )
+    };
+    let (body, crc) = match (b.len() == LEN, b.split_last_chunk::<4>()) {
+        (true, Some(x)) => x,
+        _ => return Err(bad("wrong length")),
+    };
+    if crc32fast::hash(body) != u32::from_le_bytes(*crc) {
+        return Err(bad("checksum mismatch"));
+    }
+    if body.get(..4) != Some(&magic[..]) || body.get(4..8) != Some(&FORMAT.to_le_bytes()[..]) {
+        return Err(bad("not a file of this kind and format 1"));
+    }
+    body.get(8..32)
+        .and_then(|p| p.try_into().ok())
+        .ok_or_else(|| bad("wrong length"))
+}
+
+/// A little-endian u64 of a payload at `at` (callers pass offsets inside the 24 bytes).
+pub(super) fn u64_at(p: &[u8; 24], at: usize) -> u64 {
+    p.get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// Reads `dir/name`; `None` when it does not exist.
+pub(super) fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Replaces `dir/name` with `bytes` atomically and durably: a temporary file, fsynced, renamed
+/// over the old one, then the directory fsynced. A crash leaves the old content or the new.
+pub(super) fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    fs::rename(&tmp, dir.join(name))?;
+    File::open(dir)?.sync_all()
+}
