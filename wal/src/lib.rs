@@ -152,6 +152,12 @@
 //!
 //! And for readers of a live Raft log: [`Wal::append_at`] tells where a record will be
 //! (segment, offset), and [`read_raft_record`] reads one back from there, checked whole.
+//!
+//! Offline tools read either format without opening (and so without repairing) the log:
+//! [`segment_format`] tells a segment's format from its header, and [`scan_segment_as`]
+//! walks a segment of that format, reporting its valid records and how it ends (clean, torn,
+//! corrupt, gap) by the same rules as recovery. [`scan_segment`] reads format 2 only (a
+//! format-3 segment ends `Corrupt` at offset 0 there, "unsupported format version 3").
 #![cfg_attr(
     not(test),
     deny(
@@ -175,7 +181,7 @@ mod writer;
 pub use error::WalError;
 pub use recovered::{Records, Recovered};
 pub use report::{Cut, CutCause, RecoveryReport};
-pub use scan::{scan_segment, End, SegmentScan};
+pub use scan::{scan_segment, scan_segment_as, segment_format, End, SegmentScan};
 pub use writer::Wal;
 
 use std::path::{Path, PathBuf};
@@ -238,6 +244,40 @@ pub enum Corruption {
     /// Cut the log at the damage, keeping everything cut in `detached/`. Only by an explicit
     /// operator flag: acknowledged writes after the damage are lost.
     Truncate,
+}
+
+/// Which of the two segment formats a log has (see the crate docs), for tools that read both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum LogFormat {
+    /// Format 2, a standalone server's log: kind 1 = `RecordKind::Txn` (a jute txn, zxids
+    /// rising by exactly 1), 2 = `RecordKind::Meta`.
+    #[default]
+    Standalone,
+    /// Format 3, an ensemble member's Raft log: kind 3 = a Raft entry (`RecordKind::Txn`, its
+    /// zxid field the Raft index, indexes only rising), 4 = Raft metadata (`RecordKind::Meta`).
+    Raft,
+}
+
+impl LogFormat {
+    /// The format version in its segment headers: 2 or 3.
+    pub fn version(self) -> u32 {
+        self.flavour().version()
+    }
+
+    pub(crate) fn flavour(self) -> format::Flavour {
+        match self {
+            LogFormat::Standalone => format::Flavour::Standalone,
+            LogFormat::Raft => format::Flavour::Raft,
+        }
+    }
+
+    /// Whether a segment named `found` may follow one whose last sequenced record was
+    /// `prev`: exactly `prev + 1` for format 2, anything above `prev` for format 3 (Raft
+    /// indexes only rise; the Raft layer checks contiguity).
+    pub fn segment_follows(self, prev: i64, found: i64) -> bool {
+        prev.checked_add(1)
+            .is_some_and(|e| self.flavour().continues(e, found))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -5,7 +5,7 @@
 use crate::format::{
     self, BadRecord, Flavour, HeaderCheck, RECORD_HEADER_LEN, RECORD_MAGIC, SEGMENT_HEADER_LEN,
 };
-use crate::{RecordKind, RecordRef, WalError};
+use crate::{LogFormat, RecordKind, RecordRef, WalError};
 use std::path::{Path, PathBuf};
 
 /// How a segment's data ends.
@@ -265,7 +265,10 @@ pub(crate) fn summarize(
         HeaderCheck::Unsupported { version } => {
             s.end = End::Corrupt {
                 offset: 0,
-                reason: format!("unsupported format version {version}"),
+                reason: format!(
+                    "unsupported format version {version} (read as format {})",
+                    flavour.version()
+                ),
             };
             return s;
         }
@@ -325,6 +328,9 @@ pub struct SegmentScan {
     pub first_zxid: Option<i64>,
     /// The data-dir identity in a valid header.
     pub identity: Option<u64>,
+    /// The format the segment was read as: its records' kinds mean what they mean there
+    /// (for [`LogFormat::Raft`], `RecordKind::Txn` is a Raft entry and its zxid the index).
+    pub format: LogFormat,
     pub file_len: u64,
     /// How the data ends: recovery would cut a `Torn` end only in the last segment.
     pub end: End,
@@ -354,11 +360,25 @@ impl SegmentScan {
     }
 }
 
-/// Read-only scan of one segment file, for offline tools (inspector, validator): never modifies
-/// anything. Txn continuity is checked within the file (its first txn must equal its name).
-/// The file is read into memory rather than mapped, because a tool may look at the log of a
-/// running server, which keeps writing to the active segment.
+/// Read-only scan of one segment file of format 2 (a standalone log), for offline tools
+/// (inspector, validator): never modifies anything. Txn continuity is checked within the file
+/// (its first txn must equal its name). The file is read into memory rather than mapped,
+/// because a tool may look at the log of a running server, which keeps writing to the active
+/// segment. A segment of another format ends `Corrupt` at offset 0 ("unsupported format
+/// version"); [`scan_segment_as`] reads a Raft log's.
 pub fn scan_segment(path: &Path, max_payload: u32) -> Result<SegmentScan, WalError> {
+    scan_segment_as(path, max_payload, LogFormat::Standalone)
+}
+
+/// [`scan_segment`] for a segment of `format`. For [`LogFormat::Raft`] the records are Raft
+/// entries (`RecordKind::Txn`, zxid = Raft index: each must be at least the file's name and
+/// above its predecessor, as recovery requires) and Raft metadata (`RecordKind::Meta`); the
+/// torn-tail and corruption verdicts are recovery's, as for format 2.
+pub fn scan_segment_as(
+    path: &Path,
+    max_payload: u32,
+    format: LogFormat,
+) -> Result<SegmentScan, WalError> {
     let data = std::fs::read(path).map_err(|e| WalError::io(path, e))?;
     let name = path
         .file_name()
@@ -369,7 +389,7 @@ pub fn scan_segment(path: &Path, max_payload: u32) -> Result<SegmentScan, WalErr
         &data,
         name,
         max_payload,
-        Flavour::Standalone,
+        format.flavour(),
         |offset, kind, zxid, payload| {
             let start = offset.saturating_add(RECORD_HEADER_LEN);
             records.push((offset, kind, zxid, start, payload.len()));
@@ -387,9 +407,34 @@ pub fn scan_segment(path: &Path, max_payload: u32) -> Result<SegmentScan, WalErr
         path: path.to_path_buf(),
         first_zxid,
         identity,
+        format,
         file_len: as_u64(data.len()),
         end: summary.end,
         data,
         records,
     })
+}
+
+/// The format of the segment at `path`, from its header (magic, crc and a version this crate
+/// reads: 2 or 3), or None if the header is unusable (damaged, shortened, another version).
+/// Reads the 32 header bytes only.
+pub fn segment_format(path: &Path) -> Result<Option<LogFormat>, WalError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| WalError::io(path, e))?;
+    let mut header = Vec::with_capacity(SEGMENT_HEADER_LEN);
+    file.take(as_u64(SEGMENT_HEADER_LEN))
+        .read_to_end(&mut header)
+        .map_err(|e| WalError::io(path, e))?;
+    Ok(format_of_header(&header))
+}
+
+pub(crate) fn format_of_header(header: &[u8]) -> Option<LogFormat> {
+    [LogFormat::Standalone, LogFormat::Raft]
+        .into_iter()
+        .find(|f| {
+            matches!(
+                format::check_segment_header_of(header, f.flavour()),
+                HeaderCheck::Valid { .. }
+            )
+        })
 }
