@@ -45,6 +45,7 @@ pub mod logdump;
 pub mod logscan;
 pub mod nodes;
 pub mod opview;
+pub mod raftlog;
 pub mod recover_report;
 pub mod replay;
 pub mod snapdump;

@@ -3,10 +3,18 @@
 //! applies across segments (names continue the previous segment's last txn; a torn end is
 //! acceptable only in the last segment) are applied here to classify each file. Records of
 //! the valid prefix — what recovery would keep — are handed to a visitor in log order.
+//!
+//! [`walk`] and [`walk_file`] read a standalone log (format 2) only, as validate, replay and
+//! invariants need; [`walk_as`] and [`walk_file_as`] read a Raft log (format 3) too, whose
+//! entries come as `RecordKind::Txn` records whose zxid is the Raft index (segment names and
+//! indexes only rise there), and [`detect_format`] tells which a path holds.
 
 use crate::datadir::{list_segments, MAX_PAYLOAD};
 use crate::error::InspectError;
-use palisade_wal::{scan_segment, End, RecordKind, RecordRef, WalError, SEGMENT_HEADER_BYTES};
+use palisade_wal::{
+    scan_segment_as, segment_format, End, LogFormat, RecordKind, RecordRef, WalError,
+    SEGMENT_HEADER_BYTES,
+};
 use std::io::ErrorKind;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -110,6 +118,9 @@ pub struct SegmentReport {
     pub after_damage: bool,
     /// The data-dir identity in its header (None if the header is unusable).
     pub identity: Option<u64>,
+    /// The format it was read as: for [`LogFormat::Raft`], `txns` counts Raft entries and
+    /// `first_txn`/`last_txn` are Raft indexes.
+    pub format: LogFormat,
 }
 
 /// What a walk over the log found.
@@ -124,6 +135,8 @@ pub struct LogScan {
     pub damage: Option<(PathBuf, u64, String)>,
     /// The visitor asked to stop before the end.
     pub stopped_early: bool,
+    /// The format the log was read as.
+    pub format: LogFormat,
 }
 
 impl LogScan {
@@ -140,19 +153,51 @@ impl LogScan {
     }
 }
 
-/// Scans every segment of `log_dir` and hands each record of the valid prefix to `visit`,
-/// in log order, until it returns `Break`. Read-only.
+/// The format of the log at `path` (a segment file, or a directory of them): that of the
+/// first segment whose header is usable; a standalone log (format 2) if none is.
+pub fn detect_format(path: &Path) -> Result<LogFormat, InspectError> {
+    let candidates = if path.is_file() {
+        vec![path.to_path_buf()]
+    } else {
+        list_segments(path)?.into_iter().map(|(_, p)| p).collect()
+    };
+    for p in candidates {
+        match segment_format(&p) {
+            Ok(Some(f)) => return Ok(f),
+            Ok(None) => {}
+            Err(WalError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(LogFormat::Standalone)
+}
+
+/// Scans every segment of `log_dir` (a standalone log, format 2) and hands each record of
+/// the valid prefix to `visit`, in log order, until it returns `Break`. Read-only.
 pub fn walk(
     log_dir: &Path,
+    visit: impl FnMut(RecordRef<'_>) -> ControlFlow<()>,
+) -> Result<LogScan, InspectError> {
+    walk_as(log_dir, LogFormat::Standalone, visit)
+}
+
+/// [`walk`] over a log of `format`; a segment of the other format is damage there (its
+/// header's version is unsupported), as recovery refuses it.
+pub fn walk_as(
+    log_dir: &Path,
+    format: LogFormat,
     mut visit: impl FnMut(RecordRef<'_>) -> ControlFlow<()>,
 ) -> Result<LogScan, InspectError> {
     let listed = list_segments(log_dir)?;
-    let mut out = LogScan::default();
+    let mut out = LogScan {
+        format,
+        ..LogScan::default()
+    };
     let mut prev_txn: Option<i64> = None;
     let count = listed.len();
     for (i, (name, path)) in listed.into_iter().enumerate() {
         let is_last = i.saturating_add(1) == count;
-        let scan = match scan_segment(&path, MAX_PAYLOAD) {
+        let scan = match scan_segment_as(&path, MAX_PAYLOAD, format) {
             Ok(s) => s,
             // A live server's purge removed it since the listing (oldest first): the log
             // simply starts later.
@@ -160,6 +205,7 @@ pub fn walk(
             Err(e) => return Err(e.into()),
         };
         let state = classify(
+            format,
             scan.first_zxid.is_some(),
             &scan.end,
             name,
@@ -182,6 +228,7 @@ pub fn walk(
             state: state.clone(),
             after_damage,
             identity: scan.identity,
+            format,
         };
         let mut stop = false;
         for rec in scan.records() {
@@ -228,9 +275,11 @@ fn count_record(r: &mut SegmentReport, rec: &RecordRef<'_>) {
 }
 
 /// Recovery's judgement of one segment (wal/src/recovery.rs `damage_of`): a segment is named
-/// after the txn following the previous segment's last txn; a torn end is a torn tail only in
-/// the last segment, and a torn header there (no records) is a headerless segment.
+/// after the txn following the previous segment's last txn (in a Raft log, an index above
+/// the previous segment's last entry); a torn end is a torn tail only in the last segment,
+/// and a torn header there (no records) is a headerless segment.
 pub fn classify(
+    format: LogFormat,
     header_valid: bool,
     end: &End,
     name: i64,
@@ -239,7 +288,7 @@ pub fn classify(
 ) -> SegmentState {
     if let (true, Some(prev)) = (header_valid, prev_txn) {
         let expected = prev.checked_add(1);
-        if expected != Some(name) {
+        if !format.segment_follows(prev, name) {
             return SegmentState::Gap {
                 offset: 0,
                 expected: expected.unwrap_or(i64::MAX),
@@ -283,18 +332,28 @@ pub fn classify(
     }
 }
 
-/// The log of a single segment file, for `log FILE`: its records and how it ends (judged as
-/// if it were the last segment, since nothing else is known).
+/// The log of a single segment file (format 2), for `log FILE`: its records and how it ends
+/// (judged as if it were the last segment, since nothing else is known).
 pub fn walk_file(
     path: &Path,
+    visit: impl FnMut(RecordRef<'_>) -> ControlFlow<()>,
+) -> Result<LogScan, InspectError> {
+    walk_file_as(path, LogFormat::Standalone, visit)
+}
+
+/// [`walk_file`] for a segment of `format`.
+pub fn walk_file_as(
+    path: &Path,
+    format: LogFormat,
     mut visit: impl FnMut(RecordRef<'_>) -> ControlFlow<()>,
 ) -> Result<LogScan, InspectError> {
-    let scan = scan_segment(path, MAX_PAYLOAD)?;
+    let scan = scan_segment_as(path, MAX_PAYLOAD, format)?;
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(crate::datadir::segment_name_zxid);
     let state = classify(
+        format,
         scan.first_zxid.is_some(),
         &scan.end,
         name.unwrap_or_default(),
@@ -314,8 +373,12 @@ pub fn walk_file(
         state: state.clone(),
         after_damage: false,
         identity: scan.identity,
+        format,
     };
-    let mut out = LogScan::default();
+    let mut out = LogScan {
+        format,
+        ..LogScan::default()
+    };
     for rec in scan.records() {
         count_record(&mut report, &rec);
         if visit(rec).is_break() {

@@ -25,14 +25,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Every record of a log (a data dir, its log/ directory, or one segment file), then how
-    /// each segment ends. Read-only.
+    /// Every record of a log (a data dir, its log/ directory, an ensemble member's Raft log
+    /// directory, or one segment file), then how each segment ends. Read-only.
     Log {
         path: PathBuf,
-        /// First zxid to show (hex with 0x, or decimal).
+        /// First zxid to show (hex with 0x, or decimal); in a Raft log, the first Raft index.
         #[arg(long, value_parser = parse_zxid)]
         from: Option<i64>,
-        /// Last zxid to show.
+        /// Last zxid (Raft index) to show.
         #[arg(long, value_parser = parse_zxid)]
         to: Option<i64>,
         #[arg(long)]
