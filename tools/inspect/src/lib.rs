@@ -1,13 +1,14 @@
 //! Offline inspectors for Palisade data dirs, and damage drills on copies of them.
 //!
 //! Everything here reads a data dir without changing it — log segments through
-//! `palisade_wal::scan_segment`, snapshots through `palisade_snapshot::Snapshot::open`, the
+//! `palisade_wal::scan_segment` (`scan_segment_as` for a Raft log, format 3, which `log`
+//! reads too: [`raftlog`]), snapshots through `palisade_snapshot::Snapshot::open`, the
 //! tree rebuilt with the server's own `palisade::durability::recovery::Replayer` — except [`damage()`] and
 //! [`recover_report()`], which refuse any directory that `damage::prepare` did not copy.
 //!
 //! | function | subcommand | what it does |
 //! |---|---|---|
-//! | [`logdump::read_log`] | `log DIR\|FILE` | one line per record, then how each segment ends |
+//! | [`logdump::read_log`] | `log DIR\|FILE` | one line per record, then how each segment ends (a Raft log too) |
 //! | [`snapdump::SnapshotFile`] | `snapshot FILE` | header, trailer, sessions, the tree with stats |
 //! | [`validate()`] | `validate DATADIR` | every file checked, full replays, digests |
 //! | [`replay()`] | `replay DATADIR --to Z` | the tree as of any zxid, from an exact start |
