@@ -4,7 +4,9 @@
 mod common;
 
 use common::*;
-use palisade_wal::{scan_segment, Corruption, Wal, WalError};
+use palisade_wal::{
+    scan_segment, scan_segment_as, segment_format, Corruption, LogFormat, Wal, WalError,
+};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use std::fs;
@@ -36,13 +38,15 @@ proptest! {
         }
     }
 
-    /// How: a whole file of arbitrary bytes, header included.
+    /// How: a whole file of arbitrary bytes, header included, read as either format.
     #[test]
     fn arbitrary_file_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log.0000000000000001");
         fs::write(&path, &bytes).unwrap();
         let _ = scan_segment(&path, 1 << 20).unwrap();
+        let _ = scan_segment_as(&path, 1 << 20, LogFormat::Raft).unwrap();
+        let _ = segment_format(&path).unwrap();
         let _ = Wal::open(opts(dir.path(), 4096), Corruption::Refuse);
     }
 }
