@@ -53,6 +53,12 @@ pub struct Config {
     /// SASL and enforced authentication (`authProvider.N`, `jaasLoginConfig`,
     /// `enforce.auth.*`, ...; see auth/settings.rs and docs/SASL.md).
     pub sasl: crate::auth::SaslSettings,
+    /// The ensemble (`server.N` lines); empty or one: standalone.
+    pub members: Vec<crate::ensemble::members::Member>,
+    /// In ticks: how long a member may take to catch up (install-snapshot), and how long a
+    /// follower may go without hearing its leader (docs/ENSEMBLE.md maps them to Raft).
+    pub init_limit: u64,
+    pub sync_limit: u64,
 }
 
 /// `admin.*` and `metricsProvider.*`, with ZooKeeper 3.8's defaults except where noted.
@@ -103,6 +109,9 @@ impl Default for AdminConfig {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            members: Vec::new(),
+            init_limit: 10,
+            sync_limit: 5,
             tick_time: 3000,
             client_port: 2181,
             client_port_address: "127.0.0.1".into(),
@@ -165,6 +174,13 @@ fn positive(key: &str, v: &str) -> Result<usize, String> {
             ))
         }
     })
+}
+
+fn ticks(key: &str, v: &str) -> Result<u64, String> {
+    match parse::<u64>(key, v)? {
+        n @ 1..=1000 => Ok(n),
+        _ => Err(format!("invalid value for {key}: {v:?} (ticks, 1 to 1000)")),
+    }
 }
 
 /// The machine's memory (MemTotal), if /proc says.
@@ -336,10 +352,10 @@ impl Config {
                     if v == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" => {}
                 k if k.starts_with("ssl.") && self.tls.apply(k, v)? => {}
                 k if self.sasl.apply(k, v)? => {}
+                "initLimit" => self.init_limit = ticks(k, v)?,
+                "syncLimit" => self.sync_limit = ticks(k, v)?,
                 // Accepted for compatibility; they have no effect on a standalone server.
-                "initLimit"
-                | "syncLimit"
-                | "standaloneEnabled"
+                "standaloneEnabled"
                 | "reconfigEnabled"
                 | "audit.enable" => {}
                 // Checked as a whole below.
@@ -347,18 +363,9 @@ impl Config {
                 _ => unknown.push(k.clone()),
             }
         }
-        // Several members would each run as an independent standalone server accepting
-        // writes — a split brain from the first request. Until the ensemble is built this
-        // build refuses such a config; one server.N line runs standalone, as ZooKeeper does
-        // with standaloneEnabled=true.
-        let members = crate::ensemble::members::members(&kv).map_err(|e| e.to_string())?;
-        if members.len() > 1 {
-            return Err(format!(
-                "the config names {} ensemble members (server.N lines); this build of Palisade \
-                 runs standalone only: remove the server.N lines to run one standalone server",
-                members.len()
-            ));
-        }
+        // One server.N line runs standalone, as ZooKeeper does with standaloneEnabled=true;
+        // several make an ensemble (the server reads dataDir/myid at start).
+        self.members = crate::ensemble::members::members(&kv).map_err(|e| e.to_string())?;
         if self.secure_client_port.is_some() || self.port_unification {
             self.tls.validate()?;
         }
@@ -426,13 +433,14 @@ mod tests {
     }
 
     #[test]
-    fn ensemble_lines_are_validated_and_several_refused() {
+    fn ensemble_lines_are_validated_and_kept() {
         let mut c = Config::default();
         assert!(c.apply_zoo_cfg("server.1=127.0.0.1:2888:3888\n").is_ok());
-        let e = c
-            .apply_zoo_cfg("server.1=a:2888:3888\nserver.2=b:2888:3888\n")
-            .unwrap_err();
-        assert!(e.contains("2 ensemble members"), "{e}");
+        c.apply_zoo_cfg("server.1=a:2888:3888\nserver.2=b:2888:3888\ninitLimit=7\nsyncLimit=3\n")
+            .unwrap();
+        assert_eq!(c.members.len(), 2);
+        assert_eq!((c.init_limit, c.sync_limit), (7, 3));
+        assert!(c.apply_zoo_cfg("syncLimit=0\n").is_err());
         let e = c.apply_zoo_cfg("server.1=a:2888\n").unwrap_err();
         assert!(e.contains("server.1=a:2888"), "{e}");
     }

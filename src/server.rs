@@ -84,6 +84,113 @@ fn open_data(cfg: &Config, identity: u64) -> io::Result<(palisade_wal::Wal, Rest
     Ok((wal, restored))
 }
 
+type CoreThread = (
+    std::thread::JoinHandle<()>,
+    tokio::sync::oneshot::Receiver<()>,
+);
+
+/// Standalone: the tree from the newest snapshot plus the log, the log writer and the
+/// snapshotter, and the core thread.
+fn start_standalone(
+    cfg: &Config,
+    core_cfg: CoreConfig,
+    core_tx: mpsc::Sender<CoreMsg>,
+    core_rx: mpsc::Receiver<CoreMsg>,
+    spin_wait: Duration,
+) -> io::Result<CoreThread> {
+    let identity = datadir::load_identity(&cfg.data_dir, &[cfg.log_dir(), cfg.snap_dir()])?;
+    let (wal, restored) = open_data(cfg, identity)?;
+    let durable_tx = core_tx.clone();
+    let sink: Box<dyn LogSink> =
+        Box::new(crate::durability::timed_sink::TimedSink::new(Box::new(wal)));
+    let log_tx = log::spawn_writer(sink, spin_wait, move |r| {
+        let msg = match r {
+            Ok(z) => CoreMsg::Durable(z),
+            Err(e) => CoreMsg::LogFailed(e.to_string()),
+        };
+        let _ = durable_tx.blocking_send(msg);
+    })?;
+    let (spare_tx, spare_rx) = std::sync::mpsc::channel();
+    let snap_tx = snapshotter::spawn(
+        SnapDirs {
+            snap_dir: cfg.snap_dir(),
+            retain: cfg.snap_retain_count.max(1) as usize,
+            identity,
+            log: log_tx.clone(),
+        },
+        spare_tx,
+    )?;
+    let mut core = Core::new(core_cfg, Box::new(LogQueue::new(log_tx)));
+    core.restore(restored);
+    core.enable_snapshots(snap_tx, spare_rx, cfg.snap_count);
+    let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
+    let core_thread = std::thread::Builder::new()
+        .name("palisade-core".into())
+        .spawn(move || {
+            core.run(core_rx);
+            let _ = core_done_tx.send(());
+        })?;
+
+    Ok((core_thread, core_done))
+}
+
+/// An ensemble member: the core thread first (Raft's storage installs a saved snapshot
+/// through it), then Raft (ensemble/raft/member.rs).
+async fn start_member(
+    cfg: &Config,
+    core_cfg: CoreConfig,
+    core_tx: mpsc::Sender<CoreMsg>,
+    core_rx: mpsc::Receiver<CoreMsg>,
+) -> io::Result<(
+    std::thread::JoinHandle<()>,
+    tokio::sync::oneshot::Receiver<()>,
+    Option<crate::ensemble::raft::member::Running>,
+)> {
+    let text = std::fs::read_to_string(cfg.data_dir.join("myid")).map_err(|e| {
+        io::Error::other(format!(
+            "{}: {e} (an ensemble member needs dataDir/myid holding its server.N id)",
+            cfg.data_dir.join("myid").display()
+        ))
+    })?;
+    let myid = crate::ensemble::members::parse_myid(&text).map_err(io::Error::other)?;
+    let raft_dir = cfg.log_dir().join("raft");
+    let identity = datadir::load_identity(&cfg.data_dir, std::slice::from_ref(&raft_dir))?;
+    let settings = crate::ensemble::raft::member::Settings {
+        identity,
+        members: cfg.members.clone(),
+        dir: raft_dir,
+        tick_time: cfg.tick_time,
+        init_limit: cfg.init_limit,
+        sync_limit: cfg.sync_limit,
+        snap_count: cfg.snap_count,
+        segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
+    };
+    let (propose_tx, propose_rx) = mpsc::unbounded_channel();
+    let (leader_tx, leader_rx) = mpsc::unbounded_channel();
+    let mut core = Core::new(
+        core_cfg,
+        Box::new(crate::core::member::Proposer::new(propose_tx.clone())),
+    );
+    let info = std::sync::Arc::new(parking_lot::Mutex::new(Default::default()));
+    core.join(crate::core::member::MemberLinks {
+        myid,
+        info: info.clone(),
+        propose: propose_tx,
+        to_leader: leader_tx,
+    });
+    let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
+    let core_thread = std::thread::Builder::new()
+        .name("palisade-core".into())
+        .spawn(move || {
+            core.run(core_rx);
+            let _ = core_done_tx.send(());
+        })?;
+    let running =
+        crate::ensemble::raft::member::start(&settings, myid, info, core_tx, propose_rx, leader_rx)
+            .await?;
+    Ok((core_thread, core_done, Some(running)))
+}
+
 /// Binds the AdminServer and the Prometheus endpoint when configured. A port that cannot be
 /// bound is a warning, as in ZooKeeper: the client port is what must work.
 async fn start_http(cfg: &Config, core: &crate::admin::http_slot::CoreSlot) {
@@ -223,8 +330,6 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     };
     let secret = datadir::load_secret(&cfg.data_dir)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
-    let identity = datadir::load_identity(&cfg.data_dir, &[cfg.log_dir(), cfg.snap_dir()])?;
-    let (wal, restored) = open_data(&cfg, identity)?;
     let spin_wait = Duration::from_micros(cfg.spin_wait_micros);
     let core_cfg = CoreConfig {
         tick_ms: cfg.tick_time,
@@ -251,36 +356,12 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
         auth,
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
-    let durable_tx = core_tx.clone();
-    let sink: Box<dyn LogSink> =
-        Box::new(crate::durability::timed_sink::TimedSink::new(Box::new(wal)));
-    let log_tx = log::spawn_writer(sink, spin_wait, move |r| {
-        let msg = match r {
-            Ok(z) => CoreMsg::Durable(z),
-            Err(e) => CoreMsg::LogFailed(e.to_string()),
-        };
-        let _ = durable_tx.blocking_send(msg);
-    })?;
-    let (spare_tx, spare_rx) = std::sync::mpsc::channel();
-    let snap_tx = snapshotter::spawn(
-        SnapDirs {
-            snap_dir: cfg.snap_dir(),
-            retain: cfg.snap_retain_count.max(1) as usize,
-            identity,
-            log: log_tx.clone(),
-        },
-        spare_tx,
-    )?;
-    let mut core = Core::new(core_cfg, Box::new(LogQueue::new(log_tx)));
-    core.restore(restored);
-    core.enable_snapshots(snap_tx, spare_rx, cfg.snap_count);
-    let (core_done_tx, mut core_done) = tokio::sync::oneshot::channel::<()>();
-    let core_thread = std::thread::Builder::new()
-        .name("palisade-core".into())
-        .spawn(move || {
-            core.run(core_rx);
-            let _ = core_done_tx.send(());
-        })?;
+    let (core_thread, mut core_done, member) = if cfg.members.len() > 1 {
+        start_member(&cfg, core_cfg, core_tx.clone(), core_rx).await?
+    } else {
+        let (t, d) = start_standalone(&cfg, core_cfg, core_tx.clone(), core_rx, spin_wait)?;
+        (t, d, None)
+    };
 
     let _ = core_slot.set(core_tx.clone());
     let tick_tx = core_tx.clone();
@@ -369,6 +450,9 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     drop(secure);
     let _ = core_tx.send(CoreMsg::Shutdown).await;
     // The core stops once its in-flight writes are applied; poll it off the runtime.
+    if let Some(m) = member {
+        m.shutdown().await;
+    }
     let _ = tokio::task::spawn_blocking(move || core_thread.join()).await;
     Ok(())
 }

@@ -109,7 +109,7 @@ impl Core {
                 // Filled in by the HTTP side (a directory walk is kept off the core).
                 "data_dir_size": 0,
                 "log_dir_size": 0,
-                "server_state": "standalone",
+                "server_state": self.mode(),
                 "last_processed_zxid": self.state.zxid(),
                 "outstanding_requests": outstanding,
                 "avg_latency": latency_avg(self),

@@ -21,7 +21,7 @@ impl Core {
         }
     }
 
-    fn commit(&mut self, txn: Txn) {
+    pub(super) fn commit(&mut self, txn: Txn) {
         let zxid = txn.header.zxid;
         let effects = self.state.apply(&txn);
         self.prep.applied(zxid);
@@ -133,7 +133,10 @@ impl Core {
     /// snapshot when one is due.
     fn after_apply(&mut self, zxid: i64) {
         if zxid % DIGEST_EVERY == 0 {
-            self.log.digest(zxid, self.state.tree.digest());
+            let digest = self.state.tree.digest();
+            if !self.member_digest(zxid, digest) {
+                self.log.digest(zxid, digest);
+            }
         }
         self.snapshot_due();
     }

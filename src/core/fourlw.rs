@@ -59,7 +59,7 @@ impl Core {
         let _ = writeln!(out, "Connections: {}", self.alive_connections());
         let _ = writeln!(out, "Outstanding: {}", self.outstanding());
         let _ = writeln!(out, "Zxid: {:#x}", self.state.zxid());
-        let _ = writeln!(out, "Mode: standalone");
+        let _ = writeln!(out, "Mode: {}", self.mode());
         let _ = writeln!(out, "Node count: {}", self.state.tree.znode_count());
     }
 
@@ -111,8 +111,24 @@ impl Core {
             return format!("{name} is not executed because it is not in the whitelist.\n");
         }
         let mut out = String::new();
+        let needs_server = !matches!(
+            word,
+            FourLetterWord::Ruok
+                | FourLetterWord::Isro
+                | FourLetterWord::Conf
+                | FourLetterWord::Envi
+                | FourLetterWord::Lgif
+        );
+        if needs_server && !self.serving() {
+            // An ensemble member without a leader, as ZooKeeper answers it.
+            return "This ZooKeeper instance is not currently serving requests\n".into();
+        }
         match word {
             FourLetterWord::Ruok => out.push_str("imok"),
+            FourLetterWord::Lgif => match self.raft_info() {
+                Some(t) => out.push_str(&t),
+                None => out.push_str("This server is standalone: it has no Raft log.\n"),
+            },
             FourLetterWord::Isro => out.push_str("rw"),
             FourLetterWord::Srvr => {
                 let _ = writeln!(out, "Zookeeper version: {VERSION}");

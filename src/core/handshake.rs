@@ -40,6 +40,12 @@ impl Core {
         ready: oneshot::Sender<bool>,
         x509: Option<Box<str>>,
     ) {
+        if !self.serving() {
+            tracing::info!(%peer, "not serving: no leader yet; closing");
+            let _ = out.send(Out::Close);
+            let _ = ready.send(false);
+            return;
+        }
         let ours = self.state.zxid();
         if req.last_zxid_seen > ours {
             tracing::info!(%peer, seen = format_args!("{:#x}", req.last_zxid_seen), ours = format_args!("{ours:#x}"), "client has seen a later zxid; closing");
@@ -77,15 +83,21 @@ impl Core {
         if req.session_id == 0 {
             let id = self.liveness.allocate_id();
             self.conns.insert(conn, new_conn(id));
+            let awaiting = Awaiting::NewSession {
+                ready,
+                timeout,
+                read_only,
+            };
+            if self.forwards_writes() {
+                let what = super::member::Forwarded::CreateSession { timeout };
+                self.forward(conn, id, 0, what, awaiting);
+                return;
+            }
             let txn = self.prep.create_session(id, timeout, wall_ms());
             let waiter = Waiter {
                 conn,
                 zxid: Some(txn.header.zxid),
-                awaiting: Awaiting::NewSession {
-                    ready,
-                    timeout,
-                    read_only,
-                },
+                awaiting,
                 at: Instant::now(),
             };
             self.submit(txn, Some(waiter));

@@ -2,6 +2,7 @@
 //! into a txn and submitted; a request that did not decode is answered as ZooKeeper would.
 
 use super::conns::Slot;
+use super::member::Forwarded;
 use super::pending::{Awaiting, Waiter};
 use super::{reply, wall_ms, Core};
 use crate::core::watch::ConnId;
@@ -12,6 +13,7 @@ use std::time::Instant;
 impl Core {
     pub(super) fn request(&mut self, conn_id: ConnId, xid: i32, req: Request) {
         let now = self.now_ms();
+        let forwards = self.forwards_writes();
         if !self.authenticated_enough(conn_id, xid, Some(req.op_code())) {
             return;
         }
@@ -22,6 +24,13 @@ impl Core {
         self.stats.received += 1;
         let session = conn.session;
         self.liveness.touch(session, now);
+        if let (Request::Sync(r), true) = (&req, forwards) {
+            // A follower's sync waits for the leader's point (member.rs), in its write order.
+            conn.queue.push_back(Slot::Write(xid));
+            let awaiting = Awaiting::Sync(r.clone());
+            self.forward(conn_id, session, xid, Forwarded::Sync, awaiting);
+            return;
+        }
         if !req.is_write() {
             // Over its output budget, a read waits (held) in its connection's queue.
             if conn.queue.is_empty() && !conn.out.budget.over() {
@@ -37,6 +46,15 @@ impl Core {
             return;
         }
         conn.queue.push_back(Slot::Write(xid));
+        if forwards {
+            let awaiting = match req {
+                Request::CloseSession => Awaiting::Close,
+                _ => Awaiting::Reply,
+            };
+            let what = Forwarded::Request(req.encode(xid).freeze());
+            self.forward(conn_id, session, xid, what, awaiting);
+            return;
+        }
         let closing = self.liveness.get(session).is_none_or(|s| s.closing);
         if closing {
             let txn = self
@@ -44,7 +62,7 @@ impl Core {
                 .error(session, xid, ErrorCode::SessionExpired, wall_ms());
             self.submit_for(conn_id, txn, Awaiting::Reply);
         } else if let Request::CloseSession = req {
-            self.close_session(session, Some((conn_id, xid)));
+            self.close_session(session, xid, Some(conn_id));
         } else {
             let auth = self.conns.get(&conn_id).map_or(&[][..], |c| &c.auth[..]);
             let caller = Caller { session, auth };
@@ -93,6 +111,11 @@ impl Core {
         if write_op && !close {
             let session = conn.session;
             conn.queue.push_back(Slot::Write(xid));
+            if self.forwards_writes() {
+                let what = Forwarded::Error(err.code());
+                self.forward(conn_id, session, xid, what, Awaiting::Reply);
+                return;
+            }
             let txn = self.prep.error(session, xid, err, wall_ms());
             self.submit_for(conn_id, txn, Awaiting::Reply);
         } else if conn.queue.is_empty() {

@@ -25,6 +25,7 @@ impl Core {
     pub(super) fn tick(&mut self) {
         let now = self.now_ms();
         self.held_tick(now);
+        self.report_sessions();
         if self.leader.is_some() {
             self.expire_sessions();
             self.reap();
@@ -35,7 +36,7 @@ impl Core {
         let now = self.now_ms();
         for id in self.liveness.expired(now) {
             tracing::info!(session = format_args!("{id:#x}"), "session expired");
-            self.close_session(id, None);
+            self.close_session(id, 0, None);
         }
     }
 
@@ -57,7 +58,7 @@ impl Core {
                 session = format_args!("{id:#x}"),
                 "ephemerals of a session that no longer exists; deleting them"
             );
-            self.close_session(id, None);
+            self.close_session(id, 0, None);
         }
     }
 

@@ -44,6 +44,17 @@ impl Liveness {
         }
     }
 
+    /// An ensemble member's ids carry its `myid` in the top byte, as ZooKeeper's, so members
+    /// allocate without asking each other.
+    pub fn set_server_id(&mut self, myid: u64) {
+        self.next_id = (self.next_id & 0x00ff_ffff_ffff_ffff) | ((myid as i64) << 56);
+    }
+
+    /// The key passwords derive from (an ensemble's, shared by every member).
+    pub fn set_secret(&mut self, secret: [u8; 16]) {
+        self.secret = secret;
+    }
+
     pub fn allocate_id(&mut self) -> i64 {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);

@@ -25,6 +25,7 @@ mod handshake;
 mod intake;
 mod leader;
 pub mod liveness;
+pub mod member;
 mod msg;
 mod pending;
 pub(crate) mod read;
@@ -105,6 +106,8 @@ pub struct Core {
     pub(crate) metrics: CoreMetrics,
     /// Shutdown was asked for: stop once no txn is in flight.
     stopping: bool,
+    /// In an ensemble: this member's role and its links to consensus (member.rs).
+    member: Option<member::Member>,
 }
 
 pub fn wall_ms() -> i64 {
@@ -137,6 +140,7 @@ impl Core {
             stats: Stats::default(),
             metrics: CoreMetrics::default(),
             stopping: false,
+            member: None,
         }
     }
 
@@ -196,6 +200,7 @@ impl Core {
                     n += 1;
                 }
                 self.log.flush();
+                self.flush_forwards();
             }
             if stop {
                 break;
@@ -241,11 +246,33 @@ impl Core {
                 return true;
             }
             CoreMsg::Drained(conn) => self.drained(conn),
+            CoreMsg::Committed { items, ack } => {
+                let ok = self.committed(items);
+                let _ = ack.send(());
+                return !ok;
+            }
+            CoreMsg::Role(v) => self.set_role(v),
+            CoreMsg::Forwarded(ops, reply) => {
+                let points = self.forwarded(ops);
+                if let Some(r) = reply {
+                    let _ = r.send(points);
+                }
+            }
+            CoreMsg::SyncPoints(points) => self.sync_points(points),
+            CoreMsg::Touched(ids) => self.touched(ids),
+            CoreMsg::ForwardFailed(sessions) => self.forward_failed(sessions),
+            CoreMsg::Image(reply) => {
+                let _ = reply.send(self.image());
+            }
+            CoreMsg::Install { image, ack } => {
+                let _ = ack.send(self.install(&image));
+            }
             CoreMsg::Tick => self.tick(),
             CoreMsg::Shutdown => {
-                // In-flight writes: wait for the log to report them, then stop.
+                // In-flight writes: wait for the log to report them, then stop. A member's
+                // proposals commit (or not) with the quorum, not with this process.
                 self.stopping = true;
-                return self.inflight.is_empty();
+                return self.inflight.is_empty() || self.member.is_some();
             }
         }
         false
@@ -260,18 +287,18 @@ impl Core {
         self.inflight.push_back(txn);
     }
 
-    /// Preps and submits the closeSession of `session`: asked by its client on `conn` (xid
-    /// `xid`, answered once committed) or by the server (expiry, orphans: nobody waits).
-    /// From now on the session's requests fail with SESSIONEXPIRED.
-    fn close_session(&mut self, session: i64, from: Option<(ConnId, i32)>) {
+    /// Preps and submits the closeSession of `session` with `cxid`: asked by its client on
+    /// `conn` (answered once committed), by a follower's client (answered there) or by the
+    /// server (expiry, orphans: cxid 0, nobody waits). From now on the session's requests
+    /// fail with SESSIONEXPIRED.
+    fn close_session(&mut self, session: i64, cxid: i32, conn: Option<ConnId>) {
         if let Some(s) = self.liveness.get_mut(session) {
             s.closing = true;
         }
-        let cxid = from.map_or(0, |(_, xid)| xid);
         let txn = self
             .prep
             .close_session(&self.state.tree, session, cxid, wall_ms());
-        let waiter = from.map(|(conn, _)| pending::Waiter {
+        let waiter = conn.map(|conn| pending::Waiter {
             conn,
             zxid: Some(txn.header.zxid),
             awaiting: pending::Awaiting::Close,

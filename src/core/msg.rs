@@ -242,6 +242,32 @@ pub enum CoreMsg {
     /// The log made every txn up to this zxid durable.
     Durable(i64),
     LogFailed(String),
+    /// Ensemble: entries committed by the quorum, in log order; acknowledged once applied.
+    Committed {
+        items: Vec<super::member::Committed>,
+        ack: oneshot::Sender<()>,
+    },
+    /// Ensemble: who leads now, and whether this member may prep.
+    Role(super::member::RoleView),
+    /// Ensemble, on the leader: writes its followers' clients sent; answered with the
+    /// points of the syncs among them (None: this member does not lead).
+    Forwarded(
+        Vec<super::member::Forward>,
+        Option<oneshot::Sender<Option<Vec<super::member::SyncPoint>>>>,
+    ),
+    /// Ensemble, on a follower: the leader's points for its syncs.
+    SyncPoints(Vec<super::member::SyncPoint>),
+    /// Ensemble, on the leader: sessions alive on a follower.
+    Touched(Vec<i64>),
+    /// Ensemble, on a follower: forwarded writes of these sessions did not reach the leader.
+    ForwardFailed(Vec<i64>),
+    /// Ensemble: the whole state as an image, for a Raft snapshot.
+    Image(oneshot::Sender<Vec<u8>>),
+    /// Ensemble: replace the state with a Raft snapshot's image.
+    Install {
+        image: Vec<u8>,
+        ack: oneshot::Sender<Result<(), String>>,
+    },
     Tick,
     Shutdown,
 }

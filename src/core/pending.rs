@@ -21,6 +21,8 @@ pub(crate) enum Awaiting {
     },
     /// A closeSession the client sent: answer it, then close the connection.
     Close,
+    /// A follower's sync: answered once this member has applied the leader's point.
+    Sync(palisade_proto::SyncRequest),
 }
 
 pub(crate) struct Waiter {
@@ -69,6 +71,19 @@ impl PendingWrites {
         if o.get().first.zxid.is_some_and(|z| z != zxid) {
             return None;
         }
+        self.len -= 1;
+        let slot = o.get_mut();
+        Some(match slot.rest.pop_front() {
+            Some(next) => std::mem::replace(&mut slot.first, next),
+            None => o.remove().first,
+        })
+    }
+
+    /// The first waiter of (session, cxid), whatever zxid: a sync, which no txn answers.
+    pub fn take_unordered(&mut self, session: i64, cxid: i32) -> Option<Waiter> {
+        let Entry::Occupied(mut o) = self.by_key.entry((session, cxid)) else {
+            return None;
+        };
         self.len -= 1;
         let slot = o.get_mut();
         Some(match slot.rest.pop_front() {

@@ -199,15 +199,7 @@ impl Core {
                 }
             }
             // The path comes back as ZooKeeper re-encodes what it decoded.
-            Request::Sync(r) => {
-                // echoed as sent: null stays null, undecodable bytes become U+FFFD
-                let path = match r.path.as_str() {
-                    Some(_) => r.path,
-                    None if r.path.is_null() => r.path,
-                    None => JStr::from(text(&r.path).into_owned()),
-                };
-                reply::record(xid, zxid, &SyncResponse { path })
-            }
+            Request::Sync(r) => sync_reply(xid, zxid, r),
             Request::MultiRead(m) => {
                 // The reply's size first (ACL checks included, nothing copied): one larger
                 // than maxReplySize is refused before any of it is built.
@@ -514,4 +506,15 @@ fn watch_tables(t: i32) -> &'static [Kind] {
         3 => &[Kind::Child, Kind::Data],
         _ => &[],
     }
+}
+
+/// The reply to a sync: the path echoed as sent (null stays null, undecodable bytes become
+/// U+FFFD).
+pub(super) fn sync_reply(xid: i32, zxid: i64, r: SyncRequest) -> bytes::Bytes {
+    let path = match r.path.as_str() {
+        Some(_) => r.path,
+        None if r.path.is_null() => r.path,
+        None => JStr::from(text(&r.path).into_owned()),
+    };
+    reply::record(xid, zxid, &SyncResponse { path })
 }

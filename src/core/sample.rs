@@ -43,7 +43,7 @@ impl Core {
         let (fd_open, fd_max) = file_descriptors().unwrap_or((-1, -1));
         let tree = &self.state.tree;
         s.push("version", Value::Text(VERSION.into()));
-        s.push("server_state", Value::Text("standalone".into()));
+        s.push("server_state", Value::Text(self.mode().into()));
         s.push("ephemerals_count", int(tree.ephemeral_count()));
         // Client connections; unlike `mntr` no four-letter-word connection is counted.
         s.push("num_alive_connections", int(self.conns.len()));
@@ -71,6 +71,17 @@ impl Core {
         s.push("outstanding_tls_handshake", Value::Gauge(0));
         s.push("min_client_response_size", Value::Gauge(min));
         s.push("non_mtls_local_conn_count", Value::Gauge(0));
+        if let Some(v) = self.leader_metrics() {
+            // What a ZooKeeper leader adds: its learners (followers and observers), the ones
+            // in sync, and (still parsed by tools) zk_followers.
+            let n = |x: u16| Value::Gauge(i64::from(x));
+            s.push("learners", n(v.followers + v.observers));
+            s.push("synced_followers", n(v.synced_followers));
+            s.push("synced_non_voting_followers", Value::Gauge(0));
+            s.push("synced_observers", n(v.synced_observers));
+            s.push("pending_syncs", Value::Gauge(0));
+            s.push("followers", n(v.followers + v.observers));
+        }
 
         let sh = shared();
         for &name in zk::COUNTERS {

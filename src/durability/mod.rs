@@ -11,6 +11,7 @@ pub mod capture;
 pub mod crashpoint;
 pub mod datadir;
 pub mod digest_record;
+pub mod image;
 pub mod log;
 pub mod recovery;
 pub mod snapshotter;

@@ -1,8 +1,9 @@
-//! The replicated ensemble (issue 14, being built): the members as ZooKeeper's configuration
-//! names them, and (in `raft/`) openraft's storage on the WAL, the state-machine adapter and
-//! the peer transport, tested as a 3-member cluster in one process. Replication is not wired
-//! into the server yet, so config.rs refuses a config with more than one `server.N` line
-//! rather than run it standalone (a split brain). Plan and progress: docs/ENSEMBLE.md.
+//! The replicated ensemble: the members as ZooKeeper's configuration names them, and (in
+//! `raft/`, the only folder that names openraft's types) consensus: openraft's storage on the
+//! WAL, the state-machine adapter, the peer transport and the run-time glue to the core
+//! (`raft/member.rs`). The core's side of the seam is a message interface
+//! (`core/member.rs`: what it proposes and forwards, what it is told: committed entries and
+//! its role), so a move to openraft 0.10 touches `raft/` only. Plan: docs/ENSEMBLE.md.
 
 pub mod members;
 pub mod raft;

@@ -111,8 +111,15 @@ impl LogStore {
     /// refuses any other damage; then every entry must decode, carry the index its record
     /// says, and follow its predecessor in term order, or the open fails.
     pub fn open(dir: &Path, segment_bytes: u64) -> io::Result<LogStore> {
+        Self::open_as(dir, segment_bytes, None)
+    }
+
+    /// Opens the log of the data dir `identity` names (its segments carry it, so a log from
+    /// another data dir is refused; None: tests, a fresh random one).
+    pub fn open_as(dir: &Path, segment_bytes: u64, identity: Option<u64>) -> io::Result<LogStore> {
         let opts = Options {
             segment_bytes,
+            identity,
             ..Options::new(dir)
         };
         let (wal, recovered) = Wal::open_raft(opts, Corruption::Refuse)?;

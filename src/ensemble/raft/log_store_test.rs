@@ -41,7 +41,7 @@ fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
     );
     Entry {
         log_id: id(term, index),
-        payload: EntryPayload::Normal(Proposal(Bytes::from(body))),
+        payload: EntryPayload::Normal(Proposal::Txn(Bytes::from(body))),
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod log_store;
 mod log_thread;
+pub mod member;
 pub mod network;
 pub mod purged;
 mod sealed;

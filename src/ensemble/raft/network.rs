@@ -7,6 +7,7 @@
 //! announced length is bounded and its buffer grows only as bytes arrive.
 
 use super::types::{NodeId, TypeConfig};
+use crate::core::member::{Forward, SyncPoint};
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Timeout, Unreachable,
 };
@@ -34,6 +35,10 @@ pub enum PeerRequest {
     Append(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<NodeId>),
     Snapshot(InstallSnapshotRequest<TypeConfig>),
+    /// A follower's clients' writes, for the leader to prep.
+    Forward(Vec<Forward>),
+    /// Sessions alive on a follower (its clients' pings, in one message a tick).
+    Touch(Vec<i64>),
 }
 
 type SnapshotResult =
@@ -44,6 +49,9 @@ pub enum PeerResponse {
     Append(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
     Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
     Snapshot(SnapshotResult),
+    /// The points of the forwarded syncs (None: this member does not lead).
+    Forward(Option<Vec<SyncPoint>>),
+    Touch,
 }
 
 /// What answers a peer's calls: the local Raft (below), or a test's stand-in.
@@ -60,6 +68,13 @@ pub trait PeerHandler: Send + Sync + 'static {
         &self,
         r: InstallSnapshotRequest<TypeConfig>,
     ) -> impl Future<Output = SnapshotResult> + Send;
+    /// Forwarded writes; the points of their syncs when this member leads and took them.
+    fn forward(&self, _ops: Vec<Forward>) -> impl Future<Output = Option<Vec<SyncPoint>>> + Send {
+        async { None }
+    }
+    fn touch(&self, _sessions: Vec<i64>) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 impl PeerHandler for openraft::Raft<TypeConfig> {
@@ -159,6 +174,11 @@ async fn serve_link<H: PeerHandler>(mut stream: TcpStream, handler: &H) -> io::R
             PeerRequest::Append(r) => PeerResponse::Append(handler.append(r).await),
             PeerRequest::Vote(r) => PeerResponse::Vote(handler.vote(r).await),
             PeerRequest::Snapshot(r) => PeerResponse::Snapshot(handler.snapshot(r).await),
+            PeerRequest::Forward(ops) => PeerResponse::Forward(handler.forward(ops).await),
+            PeerRequest::Touch(ids) => {
+                handler.touch(ids).await;
+                PeerResponse::Touch
+            }
         };
         write_frame(&mut stream, &resp).await?;
     }
@@ -200,7 +220,53 @@ enum CallError {
     Timeout(Duration),
 }
 
+impl CallError {
+    fn into_io(self) -> io::Error {
+        match self {
+            CallError::Unreachable(e) | CallError::Network(e) => e,
+            CallError::Timeout(t) => io::Error::new(io::ErrorKind::TimedOut, format!("{t:?}")),
+        }
+    }
+}
+
 impl PeerClient {
+    /// A link to the member at `addr` (connected at the first call).
+    pub fn new(me: NodeId, target: NodeId, addr: String) -> Self {
+        PeerClient {
+            me,
+            target,
+            addr,
+            link: None,
+        }
+    }
+
+    pub fn target(&self) -> NodeId {
+        self.target
+    }
+
+    /// Hands forwarded writes to the member, which must lead: Ok(None) if it does not.
+    pub async fn forward(
+        &mut self,
+        ops: Vec<Forward>,
+        ttl: Duration,
+    ) -> io::Result<Option<Vec<SyncPoint>>> {
+        match self.call(PeerRequest::Forward(ops), ttl).await {
+            Ok(PeerResponse::Forward(ok)) => Ok(ok),
+            Ok(_) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "reply of another kind",
+            )),
+            Err(e) => Err(e.into_io()),
+        }
+    }
+
+    pub async fn touch(&mut self, ids: Vec<i64>, ttl: Duration) -> io::Result<()> {
+        match self.call(PeerRequest::Touch(ids), ttl).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.into_io()),
+        }
+    }
+
     async fn call(&mut self, req: PeerRequest, ttl: Duration) -> Result<PeerResponse, CallError> {
         let r = tokio::time::timeout(ttl, self.call_inner(req)).await;
         let r = match r {

@@ -58,7 +58,7 @@ async fn client(addr: &str) -> PeerClient {
 fn entry(index: u64, bytes: &'static [u8]) -> Entry<TypeConfig> {
     Entry {
         log_id: LogId::new(CommittedLeaderId::new(3, 1), index),
-        payload: EntryPayload::Normal(Proposal(bytes::Bytes::from_static(bytes))),
+        payload: EntryPayload::Normal(Proposal::Txn(bytes::Bytes::from_static(bytes))),
     }
 }
 

@@ -11,8 +11,7 @@
 
 use super::snapshot_file::SnapshotFile;
 use super::types::{Node, NodeId, Proposal, TypeConfig};
-use crate::durability::capture::Capture;
-use crate::durability::recovery::Replayer;
+use crate::durability::image;
 use crate::state::State;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
@@ -20,7 +19,6 @@ use openraft::{
     StorageIOError, StoredMembership,
 };
 use palisade_proto::Txn;
-use palisade_snapshot::{decode_items, Trailer};
 use std::future::Future;
 use std::io::{self, Cursor};
 use std::sync::Arc;
@@ -245,14 +243,13 @@ pub struct StateApplier {
     pub state: State,
 }
 
-/// Snapshot bytes of [`StateApplier`]: start zxid, then the trailer (end zxid, digest,
-/// counts), all i64/u64 little-endian, then the capture items.
-const HEADER: usize = 6 * 8;
-
 impl Applier for StateApplier {
     async fn apply(&mut self, txns: Vec<(LogId<NodeId>, Proposal)>) -> io::Result<()> {
         for (log_id, p) in &txns {
-            let txn = Txn::decode(p.0.clone(), usize::MAX).map_err(|e| {
+            let Proposal::Txn(bytes) = p else {
+                continue; // the ensemble's key, digests: the core's business
+            };
+            let txn = Txn::decode(bytes.clone(), usize::MAX).map_err(|e| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("entry {log_id}: undecodable txn: {e}"),
@@ -274,55 +271,18 @@ impl Applier for StateApplier {
     }
 
     async fn snapshot(&mut self) -> io::Result<Vec<u8>> {
-        let s = &self.state;
-        let mut items = Vec::new();
-        let sessions = s.sessions().iter().map(|(&id, &t)| (id, t));
-        let mut capture = Capture::begin(&s.tree, sessions, s.zxid(), &mut items);
-        while !capture.step(&s.tree, usize::MAX, &mut items) {}
-        let t = capture.trailer(s.zxid(), s.tree.digest());
-        let mut out = Vec::with_capacity(HEADER + items.len());
-        out.extend_from_slice(&s.zxid().to_le_bytes());
-        out.extend_from_slice(&t.end_zxid.to_le_bytes());
-        for n in [t.digest, t.node_count, t.session_count, t.acl_count] {
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-        out.extend_from_slice(&items);
-        Ok(out)
+        Ok(image::encode(&self.state))
     }
 
     async fn install(&mut self, snapshot: &[u8]) -> io::Result<()> {
-        let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
-        let (head, items) = snapshot
-            .split_at_checked(HEADER)
-            .ok_or_else(|| bad("snapshot shorter than its header".into()))?;
-        let word = |i: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(head.get(i * 8..i * 8 + 8).unwrap_or(&[0; 8]));
-            w
-        };
-        let start = i64::from_le_bytes(word(0));
-        let trailer = Trailer {
-            end_zxid: i64::from_le_bytes(word(1)),
-            digest: u64::from_le_bytes(word(2)),
-            node_count: u64::from_le_bytes(word(3)),
-            session_count: u64::from_le_bytes(word(4)),
-            acl_count: u64::from_le_bytes(word(5)),
-        };
-        let items = decode_items(items)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| bad(format!("snapshot items: {e:?}")))?;
-        let path = std::path::Path::new("(raft snapshot)");
-        let restored = Replayer::from_items(items.into_iter(), start, &trailer, path)
-            .and_then(Replayer::finish)
-            .map_err(|e| bad(e.to_string()))?;
-        self.state = restored.state;
+        self.state = image::decode(snapshot)?;
         Ok(())
     }
 }
 
 /// A proposal of one txn, as the leader's prep hands it to Raft.
 pub fn proposal(txn: &Txn) -> Proposal {
-    Proposal(txn.encode())
+    Proposal::Txn(txn.encode())
 }
 
 #[cfg(test)]

@@ -15,7 +15,17 @@ pub async fn open<A: Applier>(
     segment_bytes: u64,
     applier: A,
 ) -> io::Result<(LogStore, StateMachine<A>)> {
-    let log = LogStore::open(dir, segment_bytes)?;
+    open_as(dir, segment_bytes, None, applier).await
+}
+
+/// As [`open`], the log bound to the data dir `identity` names.
+pub async fn open_as<A: Applier>(
+    dir: &Path,
+    segment_bytes: u64,
+    identity: Option<u64>,
+    applier: A,
+) -> io::Result<(LogStore, StateMachine<A>)> {
+    let log = LogStore::open_as(dir, segment_bytes, identity)?;
     let sm = StateMachine::open(dir, applier).await?;
     let (purged, applied) = (log.purged(), sm.last_applied().await);
     if purged.is_some_and(|p| applied.is_none_or(|a| a.index < p.index)) {

@@ -6,13 +6,28 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::io::Cursor;
 
-/// A txn the leader prepped, as encoded bytes (`palisade_proto::Txn::encode`).
+/// What the leader proposes: a txn it prepped, as encoded bytes (`palisade_proto::Txn::
+/// encode`), or the ensemble's session-password key, proposed once by the first leader so
+/// that every member derives the same passwords and a client can move with its session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Proposal(pub Bytes);
+pub enum Proposal {
+    Txn(Bytes),
+    Key([u8; 16]),
+    /// The leader's tree digest right after it applied txn `zxid`: every member compares
+    /// its own and stops if they differ.
+    Digest {
+        zxid: i64,
+        digest: u64,
+    },
+}
 
 impl std::fmt::Display for Proposal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "txn({} bytes)", self.0.len())
+        match self {
+            Proposal::Txn(b) => write!(f, "txn({} bytes)", b.len()),
+            Proposal::Key(_) => f.write_str("key"),
+            Proposal::Digest { zxid, .. } => write!(f, "digest({zxid:#x})"),
+        }
     }
 }
 

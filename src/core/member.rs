@@ -1,0 +1,655 @@
+//! The core as an ensemble member. The same pipeline as standalone, with the order of writes
+//! decided by the quorum instead of the local log:
+//!
+//! - the leader, once it has applied every entry before its term's first, preps writes (its
+//!   own clients' and the ones its followers forward) and proposes them (`Proposer`, the
+//!   `Durability` of a member); zxids are term << 32 | counter;
+//! - a follower forwards its clients' writes, with the connection's auth ids, and waits for
+//!   the committed txn, matched by (session, cxid) as `pending.rs` matches;
+//! - every member applies what the quorum committed (`CoreMsg::Committed`) through the same
+//!   `commit` as standalone: watches, the session table, replies.
+//!
+//! When the leader changes, every member drops its clients, as ZooKeeper's members do when
+//! they lose their leader: a pending write then fails with CONNECTIONLOSS (it may still
+//! commit, as in ZooKeeper), and the client resumes its session on any member, with its
+//! ephemerals and, through setWatches, its watches. Sessions are replicated txns; only the
+//! leader expires them, from its followers' touches; a new leader re-arms every session.
+
+use super::leader::Leader;
+use super::pending::{Awaiting, PendingWrites, Waiter};
+use super::{wall_ms, Core};
+use crate::acl::AuthId;
+use crate::core::watch::ConnId;
+use crate::durability::{image, Durability};
+use crate::prep::{Caller, Prepper};
+use bytes::Bytes;
+use palisade_proto::{ErrorCode, Request, Txn};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// A write a follower hands to the leader to prep.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Forward {
+    pub session: i64,
+    pub cxid: i32,
+    pub what: Forwarded,
+    /// The identities of the client's connection (scheme, id), as prep checks ACLs with them.
+    pub auth: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Forwarded {
+    /// A client's write request as the client sent it (header and body).
+    Request(Bytes),
+    /// A new session the follower allocated the id of.
+    CreateSession { timeout: i32 },
+    /// A write whose body did not decode: an error txn with this code.
+    Error(i32),
+    /// A sync: the leader answers with the zxid the follower must apply first.
+    Sync,
+}
+
+/// A sync's point: (session, cxid) must wait until this zxid is applied.
+pub type SyncPoint = (i64, i32, i64);
+
+/// What the leader proposes.
+pub enum Proposed {
+    Txn(Bytes),
+    Key([u8; 16]),
+    Digest { zxid: i64, digest: u64 },
+}
+
+/// What a follower sends its leader.
+pub enum ToLeader {
+    Forward(Vec<Forward>),
+    Touch(Vec<i64>),
+}
+
+/// A committed entry as the core applies it.
+pub enum Committed {
+    Txn(Txn),
+    /// The ensemble's password key; the first committed one holds.
+    Key([u8; 16]),
+    /// The leader's digest after txn `zxid`.
+    Digest {
+        zxid: i64,
+        digest: u64,
+    },
+}
+
+/// Own digests kept for the leader's to compare with (one every DIGEST_EVERY txns).
+const DIGESTS_KEPT: usize = 64;
+
+/// Who leads, as Raft's metrics say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoleView {
+    pub leader: Option<u64>,
+    pub term: u64,
+    /// This member leads `term` and has applied every entry before the term's first: it may
+    /// prep, and its zxids exceed every earlier term's.
+    pub ready: bool,
+    /// A non-voting member (an observer).
+    pub learner: bool,
+    /// On the leader: the other voters and observers it replicates to, and of them the
+    /// ones that have matched its log (ZooKeeper's synced followers and observers).
+    pub followers: u16,
+    pub observers: u16,
+    pub synced_followers: u16,
+    pub synced_observers: u16,
+}
+
+/// Raft's state as `lgif` prints it, kept current by the role task.
+#[derive(Clone, Debug, Default)]
+pub struct RaftInfo {
+    pub state: String,
+    pub term: u64,
+    pub leader: Option<u64>,
+    pub last_log_index: Option<u64>,
+    pub last_applied: Option<(u64, u64)>,
+    pub last_snapshot: Option<(u64, u64)>,
+    pub purged: Option<(u64, u64)>,
+    pub millis_since_quorum_ack: Option<u64>,
+}
+
+impl RaftInfo {
+    pub fn text(&self) -> String {
+        let idx = |x: Option<(u64, u64)>| x.map_or("-1".into(), |(_, i)| i.to_string());
+        let term = |x: Option<(u64, u64)>| x.map_or("-1".into(), |(t, _)| t.to_string());
+        let opt = |x: Option<u64>| x.map_or("-1".into(), |v| v.to_string());
+        format!(
+            "state\t{}\nterm\t{}\nleader\t{}\nlast_log_idx\t{}\nlast_applied_log_idx\t{}\n\
+             last_applied_log_term\t{}\nlast_snapshot_idx\t{}\nlast_snapshot_term\t{}\n\
+             purged_log_idx\t{}\nmillis_since_quorum_ack\t{}\n",
+            self.state,
+            self.term,
+            opt(self.leader),
+            opt(self.last_log_index),
+            idx(self.last_applied),
+            term(self.last_applied),
+            idx(self.last_snapshot),
+            term(self.last_snapshot),
+            idx(self.purged),
+            opt(self.millis_since_quorum_ack),
+        )
+    }
+}
+
+/// The channels to consensus.
+pub struct MemberLinks {
+    pub myid: u64,
+    pub info: std::sync::Arc<parking_lot::Mutex<RaftInfo>>,
+    pub propose: UnboundedSender<Vec<Proposed>>,
+    pub to_leader: UnboundedSender<ToLeader>,
+}
+
+pub(super) struct Member {
+    links: MemberLinks,
+    view: RoleView,
+    /// Forwards queued this turn, sent with the turn's batch.
+    queued: Vec<Forward>,
+    key: Option<[u8; 16]>,
+    /// Syncs whose point is known, by the zxid to apply first.
+    syncs: BTreeMap<i64, Vec<(i64, i32)>>,
+    /// This member's digests after the txns the digest rule picks, oldest first.
+    digests: std::collections::VecDeque<(i64, u64)>,
+}
+
+/// The Durability of a member: prepped txns are proposed, one batch per core turn. Digest
+/// records are not logged: every member applies the same entries (the digests in Raft
+/// snapshots are checked at install).
+pub struct Proposer {
+    tx: UnboundedSender<Vec<Proposed>>,
+    queued: Vec<Proposed>,
+}
+
+impl Proposer {
+    pub fn new(tx: UnboundedSender<Vec<Proposed>>) -> Self {
+        Proposer {
+            tx,
+            queued: Vec::new(),
+        }
+    }
+}
+
+impl Durability for Proposer {
+    fn append(&mut self, txn: &Txn) {
+        self.queued.push(Proposed::Txn(txn.encode()));
+    }
+    fn digest(&mut self, _zxid: i64, _digest: u64) {}
+    fn flush(&mut self) {
+        if !self.queued.is_empty() && self.tx.send(std::mem::take(&mut self.queued)).is_err() {
+            tracing::error!("consensus is gone; writes cannot be committed");
+        }
+    }
+}
+
+impl Core {
+    /// Makes this core an ensemble member: it preps only as a ready leader.
+    pub fn join(&mut self, links: MemberLinks) {
+        self.liveness.set_server_id(links.myid);
+        self.leader = None;
+        self.member = Some(Member {
+            links,
+            view: RoleView::default(),
+            queued: Vec::new(),
+            key: None,
+            syncs: BTreeMap::new(),
+            digests: Default::default(),
+        });
+    }
+
+    /// Whether writes go to a leader instead of being prepped here.
+    pub(super) fn forwards_writes(&self) -> bool {
+        self.member.as_ref().is_some_and(|m| !m.view.ready)
+    }
+
+    /// Whether this member takes clients: it knows a leader (a leader itself once ready) and
+    /// the ensemble's key.
+    pub(crate) fn serving(&self) -> bool {
+        self.member.as_ref().is_none_or(|m| {
+            m.key.is_some()
+                && match m.view.leader {
+                    Some(l) => m.view.ready || l != m.links.myid,
+                    None => false,
+                }
+        })
+    }
+
+    /// `lgif`: Raft's state (None: standalone).
+    pub(crate) fn raft_info(&self) -> Option<String> {
+        self.member.as_ref().map(|m| m.links.info.lock().text())
+    }
+
+    /// On the leader, ZooKeeper's leader-only `mntr` keys.
+    pub(crate) fn leader_metrics(&self) -> Option<RoleView> {
+        self.member
+            .as_ref()
+            .filter(|m| m.view.leader == Some(m.links.myid))
+            .map(|m| m.view)
+    }
+
+    /// ZooKeeper's name for this server's role (srvr's Mode, zk_server_state).
+    pub(crate) fn mode(&self) -> &'static str {
+        match &self.member {
+            None => "standalone",
+            Some(m) if m.view.learner => "observer",
+            Some(m) if m.view.leader == Some(m.links.myid) => "leader",
+            Some(_) => "follower",
+        }
+    }
+
+    /// Hands a write of `conn` to the leader; its reply waits for the committed txn.
+    pub(super) fn forward(
+        &mut self,
+        conn: ConnId,
+        session: i64,
+        cxid: i32,
+        what: Forwarded,
+        awaiting: Awaiting,
+    ) {
+        let auth = self.conns.get(&conn).map_or_else(Vec::new, |c| {
+            c.auth
+                .iter()
+                .map(|a| (a.scheme.to_string(), a.id.to_string()))
+                .collect()
+        });
+        let waiter = Waiter {
+            conn,
+            zxid: None,
+            awaiting,
+            at: Instant::now(),
+        };
+        self.pending.add(session, cxid, waiter);
+        if let Some(m) = self.member.as_mut() {
+            m.queued.push(Forward {
+                session,
+                cxid,
+                what,
+                auth,
+            });
+        }
+    }
+
+    /// Sends the turn's forwards (with the turn's log batch).
+    pub(super) fn flush_forwards(&mut self) {
+        if let Some(m) = self.member.as_mut() {
+            if !m.queued.is_empty() {
+                let ops = std::mem::take(&mut m.queued);
+                let _ = m.links.to_leader.send(ToLeader::Forward(ops));
+            }
+        }
+    }
+
+    /// On the leader: its followers' writes, prepped as its own clients' are. Returns the
+    /// points of the syncs among them: every txn prepped so far, the session's earlier writes
+    /// included (None: not a leader; the follower drops those clients).
+    pub(super) fn forwarded(&mut self, ops: Vec<Forward>) -> Option<Vec<SyncPoint>> {
+        if !self.member.as_ref()?.view.ready {
+            // Not leading, or elected and still applying its predecessors' entries: the
+            // follower fails these clients (CONNECTIONLOSS) and they retry.
+            return None;
+        }
+        let now = self.now_ms();
+        let mut points = Vec::new();
+        for op in ops {
+            self.liveness.touch(op.session, now);
+            if let Forwarded::Sync = op.what {
+                points.push((op.session, op.cxid, self.prep.last_zxid()));
+                continue;
+            }
+            self.prep_forwarded(op);
+        }
+        Some(points)
+    }
+
+    /// On a follower: the leader's points for its syncs.
+    pub(super) fn sync_points(&mut self, points: Vec<SyncPoint>) {
+        if let Some(m) = self.member.as_mut() {
+            for (session, cxid, zxid) in points {
+                m.syncs.entry(zxid).or_default().push((session, cxid));
+            }
+        }
+        self.answer_syncs();
+    }
+
+    /// Answers the syncs whose point is applied.
+    pub(super) fn answer_syncs(&mut self) {
+        let applied = self.state.zxid();
+        loop {
+            let Some(m) = self.member.as_mut() else {
+                return;
+            };
+            let Some(e) = m.syncs.first_entry() else {
+                return;
+            };
+            if *e.key() > applied {
+                return;
+            }
+            for (session, cxid) in e.remove() {
+                let Some(w) = self.pending.take_unordered(session, cxid) else {
+                    continue;
+                };
+                if let Awaiting::Sync(r) = w.awaiting {
+                    let frame = super::read::sync_reply(cxid, applied, r);
+                    self.write_answered(w.conn, frame, applied);
+                }
+            }
+        }
+    }
+
+    fn prep_forwarded(&mut self, f: Forward) {
+        let time = wall_ms();
+        let (session, cxid) = (f.session, f.cxid);
+        let txn = match f.what {
+            Forwarded::CreateSession { timeout } => {
+                self.prep.create_session(session, timeout, time)
+            }
+            Forwarded::Sync => return,
+            Forwarded::Error(code) => {
+                let err = ErrorCode::from_i32(code).unwrap_or(ErrorCode::MarshallingError);
+                self.prep.error(session, cxid, err, time)
+            }
+            Forwarded::Request(bytes) => {
+                let req = decode_request(bytes, self.cfg.max_buffer);
+                let closing = self.liveness.get(session).is_none_or(|s| s.closing);
+                match req {
+                    _ if closing => self
+                        .prep
+                        .error(session, cxid, ErrorCode::SessionExpired, time),
+                    Some(Request::CloseSession) => {
+                        self.close_session(session, cxid, None);
+                        return;
+                    }
+                    Some(req) if req.is_write() => {
+                        let auth: Vec<AuthId> = f
+                            .auth
+                            .into_iter()
+                            .map(|(scheme, id)| AuthId {
+                                scheme: scheme.into(),
+                                id: id.into(),
+                            })
+                            .collect();
+                        let caller = Caller {
+                            session,
+                            auth: &auth,
+                        };
+                        self.prep.write(&self.state.tree, caller, cxid, &req, time)
+                    }
+                    _ => self
+                        .prep
+                        .error(session, cxid, ErrorCode::MarshallingError, time),
+                }
+            }
+        };
+        self.submit(txn, None);
+    }
+
+    /// On the leader: sessions its followers' clients keep alive.
+    pub(super) fn touched(&mut self, ids: Vec<i64>) {
+        let now = self.now_ms();
+        for id in ids {
+            self.liveness.touch(id, now);
+        }
+    }
+
+    /// On a follower, each tick: the sessions attached here and alive, to the leader.
+    pub(super) fn report_sessions(&mut self) {
+        let now = self.now_ms();
+        let Some(m) = self.member.as_ref() else {
+            return;
+        };
+        if m.view.ready || m.view.leader.is_none() {
+            return;
+        }
+        let ids: Vec<i64> = self
+            .liveness
+            .iter()
+            .filter(|(_, s)| s.conn.is_some() && s.deadline_ms > now)
+            .map(|(&id, _)| id)
+            .collect();
+        if !ids.is_empty() {
+            let _ = m.links.to_leader.send(ToLeader::Touch(ids));
+        }
+    }
+
+    /// Forwards of these sessions did not reach the leader: their clients are dropped
+    /// (CONNECTIONLOSS) rather than left waiting for a reply that cannot come.
+    pub(super) fn forward_failed(&mut self, sessions: Vec<i64>) {
+        for s in sessions {
+            if let Some(c) = self.liveness.get(s).and_then(|l| l.conn) {
+                self.drop_conn(c, true);
+            }
+        }
+    }
+
+    /// Committed entries, in log order. Returns false when this member's state diverged
+    /// from the log (a txn at or below the applied zxid): it stops rather than serve.
+    pub(super) fn committed(&mut self, items: Vec<Committed>) -> bool {
+        for item in items {
+            let txn = match item {
+                Committed::Key(k) => {
+                    if let Some(m) = self.member.as_mut() {
+                        if m.key.is_none() {
+                            m.key = Some(k);
+                            self.liveness.set_secret(k);
+                        }
+                    }
+                    continue;
+                }
+                Committed::Digest { zxid, digest } => {
+                    if !self.digest_agrees(zxid, digest) {
+                        return false;
+                    }
+                    continue;
+                }
+                Committed::Txn(t) => t,
+            };
+            let zxid = txn.header.zxid;
+            if zxid <= self.state.zxid() {
+                tracing::error!(
+                    zxid = format_args!("{zxid:#x}"),
+                    applied = format_args!("{:#x}", self.state.zxid()),
+                    "a committed txn does not follow the applied state: stopping"
+                );
+                return false;
+            }
+            match self.inflight.front() {
+                Some(t) if t.header.zxid == zxid => {
+                    self.inflight.pop_front();
+                }
+                // Another leader's txn: what this one proposed will not commit.
+                Some(_) => self.abandon_proposals(),
+                None => {}
+            }
+            self.commit(txn);
+        }
+        self.answer_syncs();
+        true
+    }
+
+    /// After txn `zxid` (one the digest rule picks): kept to compare with the leader's, and
+    /// proposed by the leader. Returns false for a standalone server (it logs its own).
+    pub(super) fn member_digest(&mut self, zxid: i64, digest: u64) -> bool {
+        let Some(m) = self.member.as_mut() else {
+            return false;
+        };
+        if m.digests.len() == DIGESTS_KEPT {
+            m.digests.pop_front();
+        }
+        m.digests.push_back((zxid, digest));
+        if m.view.ready {
+            let _ = m
+                .links
+                .propose
+                .send(vec![Proposed::Digest { zxid, digest }]);
+        }
+        true
+    }
+
+    /// The leader's digest after `zxid` against this member's: a member whose tree differs
+    /// stops rather than serve it.
+    fn digest_agrees(&self, zxid: i64, digest: u64) -> bool {
+        let own = self
+            .member
+            .as_ref()
+            .and_then(|m| m.digests.iter().find(|(z, _)| *z == zxid))
+            .map(|(_, d)| *d);
+        match own {
+            Some(d) if d != digest => {
+                tracing::error!(
+                    zxid = format_args!("{zxid:#x}"),
+                    leader = format_args!("{digest:#x}"),
+                    own = format_args!("{d:#x}"),
+                    "this member's tree differs from the leader's: stopping"
+                );
+                false
+            }
+            _ => true,
+        }
+    }
+
+    fn abandon_proposals(&mut self) {
+        tracing::warn!(
+            proposals = self.inflight.len(),
+            "proposals superseded by another leader's entries"
+        );
+        self.inflight.clear();
+        self.prep = Prepper::new(self.state.zxid(), self.cfg.ttl_enabled);
+        self.leader = None;
+        if let Some(m) = self.member.as_mut() {
+            m.view.ready = false;
+        }
+    }
+
+    /// Raft's view changed.
+    pub(super) fn set_role(&mut self, v: RoleView) {
+        let Some(m) = self.member.as_mut() else {
+            return;
+        };
+        let old = m.view;
+        if old == v {
+            return;
+        }
+        m.view = v;
+        let changed = old.leader != v.leader || old.term != v.term;
+        if changed {
+            tracing::info!(
+                leader = ?v.leader,
+                term = v.term,
+                clients = self.conns.len(),
+                "leader changed; dropping clients, which resume their sessions"
+            );
+            m.queued.clear();
+            m.syncs.clear();
+            let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+            for c in conns {
+                self.drop_conn(c, true);
+            }
+            self.pending = PendingWrites::default();
+            self.inflight.clear();
+            self.prep = Prepper::new(self.state.zxid(), self.cfg.ttl_enabled);
+            self.leader = None;
+        }
+        if v.ready && (changed || !old.ready) {
+            self.lead(v.term);
+        }
+    }
+
+    /// Becomes the ready leader of `term`.
+    fn lead(&mut self, term: u64) {
+        let base = ((term.min(i32::MAX as u64) as i64) << 32).max(self.state.zxid());
+        self.prep = Prepper::new(base, self.cfg.ttl_enabled);
+        self.leader = Some(Leader::new(self.cfg.container_check_ms));
+        let now = self.now_ms();
+        let ids: Vec<i64> = self.state.sessions().keys().copied().collect();
+        for id in ids {
+            self.liveness.touch(id, now);
+        }
+        tracing::info!(
+            term,
+            sessions = self.liveness.len(),
+            zxid = format_args!("{:#x}", self.state.zxid()),
+            "leading"
+        );
+        let Some(m) = self.member.as_mut() else {
+            return;
+        };
+        if m.key.is_none() {
+            // The first leader makes the ensemble's key; it commits before any session.
+            let mut k = [0u8; 16];
+            if getrandom::fill(&mut k).is_ok() {
+                let _ = m.links.propose.send(vec![Proposed::Key(k)]);
+            }
+        }
+    }
+
+    /// The state as a Raft snapshot's image: the key, then `image`.
+    pub(super) fn image(&self) -> Vec<u8> {
+        let key = self.member.as_ref().and_then(|m| m.key);
+        let mut out = Vec::new();
+        match key {
+            Some(k) => {
+                out.push(1);
+                out.extend_from_slice(&k);
+            }
+            None => out.push(0),
+        }
+        out.extend_from_slice(&image::encode(&self.state));
+        out
+    }
+
+    /// Replaces the state with a Raft snapshot's image.
+    pub(super) fn install(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let (key, rest) = match bytes.split_first() {
+            Some((1, rest)) => {
+                let (k, rest) = rest
+                    .split_first_chunk::<16>()
+                    .ok_or("image shorter than its key")?;
+                (Some(*k), rest)
+            }
+            Some((0, rest)) => (None, rest),
+            _ => return Err("image of unknown kind".into()),
+        };
+        let state = image::decode(rest).map_err(|e| e.to_string())?;
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        for c in conns {
+            self.drop_conn(c, true);
+        }
+        self.pending = PendingWrites::default();
+        self.inflight.clear();
+        self.state = state;
+        let now = self.now_ms();
+        let myid = self.member.as_ref().map_or(0, |m| m.links.myid);
+        let secret = key.unwrap_or(self.cfg.secret);
+        self.liveness = super::liveness::Liveness::new(secret, self.cfg.tick_ms, wall_ms());
+        self.liveness.set_server_id(myid);
+        for (&id, &timeout) in self.state.sessions() {
+            self.liveness.add(id, timeout, now);
+        }
+        self.prep = Prepper::new(self.state.zxid(), self.cfg.ttl_enabled);
+        if let Some(m) = self.member.as_mut() {
+            if key.is_some() {
+                m.key = key;
+            }
+        }
+        tracing::info!(
+            zxid = format_args!("{:#x}", self.state.zxid()),
+            znodes = self.state.tree.znode_count(),
+            "installed a snapshot"
+        );
+        Ok(())
+    }
+}
+
+/// A forwarded request: header and body as the client sent them.
+fn decode_request(bytes: Bytes, max: usize) -> Option<Request> {
+    // RequestHeader: xid, then the opcode, i32 big-endian each.
+    let op = i32::from_be_bytes(*bytes.get(4..8)?.first_chunk::<4>()?);
+    Request::decode(op, bytes.slice(8..), max).ok()
+}
+
+#[cfg(test)]
+#[path = "member_test.rs"]
+mod tests;

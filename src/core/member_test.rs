@@ -1,0 +1,351 @@
+//! Two cores as ensemble members, with the test as their consensus: what the leader proposes
+//! is committed to both in order, what the follower forwards reaches the leader. Checks the
+//! member rules of member.rs: forwarded writes answered on the follower, zxids from the term,
+//! the key before sessions, clients dropped on a leader change, syncs at the leader's point,
+//! a diverged digest stopping the member.
+
+use super::*;
+use crate::core::{CoreConfig, CoreMsg, Out, OutTx};
+use bytes::{Buf, Bytes};
+use palisade_proto::*;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::oneshot;
+
+struct Node {
+    core: Core,
+    proposals: UnboundedReceiver<Vec<Proposed>>,
+    to_leader: UnboundedReceiver<ToLeader>,
+}
+
+fn cfg() -> CoreConfig {
+    CoreConfig {
+        tick_ms: 2000,
+        min_session_timeout: 4000,
+        max_session_timeout: 40000,
+        max_buffer: DEFAULT_MAX_BUFFER,
+        max_reply: DEFAULT_MAX_BUFFER + crate::limits::REPLY_HEADROOM,
+        ttl_enabled: true,
+        four_letter_words: vec!["*".into()],
+        super_digest: None,
+        secret: [1; 16],
+        client_port: 2181,
+        data_dir: "data".into(),
+        data_log_dir: "data".into(),
+        max_client_cnxns: 0,
+        container_check_ms: 0,
+        spin_wait: std::time::Duration::ZERO,
+        zookeeper_sessions: Default::default(),
+        auth: Default::default(),
+    }
+}
+
+fn node(myid: u64) -> Node {
+    let (p_tx, proposals) = unbounded_channel();
+    let (l_tx, to_leader) = unbounded_channel();
+    let mut core = Core::new(cfg(), Box::new(Proposer::new(p_tx.clone())));
+    core.join(MemberLinks {
+        myid,
+        info: Default::default(),
+        propose: p_tx,
+        to_leader: l_tx,
+    });
+    Node {
+        core,
+        proposals,
+        to_leader,
+    }
+}
+
+fn role(leader: u64, term: u64, ready: bool) -> CoreMsg {
+    CoreMsg::Role(RoleView {
+        leader: Some(leader),
+        term,
+        ready,
+        ..RoleView::default()
+    })
+}
+
+/// Two members: 1 leads `term`, 2 follows.
+struct Pair {
+    nodes: [Node; 2],
+    /// Committed so far, in order (what the test's "Raft log" holds).
+    log: Vec<Committed>,
+}
+
+impl Pair {
+    fn new(term: u64) -> Self {
+        let mut p = Pair {
+            nodes: [node(1), node(2)],
+            log: Vec::new(),
+        };
+        p.nodes[0].core.handle(role(1, term, true));
+        p.nodes[1].core.handle(role(1, term, false));
+        p.settle();
+        p
+    }
+
+    /// Moves messages until nothing is left: forwards to the leader, proposals committed to
+    /// both members. Returns each member's handle() stop flags (true: it stopped).
+    fn settle(&mut self) -> [bool; 2] {
+        let mut stopped = [false; 2];
+        loop {
+            self.nodes[0].core.log.flush();
+            self.nodes[1].core.flush_forwards();
+            let mut moved = false;
+            while let Ok(m) = self.nodes[1].to_leader.try_recv() {
+                moved = true;
+                match m {
+                    ToLeader::Forward(ops) => {
+                        let (tx, mut rx) = oneshot::channel();
+                        self.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
+                        if let Ok(Some(points)) = rx.try_recv() {
+                            self.nodes[1].core.handle(CoreMsg::SyncPoints(points));
+                        }
+                    }
+                    ToLeader::Touch(ids) => {
+                        self.nodes[0].core.handle(CoreMsg::Touched(ids));
+                    }
+                }
+            }
+            self.nodes[0].core.log.flush();
+            while let Ok(batch) = self.nodes[0].proposals.try_recv() {
+                moved = true;
+                for p in batch {
+                    let c = match p {
+                        Proposed::Txn(b) => {
+                            Committed::Txn(Txn::decode(b, usize::MAX).expect("txn"))
+                        }
+                        Proposed::Key(k) => Committed::Key(k),
+                        Proposed::Digest { zxid, digest } => Committed::Digest { zxid, digest },
+                    };
+                    self.commit(c, &mut stopped);
+                }
+            }
+            if !moved {
+                return stopped;
+            }
+        }
+    }
+
+    fn commit(&mut self, c: Committed, stopped: &mut [bool; 2]) {
+        let copy = |c: &Committed| match c {
+            Committed::Txn(t) => Committed::Txn(t.clone()),
+            Committed::Key(k) => Committed::Key(*k),
+            Committed::Digest { zxid, digest } => Committed::Digest {
+                zxid: *zxid,
+                digest: *digest,
+            },
+        };
+        for (i, n) in self.nodes.iter_mut().enumerate() {
+            let (ack, _) = oneshot::channel();
+            let items = vec![copy(&c)];
+            stopped[i] |= n.core.handle(CoreMsg::Committed { items, ack });
+        }
+        self.log.push(c);
+    }
+}
+
+struct Client {
+    conn: ConnId,
+    rx: tokio::sync::mpsc::UnboundedReceiver<Out>,
+}
+
+fn connect(n: &mut Node, conn: ConnId, session: i64, passwd: [u8; 16]) -> Client {
+    let (tx, rx) = unbounded_channel();
+    let (ready, _r) = oneshot::channel();
+    let req = ConnectRequest {
+        time_out: 30000,
+        session_id: session,
+        passwd: Some(Bytes::copy_from_slice(&passwd)),
+        ..Default::default()
+    };
+    n.core.handle(CoreMsg::Connect {
+        conn,
+        req,
+        out: OutTx::from(tx),
+        peer: "127.0.0.1:1".parse().expect("addr"),
+        ready,
+        x509: None,
+    });
+    Client { conn, rx }
+}
+
+/// The replies and the ConnectResponse the client got: (xid, zxid, err, body); a
+/// ConnectResponse is (i32::MIN, session, 0, passwd), a Close is (i32::MAX, 0, 0, empty).
+fn replies(c: &mut Client) -> Vec<(i32, i64, i32, Bytes)> {
+    let mut out = Vec::new();
+    while let Ok(o) = c.rx.try_recv() {
+        match o {
+            Out::Close => out.push((i32::MAX, 0, 0, Bytes::new())),
+            Out::Bytes(mut b) if b.len() >= 40 => {
+                b.advance(4);
+                let r = ConnectResponse::decode(b, usize::MAX).expect("ConnectResponse");
+                let pw = r.passwd.unwrap_or_default();
+                out.push((i32::MIN, r.session_id, 0, pw));
+            }
+            Out::Reply(mut b) | Out::Bytes(mut b) | Out::Event(mut b) => {
+                b.advance(4);
+                let (xid, zxid, err) = (b.get_i32(), b.get_i64(), b.get_i32());
+                out.push((xid, zxid, err, b));
+            }
+        }
+    }
+    out
+}
+
+fn create(path: &str, flags: i32) -> Request {
+    Request::Create(CreateRequest {
+        path: path.into(),
+        data: Some(Bytes::from_static(b"d")),
+        acl: Some(vec![ACL {
+            perms: 31,
+            id: Id {
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+        }]),
+        flags,
+    })
+}
+
+fn request(n: &mut Node, c: &Client, xid: i32, req: Request) {
+    n.core.handle(CoreMsg::Request {
+        conn: c.conn,
+        xid,
+        req,
+    });
+}
+
+/// A session made on the follower: returns its id and password.
+fn session_on_follower(p: &mut Pair, conn: ConnId) -> (Client, i64, [u8; 16]) {
+    let mut c = connect(&mut p.nodes[1], conn, 0, [0; 16]);
+    p.settle();
+    let r = replies(&mut c);
+    let (_, id, _, pw) = r.first().cloned().expect("a ConnectResponse");
+    let pw: [u8; 16] = pw.as_ref().try_into().expect("16 bytes");
+    (c, id, pw)
+}
+
+#[test]
+fn a_follower_forwards_and_answers_when_committed_with_zxids_from_the_term() {
+    let mut p = Pair::new(3);
+    assert!(
+        matches!(p.log.first(), Some(Committed::Key(_))),
+        "the key commits before anything else"
+    );
+    let (mut c, id, _) = session_on_follower(&mut p, 10);
+    assert_eq!(id >> 56, 2, "the follower's id in the top byte");
+    request(&mut p.nodes[1], &c, 1, create("/q", 0));
+    request(&mut p.nodes[1], &c, 2, create("/q/s-", 2)); // sequential
+    p.settle();
+    let r = replies(&mut c);
+    assert_eq!(
+        r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
+        vec![(1, 0), (2, 0)]
+    );
+    // zxid = term << 32 | counter, counter from 1: createSession, then the two creates.
+    assert_eq!(r[0].1, (3 << 32) | 2);
+    assert_eq!(r[1].1, (3 << 32) | 3);
+    let [a, b] = &p.nodes;
+    crate::testkit::assert_same_tree("follower", &b.core.state.tree, &a.core.state.tree);
+    assert_eq!(a.core.state.zxid(), b.core.state.zxid());
+    assert!(a.core.state.sessions().contains_key(&id));
+}
+
+#[test]
+fn a_session_moves_to_the_leader_with_the_shared_key() {
+    let mut p = Pair::new(1);
+    let (_c, id, pw) = session_on_follower(&mut p, 10);
+    let mut moved = connect(&mut p.nodes[0], 20, id, pw);
+    let r = replies(&mut moved);
+    assert_eq!(r.first().map(|x| (x.0, x.1)), Some((i32::MIN, id)), "{r:?}");
+    let mut wrong = connect(&mut p.nodes[0], 21, id, [9; 16]);
+    let r = replies(&mut wrong);
+    assert_eq!(r.first().map(|x| x.1), Some(0), "refused: {r:?}");
+}
+
+#[test]
+fn a_leader_change_drops_clients_and_their_pending_writes() {
+    let mut p = Pair::new(1);
+    let (mut c, _, _) = session_on_follower(&mut p, 10);
+    request(&mut p.nodes[1], &c, 1, create("/lost", 0));
+    p.nodes[1].core.flush_forwards();
+    // The leader goes before the forward is answered; member 2 now leads term 2.
+    p.nodes[1].core.handle(role(2, 2, false));
+    let r = replies(&mut c);
+    assert_eq!(r.last().map(|x| x.0), Some(i32::MAX), "closed: {r:?}");
+    assert!(p.nodes[1].core.pending.is_empty());
+    assert!(p.nodes[1].core.conns.is_empty());
+    // Not ready yet (applying its predecessor's entries): no clients taken.
+    let mut late = connect(&mut p.nodes[1], 11, 0, [0; 16]);
+    assert_eq!(replies(&mut late).last().map(|x| x.0), Some(i32::MAX));
+}
+
+#[test]
+fn a_follower_sync_answers_only_after_the_leader_point_is_applied() {
+    let mut p = Pair::new(1);
+    let (mut c, _, _) = session_on_follower(&mut p, 10);
+    let (mut other, _, _) = {
+        let mut o = connect(&mut p.nodes[0], 30, 0, [0; 16]);
+        p.settle();
+        let _ = replies(&mut o);
+        (o, 0, 0)
+    };
+    // A write on the leader, prepped but not yet committed, then the follower's sync.
+    request(&mut p.nodes[0], &other, 1, create("/w", 0));
+    p.nodes[0].core.log.flush();
+    let pending: Vec<_> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok()).collect();
+    request(
+        &mut p.nodes[1],
+        &c,
+        5,
+        Request::Sync(SyncRequest { path: "/w".into() }),
+    );
+    p.nodes[1].core.flush_forwards();
+    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+        let (tx, mut rx) = oneshot::channel();
+        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
+        let points = rx.try_recv().ok().flatten().expect("points");
+        p.nodes[1].core.handle(CoreMsg::SyncPoints(points));
+    }
+    assert!(replies(&mut c).is_empty(), "the sync waits for /w");
+    let mut stopped = [false; 2];
+    for batch in pending {
+        for prop in batch {
+            if let Proposed::Txn(b) = prop {
+                p.commit(
+                    Committed::Txn(Txn::decode(b, usize::MAX).expect("txn")),
+                    &mut stopped,
+                );
+            }
+        }
+    }
+    let r = replies(&mut c);
+    assert_eq!(
+        r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
+        vec![(5, 0)]
+    );
+    assert!(r[0].1 >= p.nodes[0].core.state.zxid());
+    assert!(p.nodes[1].core.state.tree.lookup("/w").is_some());
+    let _ = replies(&mut other);
+}
+
+#[test]
+fn a_member_whose_digest_differs_from_the_leader_stops() {
+    let mut p = Pair::new(1);
+    let (mut c, _, _) = session_on_follower(&mut p, 10);
+    let mut stopped = [false; 2];
+    let zxid = p.nodes[1].core.state.zxid();
+    // As if the follower had recorded its digest after `zxid`, and the leader's differs.
+    let own = p.nodes[1].core.state.tree.digest();
+    assert!(p.nodes[1].core.member_digest(zxid, own));
+    p.commit(
+        Committed::Digest {
+            zxid,
+            digest: own ^ 1,
+        },
+        &mut stopped,
+    );
+    assert!(stopped[1], "the follower stops");
+    let _ = replies(&mut c);
+}

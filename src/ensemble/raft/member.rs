@@ -1,0 +1,415 @@
+//! One ensemble member at run time: the core (core/member.rs) wired to openraft.
+//!
+//! - `CoreApplier` is the state machine's `Applier`: committed entries go to the core thread
+//!   as `CoreMsg::Committed`, and the state machine returns once the core has applied them,
+//!   so Raft's `last_applied` never runs ahead of the tree clients read.
+//! - the proposer task hands the leader core's batches to `Raft::client_write_ff` in order
+//!   (fire and forget: the core learns the outcome from the committed stream);
+//! - the forwarder task sends a follower core's writes and session touches to the leader over
+//!   the peer link;
+//! - the role task turns Raft's metrics into the core's `RoleView`.
+
+use super::network::{serve, Network, PeerClient, PeerHandler};
+use super::state_machine::Applier;
+use super::storage;
+use super::types::{NodeId, Proposal, TypeConfig};
+use crate::core::member::{Committed, Forward, Proposed, RaftInfo, RoleView, SyncPoint, ToLeader};
+use crate::core::CoreMsg;
+use crate::ensemble::members::{Member, Role};
+use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, LogId, Raft, RaftMetrics, ServerState, SnapshotPolicy};
+use palisade_proto::Txn;
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// The state machine's applier in a server: the core thread.
+pub struct CoreApplier {
+    core: mpsc::Sender<CoreMsg>,
+}
+
+fn core_gone() -> io::Error {
+    io::Error::other("the core stopped")
+}
+
+impl Applier for CoreApplier {
+    async fn apply(&mut self, txns: Vec<(LogId<NodeId>, Proposal)>) -> io::Result<()> {
+        if txns.is_empty() {
+            return Ok(());
+        }
+        let mut items = Vec::with_capacity(txns.len());
+        for (log_id, p) in txns {
+            items.push(match p {
+                Proposal::Key(k) => Committed::Key(k),
+                Proposal::Digest { zxid, digest } => Committed::Digest { zxid, digest },
+                Proposal::Txn(bytes) => {
+                    Committed::Txn(Txn::decode(bytes, usize::MAX).map_err(|e| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("entry {log_id}: undecodable txn: {e}"),
+                        )
+                    })?)
+                }
+            });
+        }
+        let (ack, done) = oneshot::channel();
+        self.core
+            .send(CoreMsg::Committed { items, ack })
+            .await
+            .map_err(|_| core_gone())?;
+        done.await.map_err(|_| core_gone())
+    }
+
+    async fn snapshot(&mut self) -> io::Result<Vec<u8>> {
+        let (tx, rx) = oneshot::channel();
+        self.core
+            .send(CoreMsg::Image(tx))
+            .await
+            .map_err(|_| core_gone())?;
+        rx.await.map_err(|_| core_gone())
+    }
+
+    async fn install(&mut self, image: &[u8]) -> io::Result<()> {
+        let (ack, done) = oneshot::channel();
+        let image = image.to_vec();
+        self.core
+            .send(CoreMsg::Install { image, ack })
+            .await
+            .map_err(|_| core_gone())?;
+        done.await
+            .map_err(|_| core_gone())?
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+}
+
+/// What answers the peer port: Raft's RPCs, and on the leader its followers' forwards.
+struct Peer {
+    raft: Raft<TypeConfig>,
+    core: mpsc::Sender<CoreMsg>,
+    me: NodeId,
+}
+
+impl PeerHandler for Peer {
+    async fn append(
+        &self,
+        r: AppendEntriesRequest<TypeConfig>,
+    ) -> Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>> {
+        PeerHandler::append(&self.raft, r).await
+    }
+    async fn vote(
+        &self,
+        r: VoteRequest<NodeId>,
+    ) -> Result<VoteResponse<NodeId>, RaftError<NodeId>> {
+        PeerHandler::vote(&self.raft, r).await
+    }
+    async fn snapshot(
+        &self,
+        r: InstallSnapshotRequest<TypeConfig>,
+    ) -> Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>> {
+        PeerHandler::snapshot(&self.raft, r).await
+    }
+    async fn forward(&self, ops: Vec<Forward>) -> Option<Vec<SyncPoint>> {
+        if self.raft.metrics().borrow().current_leader != Some(self.me) {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        self.core
+            .send(CoreMsg::Forwarded(ops, Some(tx)))
+            .await
+            .ok()?;
+        rx.await.ok().flatten()
+    }
+    async fn touch(&self, ids: Vec<i64>) {
+        let _ = self.core.send(CoreMsg::Touched(ids)).await;
+    }
+}
+
+/// The running member.
+pub struct Running {
+    pub raft: Raft<TypeConfig>,
+    stop: CancellationToken,
+}
+
+impl Running {
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(error = %e, "Raft did not shut down cleanly");
+        }
+    }
+}
+
+fn peer_addr(m: &Member) -> Option<String> {
+    m.addrs.first().map(|a| {
+        if a.host.contains(':') {
+            format!("[{}]:{}", a.host, a.peer_port)
+        } else {
+            format!("{}:{}", a.host, a.peer_port)
+        }
+    })
+}
+
+/// What a member takes from zoo.cfg.
+pub struct Settings {
+    pub members: Vec<Member>,
+    /// Where the Raft log and snapshot live (`dataLogDir/raft`).
+    pub dir: std::path::PathBuf,
+    pub tick_time: u64,
+    pub init_limit: u64,
+    pub sync_limit: u64,
+    pub snap_count: u64,
+    pub segment_bytes: u64,
+    /// The data dir's identity, which the Raft log's segments carry.
+    pub identity: u64,
+}
+
+/// ZooKeeper's timing mapped to Raft's (docs/ENSEMBLE.md): heartbeat = tickTime / 2 (a
+/// follower's ping interval); election timeout syncLimit·tickTime / 2 .. syncLimit·tickTime;
+/// install-snapshot timeout initLimit·tickTime.
+pub fn raft_config(cfg: &Settings) -> io::Result<openraft::Config> {
+    let tick = cfg.tick_time.max(2);
+    let election_max = cfg.sync_limit.saturating_mul(tick).max(4);
+    openraft::Config {
+        cluster_name: "palisade".into(),
+        heartbeat_interval: (tick / 2).max(1),
+        election_timeout_min: (election_max / 2).max(tick / 2 + 1),
+        election_timeout_max: election_max.max(tick / 2 + 2),
+        install_snapshot_timeout: cfg.init_limit.saturating_mul(tick).max(200),
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snap_count.max(1)),
+        ..Default::default()
+    }
+    .validate()
+    .map_err(|e| io::Error::other(format!("Raft timing from tickTime/syncLimit: {e}")))
+}
+
+/// Starts the member `myid`: opens its Raft storage under `dataLogDir/raft` (the core must
+/// be running: a saved snapshot is installed through it), serves the peer port, forms the
+/// ensemble on first start, and runs the tasks that link Raft and the core.
+pub async fn start(
+    cfg: &Settings,
+    myid: NodeId,
+    info: Arc<parking_lot::Mutex<RaftInfo>>,
+    core: mpsc::Sender<CoreMsg>,
+    propose: mpsc::UnboundedReceiver<Vec<Proposed>>,
+    to_leader: mpsc::UnboundedReceiver<ToLeader>,
+) -> io::Result<Running> {
+    let me =
+        cfg.members.iter().find(|m| m.id == myid).ok_or_else(|| {
+            io::Error::other(format!("myid {myid} is not among the server.N lines"))
+        })?;
+    let learner = me.role == Role::Observer;
+    let dir = &cfg.dir;
+    crate::durability::datadir::create_private_dir(dir)?;
+    let applier = CoreApplier { core: core.clone() };
+    let segment = cfg.segment_bytes.max(1 << 20);
+    let (log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
+    let config = Arc::new(raft_config(cfg)?);
+    let raft = Raft::new(myid, config, Network { me: myid }, log, sm)
+        .await
+        .map_err(|e| io::Error::other(format!("cannot start Raft: {e}")))?;
+    let addr = peer_addr(me).ok_or_else(|| io::Error::other("server.N without an address"))?;
+    let listener = TcpListener::bind(&addr)
+        .await
+        .map_err(|e| io::Error::other(format!("cannot listen on the peer port {addr}: {e}")))?;
+    let stop = CancellationToken::new();
+    let peer = Peer {
+        raft: raft.clone(),
+        core: core.clone(),
+        me: myid,
+    };
+    tokio::spawn(serve(listener, Arc::new(peer), stop.clone()));
+
+    let mut nodes = BTreeMap::new();
+    let mut voters = BTreeMap::new();
+    for m in &cfg.members {
+        let Some(a) = peer_addr(m) else { continue };
+        nodes.insert(m.id, (BasicNode::new(a.clone()), m.role));
+        if m.role == Role::Participant {
+            voters.insert(m.id, BasicNode::new(a));
+        }
+    }
+    let initialized = raft
+        .is_initialized()
+        .await
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    if !initialized && !learner {
+        // Every voter forms the ensemble with the same membership (openraft allows it).
+        if let Err(e) = raft.initialize(voters).await {
+            tracing::info!(error = %e, "ensemble already formed");
+        }
+    }
+    tracing::info!(myid, peer = %addr, members = cfg.members.len(), learner, "ensemble member started");
+    tokio::spawn(roles(
+        raft.clone(),
+        core.clone(),
+        myid,
+        learner,
+        nodes,
+        info,
+    ));
+    tokio::spawn(proposer(raft.clone(), propose));
+    let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
+    tokio::spawn(forwarder(raft.clone(), core, myid, to_leader, ttl));
+    Ok(Running { raft, stop })
+}
+
+fn view(m: &RaftMetrics<NodeId, BasicNode>, me: NodeId, learner: bool) -> RoleView {
+    let leads = m.state == ServerState::Leader && m.current_leader == Some(me);
+    let mut v = RoleView {
+        leader: m.current_leader,
+        term: m.current_term,
+        ready: leads
+            && m.last_applied
+                .is_some_and(|l| l.leader_id.term == m.current_term),
+        learner,
+        ..RoleView::default()
+    };
+    if let (true, Some(r)) = (leads, m.replication.as_ref()) {
+        let voters: Vec<NodeId> = m.membership_config.membership().voter_ids().collect();
+        for (id, matched) in r.iter().filter(|(id, _)| **id != me) {
+            let synced = u16::from(matched.is_some());
+            if voters.contains(id) {
+                v.followers += 1;
+                v.synced_followers += synced;
+            } else {
+                v.observers += 1;
+                v.synced_observers += synced;
+            }
+        }
+    }
+    v
+}
+
+/// Raft's metrics → the core's role; on the leader, observers are added as learners.
+async fn roles(
+    raft: Raft<TypeConfig>,
+    core: mpsc::Sender<CoreMsg>,
+    me: NodeId,
+    learner: bool,
+    nodes: BTreeMap<NodeId, (BasicNode, Role)>,
+    info: Arc<parking_lot::Mutex<RaftInfo>>,
+) {
+    let mut rx = raft.metrics();
+    let mut last = None;
+    loop {
+        let (v, missing) = {
+            let m = rx.borrow_and_update();
+            let log_id = |l: Option<LogId<NodeId>>| l.map(|l| (l.leader_id.term, l.index));
+            *info.lock() = RaftInfo {
+                state: format!("{:?}", m.state),
+                term: m.current_term,
+                leader: m.current_leader,
+                last_log_index: m.last_log_index,
+                last_applied: log_id(m.last_applied),
+                last_snapshot: log_id(m.snapshot),
+                purged: log_id(m.purged),
+                millis_since_quorum_ack: m.millis_since_quorum_ack,
+            };
+            let v = view(&m, me, learner);
+            let members: Vec<NodeId> = m.membership_config.nodes().map(|(id, _)| *id).collect();
+            let missing: Vec<(NodeId, BasicNode)> = nodes
+                .iter()
+                .filter(|(id, (_, role))| *role == Role::Observer && !members.contains(id))
+                .map(|(id, (n, _))| (*id, n.clone()))
+                .collect();
+            (v, missing)
+        };
+        if last != Some(v) {
+            if core.send(CoreMsg::Role(v)).await.is_err() {
+                return;
+            }
+            last = Some(v);
+        }
+        if v.ready {
+            for (id, node) in missing {
+                if let Err(e) = raft.add_learner(id, node, false).await {
+                    tracing::warn!(observer = id, error = %e, "cannot add the observer yet");
+                }
+            }
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn proposer(raft: Raft<TypeConfig>, mut rx: mpsc::UnboundedReceiver<Vec<Proposed>>) {
+    while let Some(batch) = rx.recv().await {
+        for p in batch {
+            let p = match p {
+                Proposed::Txn(b) => Proposal::Txn(b),
+                Proposed::Key(k) => Proposal::Key(k),
+                Proposed::Digest { zxid, digest } => Proposal::Digest { zxid, digest },
+            };
+            // The outcome arrives through the committed stream; a proposal that loses its
+            // leader fails its clients when the core hears of the new one.
+            if let Err(e) = raft.client_write_ff(p).await {
+                tracing::warn!(error = %e, "Raft stopped; proposals dropped");
+                return;
+            }
+        }
+    }
+}
+
+async fn forwarder(
+    raft: Raft<TypeConfig>,
+    core: mpsc::Sender<CoreMsg>,
+    me: NodeId,
+    mut rx: mpsc::UnboundedReceiver<ToLeader>,
+    ttl: Duration,
+) {
+    let mut link: Option<PeerClient> = None;
+    while let Some(msg) = rx.recv().await {
+        let (leader, addr) = {
+            let m = raft.metrics();
+            let m = m.borrow();
+            let leader = m.current_leader.filter(|l| *l != me);
+            let addr = leader.and_then(|l| {
+                m.membership_config
+                    .nodes()
+                    .find(|(id, _)| **id == l)
+                    .map(|(_, n)| n.addr.clone())
+            });
+            (leader, addr)
+        };
+        let client = match (leader, addr) {
+            (Some(l), Some(a)) => {
+                if link.as_ref().is_none_or(|c| c.target() != l) {
+                    link = Some(PeerClient::new(me, l, a));
+                }
+                link.as_mut()
+            }
+            _ => None,
+        };
+        match msg {
+            ToLeader::Forward(ops) => {
+                let sessions: Vec<i64> = ops.iter().map(|f| f.session).collect();
+                let points = match client {
+                    Some(c) => c.forward(ops, ttl).await.ok().flatten(),
+                    None => None,
+                };
+                let msg = match points {
+                    Some(p) if p.is_empty() => continue,
+                    Some(p) => CoreMsg::SyncPoints(p),
+                    None => CoreMsg::ForwardFailed(sessions),
+                };
+                if core.send(msg).await.is_err() {
+                    return;
+                }
+            }
+            ToLeader::Touch(ids) => {
+                if let Some(c) = client {
+                    let _ = c.touch(ids, ttl).await;
+                }
+            }
+        }
+    }
+}
