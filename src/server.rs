@@ -410,7 +410,7 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
             r = accept_opt(secure.as_ref()) => r.map(|(s, p)| (s, p, Kind::Tls)),
             _ = &mut shutdown => break,
             _ = &mut core_done => {
-                return Err(io::Error::other("the core stopped after a log failure; exiting so no write is acknowledged without being durable"));
+                return Err(io::Error::other("the core stopped (the log above says why); exiting so no write is acknowledged without being durable or applied from a diverged state"));
             }
         };
         let (stream, peer, kind) = match accepted {

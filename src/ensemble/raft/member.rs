@@ -261,14 +261,23 @@ pub async fn start(
     Ok(Running { raft, stop })
 }
 
-fn view(m: &RaftMetrics<NodeId, BasicNode>, me: NodeId, learner: bool) -> RoleView {
+/// `caught_up`: the last log index when this member became leader (of this term): a
+/// leader preps only once it has applied its log up to there and an entry of its own term —
+/// every entry an earlier leader (or this one before a restart in the same term) ordered.
+fn view(
+    m: &RaftMetrics<NodeId, BasicNode>,
+    me: NodeId,
+    learner: bool,
+    caught_up: Option<u64>,
+) -> RoleView {
     let leads = m.state == ServerState::Leader && m.current_leader == Some(me);
+    let applied = m.last_applied.is_some_and(|l| {
+        l.leader_id.term == m.current_term && caught_up.is_some_and(|c| l.index >= c)
+    });
     let mut v = RoleView {
         leader: m.current_leader,
         term: m.current_term,
-        ready: leads
-            && m.last_applied
-                .is_some_and(|l| l.leader_id.term == m.current_term),
+        ready: leads && applied,
         learner,
         ..RoleView::default()
     };
@@ -299,9 +308,17 @@ async fn roles(
 ) {
     let mut rx = raft.metrics();
     let mut last = None;
+    // (term, last log index) when this member became leader of that term.
+    let mut led: Option<(u64, u64)> = None;
     loop {
         let (v, missing) = {
             let m = rx.borrow_and_update();
+            let leads = m.state == ServerState::Leader && m.current_leader == Some(me);
+            if !leads {
+                led = None;
+            } else if led.is_none_or(|(t, _)| t != m.current_term) {
+                led = Some((m.current_term, m.last_log_index.unwrap_or(0)));
+            }
             let log_id = |l: Option<LogId<NodeId>>| l.map(|l| (l.leader_id.term, l.index));
             *info.lock() = RaftInfo {
                 state: format!("{:?}", m.state),
@@ -313,7 +330,7 @@ async fn roles(
                 purged: log_id(m.purged),
                 millis_since_quorum_ack: m.millis_since_quorum_ack,
             };
-            let v = view(&m, me, learner);
+            let v = view(&m, me, learner, led.map(|(_, i)| i));
             let members: Vec<NodeId> = m.membership_config.nodes().map(|(id, _)| *id).collect();
             let missing: Vec<(NodeId, BasicNode)> = nodes
                 .iter()
@@ -411,5 +428,34 @@ async fn forwarder(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::CommittedLeaderId;
+
+    fn metrics(term: u64, applied: u64) -> RaftMetrics<NodeId, BasicNode> {
+        let mut m = RaftMetrics::new_initial(1);
+        m.state = ServerState::Leader;
+        m.current_leader = Some(1);
+        m.current_term = term;
+        m.last_applied = Some(LogId::new(CommittedLeaderId::new(term, 1), applied));
+        m
+    }
+
+    /// The bug this guards: a leader restarted in the same term (its vote was committed) saw
+    /// an applied entry of its term at once — the snapshot's — and prepped zxids the log
+    /// after the snapshot had already used; followers then refused the txns and stopped.
+    #[test]
+    fn a_leader_is_ready_only_once_its_log_at_election_is_applied() {
+        assert!(!view(&metrics(3, 1399), 1, false, Some(1509)).ready);
+        assert!(view(&metrics(3, 1509), 1, false, Some(1509)).ready);
+        assert!(!view(&metrics(3, 1509), 1, false, None).ready);
+        let mut follower = metrics(3, 1509);
+        follower.state = ServerState::Follower;
+        follower.current_leader = Some(2);
+        assert!(!view(&follower, 1, false, Some(0)).ready);
     }
 }
