@@ -88,3 +88,79 @@ def write_until_ok(zk, prefix, timeout, attempt_timeout=2.0):
             return time.monotonic() - t0
         time.sleep(0.05)
     return None
+
+
+class Writers:
+    """`n` threads, each with its own kazoo session on `members` (all, by default), creating
+    `root`/w<i>-<k> for as long as they run. A create counts as acknowledged only when it
+    returned; one that failed (connection loss, a timeout) may or may not exist."""
+
+    def __init__(self, cluster, root, n=3, members=None, attempt_timeout=3.0):
+        import threading
+        self.root = root
+        self.stop_ev = threading.Event()
+        self.acked = [[] for _ in range(n)]
+        self.failed = [0] * n
+        self.clients = [cluster.client(members) for _ in range(n)]
+        self.attempt_timeout = attempt_timeout
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
+                        for i in range(n)]
+
+    def _run(self, i):
+        zk = self.clients[i]
+        k = 0
+        while not self.stop_ev.is_set():
+            k += 1
+            p = "%s/w%d-%d" % (self.root, i, k)
+            try:
+                zk.create_async(p, b"").get(timeout=self.attempt_timeout)
+                self.acked[i].append(p)
+            except (KazooException, KazooTimeoutError):
+                self.failed[i] += 1
+                time.sleep(0.05)
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def stop(self, timeout=10):
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(timeout)
+        assert not any(t.is_alive() for t in self.threads), "a writer did not stop"
+
+    def all_acked(self):
+        return [p for a in self.acked for p in a]
+
+
+def epoch_of(zxid):
+    return zxid >> 32
+
+
+def wait_new_leader_and_write(cluster, survivors, probe, prefix, timeout=60):
+    """After a leader was lost: (seconds until one of `survivors` says leader by srvr,
+    seconds until then a write through `probe` is acknowledged), from now. Fails at the
+    deadline."""
+    t0 = time.monotonic()
+    leader = None
+    while leader is None and time.monotonic() - t0 < timeout:
+        for m in survivors:
+            if m.mode(1.0) == "leader":
+                leader = m
+                break
+        else:
+            time.sleep(0.05)
+    t_leader = time.monotonic() - t0
+    assert leader is not None, cluster.diagnose("no new leader within %ss" % timeout)
+    w = write_until_ok(probe, prefix, timeout - t_leader, attempt_timeout=1.0)
+    assert w is not None, cluster.diagnose("a leader but no write within %ss" % timeout)
+    return leader, t_leader, time.monotonic() - t0
+
+
+def children_on(cluster, member, root, timeout=15):
+    zk = cluster.client([member])
+    try:
+        zk.sync_async(root).get(timeout=timeout)
+        return set(zk.get_children_async(root).get(timeout=timeout))
+    finally:
+        cluster.release(zk)
