@@ -111,6 +111,7 @@ class Member:
         self.log = os.path.join(self.dir, "server.log")
         self.proc = None
         self.stopped = False  # SIGSTOPped
+        self.expected_up = False  # started and not killed by the harness since
         self.starts = 0
 
     def __repr__(self):
@@ -162,6 +163,7 @@ class Member:
                                      start_new_session=True)
         log.close()
         self.stopped = False
+        self.expected_up = True
         if self not in _live:
             _live.append(self)
 
@@ -182,6 +184,7 @@ class Member:
             except subprocess.TimeoutExpired:
                 pass
         self.stopped = False
+        self.expected_up = False
         self._note("killed (SIGKILL)")
 
     def sigstop(self):
@@ -302,7 +305,19 @@ class Cluster:
         """Waits (bounded) for formation among `members` (default: those running); returns the
         leader or fails with every member's mode and log tail."""
         t0 = time.monotonic()
-        leader = wait_until(lambda: self.formed(members), timeout, 0.2)
+
+        def check():
+            died = [m for m in self.members if m.expected_up and not m.running()]
+            if died:
+                raise AssertionError(self.diagnose("%s exited while the ensemble formed" % died))
+            return self.formed(members)
+
+        leader = None
+        deadline = t0 + timeout
+        while leader is None and time.monotonic() < deadline:
+            leader = check()
+            if leader is None:
+                time.sleep(0.2)
         if leader is None:
             raise AssertionError(self.diagnose("no formation within %ss" % timeout))
         self.last_formation_s = time.monotonic() - t0

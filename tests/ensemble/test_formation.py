@@ -1,8 +1,10 @@
 """Formation and replication compared member by member (issue 14: 3 and 5 members)."""
 
+import time
+
 import pytest
 
-from helpers import STAT_FIELDS, assert_members_equal
+from helpers import STAT_FIELDS, assert_members_equal, try_write, write_until_ok
 
 
 def make_nodes(zk, root):
@@ -39,8 +41,11 @@ def test_formation_one_leader_the_rest_follow(ensemble, n, figures):
     assert st.get("zk_server_state") == "leader", st
     for m in c.followers():
         assert m.mntr().get("zk_server_state") == "follower"
-    # The leader counts its followers (ZooKeeper 3.8: zk_synced_followers on the leader).
-    assert int(st.get("zk_synced_followers", -1)) == n - 1, st
+    # The leader counts its learners as ZooKeeper 3.8's mntr does (no zk_followers there).
+    want = {"zk_synced_followers": n - 1, "zk_learners": n - 1, "zk_pending_syncs": 0,
+            "zk_synced_non_voting_followers": 0}
+    got = {k: int(st[k]) if k in st else None for k in want}
+    assert got == want, got
 
 
 @pytest.mark.parametrize("n", [3, 5])
@@ -59,3 +64,34 @@ def test_a_write_on_one_member_is_the_same_on_every_member(ensemble, n):
     c.release(writer)
     common = assert_members_equal(c, "/repl")
     assert "/repl/eph" not in common
+
+
+def test_an_observer_serves_clients_and_does_not_vote(ensemble):
+    """3 voters and 1 observer (`server.4=...:observer`): the observer says so, replicates and
+    takes writes; with one voter stopped writes go on, with two they stop although the leader
+    and the observer (3 of 4 processes) still run."""
+    c = ensemble(4, observers=1)
+    obs = c.members[3]
+    assert obs.mode() == "observer"
+    st = c.leader().mntr()
+    got = {k: int(st[k]) if k in st else None
+           for k in ("zk_synced_followers", "zk_synced_observers", "zk_learners")}
+    assert got == {"zk_synced_followers": 2, "zk_synced_observers": 1, "zk_learners": 3}, got
+    zk = c.client([obs])
+    make_nodes(zk, "/obs")
+    assert_members_equal(c, "/obs")
+    f1, f2 = c.followers()
+    f1.sigstop()
+    try:
+        assert write_until_ok(zk, "/obs/one-voter-down", 20) is not None, \
+            c.diagnose("no write through the observer with 2 of 3 voters up")
+        f2.sigstop()
+        time.sleep(0.5)
+        assert not try_write(zk, "/obs/two-voters-down", 8.0), \
+            c.diagnose("a write committed with 1 of 3 voters up (the observer voted?)")
+    finally:
+        f1.sigcont()
+        f2.sigcont()
+    c.wait_formed(60, members=c.members)
+    assert write_until_ok(zk, "/obs/after", 30) is not None
+    assert_members_equal(c, "/obs")
