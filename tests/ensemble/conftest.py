@@ -71,7 +71,7 @@ def figures(request):
 
 
 def pytest_terminal_summary(terminalreporter):
-    if not _FIGURES:
+    if not _FIGURES or os.environ.get("ENSEMBLE_FIGURES"):  # run.sh prints them
         return
     terminalreporter.section("ensemble figures (%s)" % KIND)
     for r in _FIGURES:

@@ -15,21 +15,25 @@ def stat_tuple(st):
 
 def tree(zk, root, timeout=15):
     """{path: (data, Stat fields, sorted children, ACLs)} of `root`'s subtree as `zk`'s member
-    serves it, after a sync (so the member has caught up with the leader's commit point)."""
+    serves it, after a sync (so the member has caught up with the leader's commit point).
+    Each level's reads are pipelined."""
     zk.sync_async(root).get(timeout=timeout)
     out = {}
-    todo = [root]
-    while todo:
-        p = todo.pop()
-        try:
-            data, st = zk.get_async(p).get(timeout=timeout)
-            kids = zk.get_children_async(p).get(timeout=timeout)
-            acls, _ = zk.get_acls_async(p).get(timeout=timeout)
-        except NoNodeError:
-            continue
-        out[p] = (data, stat_tuple(st), tuple(sorted(kids)),
-                  tuple(sorted((a.perms, a.id.scheme, a.id.id) for a in acls)))
-        todo += [(p.rstrip("/") + "/" + k) for k in kids]
+    level = [root]
+    while level:
+        asks = [(p, zk.get_async(p), zk.get_children_async(p), zk.get_acls_async(p))
+                for p in level]
+        level = []
+        for p, g, ch, ac in asks:
+            try:
+                data, st = g.get(timeout=timeout)
+                kids = ch.get(timeout=timeout)
+                acls, _ = ac.get(timeout=timeout)
+            except NoNodeError:
+                continue
+            out[p] = (data, stat_tuple(st), tuple(sorted(kids)),
+                      tuple(sorted((a.perms, a.id.scheme, a.id.id) for a in acls)))
+            level += [(p.rstrip("/") + "/" + k) for k in kids]
     return out
 
 
@@ -95,7 +99,7 @@ class Writers:
     `root`/w<i>-<k> for as long as they run. A create counts as acknowledged only when it
     returned; one that failed (connection loss, a timeout) may or may not exist."""
 
-    def __init__(self, cluster, root, n=3, members=None, attempt_timeout=3.0):
+    def __init__(self, cluster, root, n=3, members=None, attempt_timeout=3.0, pause=0.01):
         import threading
         self.root = root
         self.stop_ev = threading.Event()
@@ -103,6 +107,7 @@ class Writers:
         self.failed = [0] * n
         self.clients = [cluster.client(members) for _ in range(n)]
         self.attempt_timeout = attempt_timeout
+        self.pause = pause  # between writes: a bounded load (and trees small enough to compare)
         self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
                         for i in range(n)]
 
@@ -115,6 +120,7 @@ class Writers:
             try:
                 zk.create_async(p, b"").get(timeout=self.attempt_timeout)
                 self.acked[i].append(p)
+                time.sleep(self.pause)
             except (KazooException, KazooTimeoutError):
                 self.failed[i] += 1
                 time.sleep(0.05)
