@@ -95,3 +95,42 @@ def test_an_observer_serves_clients_and_does_not_vote(ensemble):
     c.wait_formed(60, members=c.members)
     assert write_until_ok(zk, "/obs/after", 30) is not None
     assert_members_equal(c, "/obs")
+
+
+def test_sessions_opened_while_the_ensemble_forms_work(ensemble):
+    """Clients started together with the members (before formation) get a session once a
+    member serves, and their first requests succeed: never SESSIONEXPIRED for a session just
+    handed out (a member must not serve, or say leader, before it can keep a session)."""
+    import threading
+
+    from kazoo.exceptions import ConnectionLoss
+    from kazoo.retry import KazooRetry
+
+    c = ensemble(3, start=False)
+    for m in c.members:
+        m.start()
+    errors, done = [], []
+
+    def client(i):
+        try:
+            zk = c.client(start_timeout=60, randomize=True)
+            retry = KazooRetry(max_tries=20, delay=0.1, max_delay=1.0,
+                               ignore_expire=False)  # a SessionExpired fails, not retried
+            retry(zk.create, "/early-%d" % i, b"x")
+            zk.create("/early-%d/kid" % i, ephemeral=True)
+            assert zk.exists("/early-%d/kid" % i).ephemeralOwner == zk.client_id[0]
+            done.append(i)
+        except (ConnectionLoss, Exception) as e:  # noqa: B014
+            errors.append((i, repr(e)))
+
+    ts = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(90)
+    assert not errors, c.diagnose("sessions opened during formation failed: %s" % errors)
+    assert sorted(done) == list(range(6))
+    c.wait_formed(30)
+    # (not "/": ZooKeeper's /zookeeper/config is each member's own, its mtime differs)
+    for i in range(6):
+        assert_members_equal(c, "/early-%d" % i)
