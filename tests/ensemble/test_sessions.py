@@ -9,7 +9,7 @@ import pytest
 from kazoo.protocol.states import KazooState
 
 from cluster import REPO, wait_until
-from helpers import children_on
+from helpers import assert_members_equal, children_on
 
 sys.path.insert(0, os.path.join(REPO, "tests", "differential"))
 import zkwire  # noqa: E402
@@ -170,3 +170,40 @@ def test_client_ahead_of_a_member_is_refused(ensemble):
                                          % (m, ahead, zxid, resp))
             finally:
                 conn.close()
+
+
+def test_sessions_opened_during_an_election_work(ensemble):
+    """The leader is killed and clients start at once on the survivors, while they elect:
+    each gets a session once a member serves and its first requests work (a ConnectionLoss
+    is retried; a SESSIONEXPIRED for a session just handed out is a failure)."""
+    import threading
+
+    from kazoo.retry import KazooRetry
+
+    c = ensemble(3)
+    old = c.leader()
+    survivors = [m for m in c.members if m is not old]
+    old.kill()
+    errors, done = [], []
+
+    def client(i):
+        try:
+            zk = c.client(survivors, start_timeout=60)
+            retry = KazooRetry(max_tries=20, delay=0.1, max_delay=1.0, ignore_expire=False)
+            retry(zk.create, "/elect-%d" % i, b"x")
+            zk.create("/elect-%d/kid" % i, ephemeral=True)
+            assert zk.exists("/elect-%d/kid" % i).ephemeralOwner == zk.client_id[0]
+            done.append(i)
+        except Exception as e:
+            errors.append((i, repr(e)))
+
+    ts = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(90)
+    assert not errors, c.diagnose("sessions opened during the election failed: %s" % errors)
+    assert sorted(done) == list(range(6))
+    c.wait_formed(30, members=survivors)
+    for i in range(6):
+        assert_members_equal(c, "/elect-%d" % i, members=survivors)
