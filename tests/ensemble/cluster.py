@@ -257,6 +257,7 @@ class Cluster:
         for m in self.members:
             m.write_config()
         self.clients = []
+        self.client_events = []  # per client made: its session and state changes (diagnose)
 
     def __repr__(self):
         return "%s ensemble %s" % (self.kind, self.members)
@@ -343,7 +344,16 @@ class Cluster:
         c = KazooClient(hosts=self.hosts(members), timeout=timeout, randomize_hosts=randomize,
                         **kw)
         self.clients.append(c)
+        n = len(self.client_events)
+        self.client_events.append([])
+        t0 = time.monotonic()
+
+        def note(state, n=n):
+            self.client_events[n].append("%s +%.3fs" % (state, time.monotonic() - t0))
+
+        c.add_listener(note)
         c.start(timeout=start_timeout)
+        self.client_events[n].insert(0, "session 0x%x on %s" % (c.client_id[0], self.hosts(members)))
         return c
 
     def release(self, c):
@@ -358,6 +368,11 @@ class Cluster:
     # ---- diagnostics
     def diagnose(self, msg, tail=3000):
         parts = [msg, "%r" % self]
+        # A connection dropped shows here; note that kazoo fails a request made while it
+        # reconnects (state CONNECTING) with SessionExpiredError, not ConnectionLoss.
+        moved = [(i, ev) for i, ev in enumerate(self.client_events) if len(ev) > 2]
+        if moved:
+            parts.append("kazoo clients whose state changed after connecting: %s" % moved)
         for m in self.members:
             state = ("stopped" if m.stopped else "running" if m.running()
                      else "exited rc=%s" % (m.proc.returncode if m.proc else None))
