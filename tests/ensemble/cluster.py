@@ -175,8 +175,7 @@ class Member:
             os.kill(self.proc.pid, sig)
 
     def kill(self):
-        """kill -9, and reap it (bounded)."""
-        self._signal(signal.SIGCONT if self.stopped else 0)
+        """kill -9 (a SIGSTOPped process too), and reap it (bounded)."""
         self._signal(signal.SIGKILL)
         if self.proc is not None:
             try:
@@ -353,7 +352,8 @@ class Cluster:
 
         c.add_listener(note)
         c.start(timeout=start_timeout)
-        self.client_events[n].insert(0, "session 0x%x on %s" % (c.client_id[0], self.hosts(members)))
+        self.client_events[n].insert(0, "session 0x%x on %s"
+                                     % (c.client_id[0], self.hosts(members)))
         return c
 
     def release(self, c):
