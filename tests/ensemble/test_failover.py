@@ -75,8 +75,12 @@ def test_leader_lost_under_load_no_acknowledged_write_lost(ensemble, n, how, fig
     assert_members_equal(c, "/load")
 
 
-def test_killed_follower_rejoins_after_many_writes(ensemble):
-    c = ensemble(3)
+@pytest.mark.parametrize("snap_count", [None, 100])
+def test_killed_follower_rejoins_after_many_writes(ensemble, snap_count):
+    """snapCount=100: the members snapshot (and may purge their logs) many times while the
+    follower is down, so it may have to be caught up from a snapshot (Raft's
+    install-snapshot), not from the log."""
+    c = ensemble(3, extra_cfg=["snapCount=%d" % snap_count] if snap_count else ())
     f = c.followers()[0]
     zk = c.client([m for m in c.members if m is not f])
     zk.create("/catch")
