@@ -1,0 +1,172 @@
+"""Checks shared by the ensemble tests: trees compared member by member, bounded writes."""
+
+import time
+
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+STAT_FIELDS = ("czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion",
+               "ephemeralOwner", "dataLength", "numChildren", "pzxid")
+
+
+def stat_tuple(st):
+    return tuple(getattr(st, f) for f in STAT_FIELDS)
+
+
+def tree(zk, root, timeout=15):
+    """{path: (data, Stat fields, sorted children, ACLs)} of `root`'s subtree as `zk`'s member
+    serves it, after a sync (so the member has caught up with the leader's commit point).
+    Each level's reads are pipelined."""
+    zk.sync_async(root).get(timeout=timeout)
+    out = {}
+    level = [root]
+    while level:
+        asks = [(p, zk.get_async(p), zk.get_children_async(p), zk.get_acls_async(p))
+                for p in level]
+        level = []
+        for p, g, ch, ac in asks:
+            try:
+                data, st = g.get(timeout=timeout)
+                kids = ch.get(timeout=timeout)
+                acls, _ = ac.get(timeout=timeout)
+            except NoNodeError:
+                continue
+            out[p] = (data, stat_tuple(st), tuple(sorted(kids)),
+                      tuple(sorted((a.perms, a.id.scheme, a.id.id) for a in acls)))
+            level += [(p.rstrip("/") + "/" + k) for k in kids]
+    return out
+
+
+def member_trees(cluster, root, members=None, timeout=15):
+    """{member: tree} with one client connected to that member only."""
+    out = {}
+    for m in members or cluster.running():
+        zk = cluster.client([m])
+        try:
+            out[m] = tree(zk, root, timeout)
+        finally:
+            cluster.release(zk)
+    return out
+
+
+def diff_trees(a, b, limit=8):
+    lines = []
+    for p in sorted(set(a) | set(b)):
+        if a.get(p) != b.get(p):
+            lines.append("  %s:\n    %r\n    %r" % (p, a.get(p), b.get(p)))
+            if len(lines) >= limit:
+                lines.append("  ...")
+                break
+    return "\n".join(lines)
+
+
+def assert_members_equal(cluster, root, members=None, timeout=15):
+    """Every member serves the same subtree under `root` (data, every Stat field, children,
+    ACLs). Returns the common tree."""
+    trees = member_trees(cluster, root, members, timeout)
+    ms = list(trees)
+    first = trees[ms[0]]
+    for m in ms[1:]:
+        assert trees[m] == first, "%r and %r differ under %s:\n%s" % (
+            ms[0], m, root, diff_trees(first, trees[m]))
+    return first
+
+
+def try_write(zk, path, timeout):
+    """Creates `path` (bounded by `timeout`); True if the create was acknowledged."""
+    try:
+        zk.create_async(path, b"").get(timeout=timeout)
+        return True
+    except (KazooException, KazooTimeoutError):
+        return False
+
+
+def write_until_ok(zk, prefix, timeout, attempt_timeout=2.0):
+    """Creates prefix-<n> with a new n per attempt until one is acknowledged; the seconds it
+    took, or None at the deadline."""
+    t0 = time.monotonic()
+    n = 0
+    while time.monotonic() - t0 < timeout:
+        n += 1
+        if try_write(zk, "%s-%d" % (prefix, n), attempt_timeout):
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    return None
+
+
+class Writers:
+    """`n` threads, each with its own kazoo session on `members` (all, by default), creating
+    `root`/w<i>-<k> for as long as they run. A create counts as acknowledged only when it
+    returned; one that failed (connection loss, a timeout) may or may not exist."""
+
+    def __init__(self, cluster, root, n=3, members=None, attempt_timeout=3.0, pause=0.01):
+        import threading
+        self.root = root
+        self.stop_ev = threading.Event()
+        self.acked = [[] for _ in range(n)]
+        self.failed = [0] * n
+        self.clients = [cluster.client(members) for _ in range(n)]
+        self.attempt_timeout = attempt_timeout
+        self.pause = pause  # between writes: a bounded load (and trees small enough to compare)
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
+                        for i in range(n)]
+
+    def _run(self, i):
+        zk = self.clients[i]
+        k = 0
+        while not self.stop_ev.is_set():
+            k += 1
+            p = "%s/w%d-%d" % (self.root, i, k)
+            try:
+                zk.create_async(p, b"").get(timeout=self.attempt_timeout)
+                self.acked[i].append(p)
+                time.sleep(self.pause)
+            except (KazooException, KazooTimeoutError):
+                self.failed[i] += 1
+                time.sleep(0.05)
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def stop(self, timeout=10):
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(timeout)
+        assert not any(t.is_alive() for t in self.threads), "a writer did not stop"
+
+    def all_acked(self):
+        return [p for a in self.acked for p in a]
+
+
+def epoch_of(zxid):
+    return zxid >> 32
+
+
+def wait_new_leader_and_write(cluster, survivors, probe, prefix, timeout=60):
+    """After a leader was lost: (seconds until one of `survivors` says leader by srvr,
+    seconds until then a write through `probe` is acknowledged), from now. Fails at the
+    deadline."""
+    t0 = time.monotonic()
+    leader = None
+    while leader is None and time.monotonic() - t0 < timeout:
+        for m in survivors:
+            if m.mode(1.0) == "leader":
+                leader = m
+                break
+        else:
+            time.sleep(0.05)
+    t_leader = time.monotonic() - t0
+    assert leader is not None, cluster.diagnose("no new leader within %ss" % timeout)
+    w = write_until_ok(probe, prefix, timeout - t_leader, attempt_timeout=1.0)
+    assert w is not None, cluster.diagnose("a leader but no write within %ss" % timeout)
+    return leader, t_leader, time.monotonic() - t0
+
+
+def children_on(cluster, member, root, timeout=15):
+    zk = cluster.client([member])
+    try:
+        zk.sync_async(root).get(timeout=timeout)
+        return set(zk.get_children_async(root).get(timeout=timeout))
+    finally:
+        cluster.release(zk)
