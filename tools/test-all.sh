@@ -31,6 +31,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
   tests/support/refzk.sh stop "$work/refzk2" 2>/dev/null || true
+  tests/support/palisade_ensemble.sh stop "$work/ensemble" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -76,6 +77,27 @@ run_suite "kazoo and Curator recipes from several processes against Palisade" \
   env ZK_HOSTS=127.0.0.1:$pal_port timeout -k 5 150 python3 -m pytest -q -p no:cacheprovider tests/recipes
 run_suite "lock recipes with fencing tokens: palisade-lock with Curator and kazoo holders" \
   tests/locks/run.sh 127.0.0.1:$pal_port
+
+# The same suites against a 3-member Palisade ensemble (issue 14): the kazoo suite through a
+# follower (its writes forwarded to the leader, its reads from its own applied tree), the
+# recipes and the lock suite with every member in the connect string.
+step "start a 3-member Palisade ensemble"
+ens=$work/ensemble
+ens_hosts=$(tests/support/palisade_ensemble.sh start "$ens" 3 22390 22490 extendedTypesEnabled=true "$super_digest")
+ens_follower=$(tests/support/palisade_ensemble.sh follower "$ens" 3 22390)
+run_suite "kazoo suite against a follower of a 3-member Palisade ensemble" \
+  env ZK_HOSTS=$ens_follower ZK_MODE=follower ZK_SUPER_AUTH=$super_auth python3 -m pytest -q -p no:cacheprovider tests/kazoo
+run_suite "kazoo and Curator recipes across a 3-member Palisade ensemble" \
+  env ZK_HOSTS=$ens_hosts timeout -k 5 150 python3 -m pytest -q -p no:cacheprovider tests/recipes
+run_suite "lock recipes with fencing tokens across a 3-member Palisade ensemble" \
+  tests/locks/run.sh "$ens_hosts"
+tests/support/palisade_ensemble.sh stop "$ens"
+# Ensembles of their own (3 and 5 members, ports 24100+ and 24400+): formation, replication
+# compared member by member, kill -9 / SIGSTOP of the leader under load with election times,
+# rejoin, minority, the seed scenario, sessions moving, expiry, Curator across failover; the
+# same suite against ZooKeeper 3.8's QuorumPeerMain shows it tests the right thing.
+run_suite "ensemble suite against Palisade (3 and 5 members)" tests/ensemble/run.sh
+run_suite "ensemble suite against ZooKeeper 3.8 (QuorumPeerMain)" env ENSEMBLE_KIND=zookeeper tests/ensemble/run.sh
 
 step "start a fresh Palisade and the reference Apache ZooKeeper 3.8 for the differential test"
 # Fresh servers on both sides: zxids are compared by order, so no other suite's sessions may

@@ -122,6 +122,24 @@ impl Liveness {
         self.buckets.entry(deadline).or_default().push(id);
     }
 
+    /// Moves the session's deadline to `left_ms` (at most its timeout) from now, if that is
+    /// later than it is: a follower's report of a session whose client it heard from, with
+    /// the time its own deadline had left — so a client that falls silent expires one timeout
+    /// after its last message, not after the follower's last report of it.
+    pub fn extend(&mut self, id: i64, now_ms: u64, left_ms: u64) {
+        let Some(s) = self.map.get_mut(&id) else {
+            return;
+        };
+        let left = left_ms.min(s.timeout_ms.max(0) as u64);
+        let t = now_ms.saturating_add(left);
+        let deadline = (t / self.tick_ms + 1) * self.tick_ms;
+        if deadline <= s.deadline_ms {
+            return;
+        }
+        s.deadline_ms = deadline;
+        self.buckets.entry(deadline).or_default().push(id);
+    }
+
     /// Sessions past their deadline that are not already closing, in id order. Buckets that
     /// came due are consumed.
     pub fn expired(&mut self, now_ms: u64) -> Vec<i64> {

@@ -64,7 +64,8 @@ pub enum Proposed {
 /// What a follower sends its leader.
 pub enum ToLeader {
     Forward(Vec<Forward>),
-    Touch(Vec<i64>),
+    /// Sessions alive on the follower, each with the ms its deadline there has left.
+    Touch(Vec<(i64, u64)>),
 }
 
 /// A committed entry as the core applies it.
@@ -92,6 +93,9 @@ pub struct RoleView {
     pub ready: bool,
     /// A non-voting member (an observer).
     pub learner: bool,
+    /// On the leader: a quorum acknowledged it within the lease. Without one it serves no
+    /// clients (as a ZooKeeper leader that lost its followers), but keeps what it prepped.
+    pub quorum: bool,
     /// On the leader: the other voters and observers it replicates to, and of them the
     /// ones that have matched its log (ZooKeeper's synced followers and observers).
     pub followers: u16,
@@ -211,7 +215,8 @@ impl Core {
         self.member.as_ref().is_none_or(|m| {
             m.key.is_some()
                 && match m.view.leader {
-                    Some(l) => m.view.ready || l != m.links.myid,
+                    Some(l) if l == m.links.myid => m.view.ready && m.view.quorum,
+                    Some(_) => true,
                     None => false,
                 }
         })
@@ -387,10 +392,10 @@ impl Core {
     }
 
     /// On the leader: sessions its followers' clients keep alive.
-    pub(super) fn touched(&mut self, ids: Vec<i64>) {
+    pub(super) fn touched(&mut self, ids: Vec<(i64, u64)>) {
         let now = self.now_ms();
-        for id in ids {
-            self.liveness.touch(id, now);
+        for (id, left) in ids {
+            self.liveness.extend(id, now, left);
         }
     }
 
@@ -403,11 +408,11 @@ impl Core {
         if m.view.ready || m.view.leader.is_none() {
             return;
         }
-        let ids: Vec<i64> = self
+        let ids: Vec<(i64, u64)> = self
             .liveness
             .iter()
             .filter(|(_, s)| s.conn.is_some() && s.deadline_ms > now)
-            .map(|(&id, _)| id)
+            .map(|(&id, s)| (id, s.deadline_ms - now))
             .collect();
         if !ids.is_empty() {
             let _ = m.links.to_leader.send(ToLeader::Touch(ids));
@@ -551,6 +556,17 @@ impl Core {
             self.inflight.clear();
             self.prep = Prepper::new(self.state.zxid(), self.cfg.ttl_enabled);
             self.leader = None;
+        }
+        if !changed && old.quorum && !v.quorum {
+            tracing::warn!(
+                clients = self.conns.len(),
+                "no quorum acknowledges this leader; dropping clients until one does"
+            );
+            let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+            for c in conns {
+                self.drop_conn(c, true);
+            }
+            self.pending = PendingWrites::default();
         }
         if v.ready && (changed || !old.ready) {
             self.lead(v.term);

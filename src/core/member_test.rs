@@ -61,6 +61,7 @@ fn role(leader: u64, term: u64, ready: bool) -> CoreMsg {
         leader: Some(leader),
         term,
         ready,
+        quorum: true,
         ..RoleView::default()
     })
 }

@@ -257,8 +257,8 @@ pub enum CoreMsg {
     ),
     /// Ensemble, on a follower: the leader's points for its syncs.
     SyncPoints(Vec<super::member::SyncPoint>),
-    /// Ensemble, on the leader: sessions alive on a follower.
-    Touched(Vec<i64>),
+    /// Ensemble, on the leader: sessions alive on a follower, with the ms each has left there.
+    Touched(Vec<(i64, u64)>),
     /// Ensemble, on a follower: forwarded writes of these sessions did not reach the leader.
     ForwardFailed(Vec<i64>),
     /// Ensemble: the whole state as an image, for a Raft snapshot.

@@ -1,6 +1,7 @@
 """Shared fixtures for the kazoo behaviour suite.
 
-ZK_HOSTS (default 127.0.0.1:2181) names the server under test. Every test gets
+ZK_HOSTS (default 127.0.0.1:2181) names the server under test; ZK_MODE (default
+standalone) the Mode it reports (leader/follower for an ensemble member). Every test gets
 its own top-level node /t-<uuid> (fixture `base`) which is removed afterwards,
 so the suite can run against a server that already holds data.
 """
@@ -17,6 +18,9 @@ from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 ZK_HOSTS = os.environ.get("ZK_HOSTS", "127.0.0.1:2181")
+# The Mode srvr and mntr must report: standalone, or the role of the ensemble member the
+# suite is pointed at (tools/test-all.sh runs it against a follower too).
+ZK_MODE = os.environ.get("ZK_MODE", "standalone")
 
 # Digest identities used by the ACL tests. The cleanup client authenticates as
 # all of them so that it can remove what the tests leave behind.

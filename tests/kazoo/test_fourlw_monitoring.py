@@ -15,7 +15,7 @@ import time
 
 from kazoo.client import KazooClient
 
-from conftest import ZK_HOSTS
+from conftest import ZK_HOSTS, ZK_MODE
 
 MONITORED = [
     "zk_version", "zk_server_state", "zk_avg_latency", "zk_max_latency", "zk_min_latency",
@@ -77,7 +77,7 @@ def test_mntr_parses_as_monitoring_expects(zk):
     m = mntr(zk)
     missing = [k for k in MONITORED if k not in m]
     assert not missing
-    assert m["zk_server_state"] == "standalone"
+    assert m["zk_server_state"] == ZK_MODE
     assert str(m["zk_version"]).startswith("3.8.0")
     for k, v in m.items():
         if k not in ("zk_version", "zk_server_state"):
@@ -157,7 +157,7 @@ def test_stat_parses_like_check_zookeeper(zk, base):
         if m:
             z = int(m.group(1), 16)
             result["zxid"] = (z >> 32, z & 0xFFFFFFFF)
-    assert result["mode"] == "standalone"
+    assert result["mode"] == ZK_MODE
     assert result["conns"] >= 2 and result["out"] == 0
     assert result["zxid"][0] == st.czxid >> 32 and result["zxid"][1] >= st.czxid & 0xFFFFFFFF
     assert set(result) == {"lat", "rx", "tx", "conns", "out", "nodes", "mode", "zxid"}
@@ -175,6 +175,6 @@ def test_cons_lists_the_client_session(zk):
 def test_srvr_mode_and_zxid_after_a_write(zk, base):
     _, st = zk.create(base + "/w", include_data=True)
     rows = dict(l.split(": ", 1) for l in zk.command(b"srvr").splitlines() if ": " in l)
-    assert rows["Mode"] == "standalone"
+    assert rows["Mode"] == ZK_MODE
     assert int(rows["Zxid"], 16) >= st.czxid
     assert int(rows["Node count"]) == mntr(zk)["zk_znode_count"]

@@ -8,7 +8,7 @@ import pytest
 from kazoo.exceptions import BadArgumentsError, NoAuthError, NodeExistsError
 from kazoo.security import ACL, ANYONE_ID_UNSAFE, Id
 
-from conftest import host_port
+from conftest import ZK_MODE, host_port
 from zkwire import WireSession
 
 
@@ -120,14 +120,14 @@ def test_srvr_and_stat(zk, base):
     _, st = zk.create(base + "/z", include_data=True)
     out = zk.command(b"srvr")
     assert out.startswith("Zookeeper version: 3.8.0")
-    assert re.search(r"^Mode: standalone$", out, re.M)
+    assert re.search(rf"^Mode: {ZK_MODE}$", out, re.M)
     m = re.search(r"^Zxid: (0x[0-9a-f]+)$", out, re.M)
     assert m and int(m.group(1), 16) == st.czxid  # last processed zxid
     assert re.search(r"^Node count: \d+$", out, re.M)
     stat = zk.command(b"stat")
     assert stat.startswith("Zookeeper version: 3.8.0")
     assert "\nClients:\n" in stat
-    assert re.search(r"^Mode: standalone$", stat, re.M)
+    assert re.search(rf"^Mode: {ZK_MODE}$", stat, re.M)
 
 
 def test_mntr_counts(zk, base):
@@ -136,7 +136,7 @@ def test_mntr_counts(zk, base):
         return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
 
     m0 = mntr()
-    assert m0["zk_server_state"] == "standalone"
+    assert m0["zk_server_state"] == ZK_MODE
     assert m0["zk_version"].startswith("3.8.0")
     zk.create(base + "/a")
     zk.create(base + "/b", ephemeral=True)

@@ -48,6 +48,13 @@ impl Applier for CoreApplier {
         let mut items = Vec::with_capacity(txns.len());
         for (log_id, p) in txns {
             items.push(match p {
+                Proposal::Txn(bytes) if !prepped_in(&bytes, log_id.leader_id.term) => {
+                    // Prepped in another term than it was logged in: a leader's proposal that
+                    // reached Raft after it lost that term. Its prep saw an overlay now gone, so
+                    // every member skips it (the same log, the same decision).
+                    tracing::warn!(entry = %log_id, "skipping a txn prepped in another term");
+                    continue;
+                }
                 Proposal::Key(k) => Committed::Key(k),
                 Proposal::Digest { zxid, digest } => Committed::Digest { zxid, digest },
                 Proposal::Txn(bytes) => {
@@ -90,6 +97,14 @@ impl Applier for CoreApplier {
     }
 }
 
+/// Whether an encoded txn's zxid carries `term` as its epoch (zxid = term << 32 | counter):
+/// the TxnHeader's zxid is its third field (client id i64, cxid i32, zxid i64).
+fn prepped_in(txn: &[u8], term: u64) -> bool {
+    txn.get(12..20)
+        .and_then(|b| b.first_chunk::<8>())
+        .is_some_and(|b| (i64::from_be_bytes(*b) >> 32) as u64 == term)
+}
+
 /// What answers the peer port: Raft's RPCs, and on the leader its followers' forwards.
 struct Peer {
     raft: Raft<TypeConfig>,
@@ -127,7 +142,7 @@ impl PeerHandler for Peer {
             .ok()?;
         rx.await.ok().flatten()
     }
-    async fn touch(&self, ids: Vec<i64>) {
+    async fn touch(&self, ids: Vec<(i64, u64)>) {
         let _ = self.core.send(CoreMsg::Touched(ids)).await;
     }
 }
@@ -172,16 +187,19 @@ pub struct Settings {
 }
 
 /// ZooKeeper's timing mapped to Raft's (docs/ENSEMBLE.md): heartbeat = tickTime / 2 (a
-/// follower's ping interval); election timeout syncLimit·tickTime / 2 .. syncLimit·tickTime;
-/// install-snapshot timeout initLimit·tickTime.
+/// follower's ping interval); election timeout syncLimit·tickTime / 4 .. syncLimit·tickTime / 2
+/// — openraft 0.9 has a follower wait out the leader's lease (the election timeout's maximum)
+/// before its own timeout runs, so a lost leader is contested within syncLimit ticks, when a
+/// ZooKeeper follower gives up on it; install-snapshot timeout initLimit·tickTime.
 pub fn raft_config(cfg: &Settings) -> io::Result<openraft::Config> {
     let tick = cfg.tick_time.max(2);
-    let election_max = cfg.sync_limit.saturating_mul(tick).max(4);
+    let heartbeat = (tick / 2).max(1);
+    let election_max = (cfg.sync_limit.saturating_mul(tick) / 2).max(heartbeat + 2);
     openraft::Config {
         cluster_name: "palisade".into(),
-        heartbeat_interval: (tick / 2).max(1),
-        election_timeout_min: (election_max / 2).max(tick / 2 + 1),
-        election_timeout_max: election_max.max(tick / 2 + 2),
+        heartbeat_interval: heartbeat,
+        election_timeout_min: (election_max / 2).max(heartbeat + 1),
+        election_timeout_max: election_max,
         install_snapshot_timeout: cfg.init_limit.saturating_mul(tick).max(200),
         snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snap_count.max(1)),
         ..Default::default()
@@ -212,6 +230,7 @@ pub async fn start(
     let segment = cfg.segment_bytes.max(1 << 20);
     let (log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
     let config = Arc::new(raft_config(cfg)?);
+    let lease_ms = config.election_timeout_max;
     let raft = Raft::new(myid, config, Network { me: myid }, log, sm)
         .await
         .map_err(|e| io::Error::other(format!("cannot start Raft: {e}")))?;
@@ -254,6 +273,7 @@ pub async fn start(
         learner,
         nodes,
         info,
+        lease_ms,
     ));
     tokio::spawn(proposer(raft.clone(), propose));
     let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
@@ -269,6 +289,7 @@ fn view(
     me: NodeId,
     learner: bool,
     caught_up: Option<u64>,
+    lease_ms: u64,
 ) -> RoleView {
     let leads = m.state == ServerState::Leader && m.current_leader == Some(me);
     let applied = m.last_applied.is_some_and(|l| {
@@ -279,6 +300,7 @@ fn view(
         term: m.current_term,
         ready: leads && applied,
         learner,
+        quorum: !leads || m.millis_since_quorum_ack.is_some_and(|ms| ms <= lease_ms),
         ..RoleView::default()
     };
     if let (true, Some(r)) = (leads, m.replication.as_ref()) {
@@ -305,6 +327,7 @@ async fn roles(
     learner: bool,
     nodes: BTreeMap<NodeId, (BasicNode, Role)>,
     info: Arc<parking_lot::Mutex<RaftInfo>>,
+    lease_ms: u64,
 ) {
     let mut rx = raft.metrics();
     let mut last = None;
@@ -330,7 +353,7 @@ async fn roles(
                 purged: log_id(m.purged),
                 millis_since_quorum_ack: m.millis_since_quorum_ack,
             };
-            let v = view(&m, me, learner, led.map(|(_, i)| i));
+            let v = view(&m, me, learner, led.map(|(_, i)| i), lease_ms);
             let members: Vec<NodeId> = m.membership_config.nodes().map(|(id, _)| *id).collect();
             let missing: Vec<(NodeId, BasicNode)> = nodes
                 .iter()
@@ -352,8 +375,13 @@ async fn roles(
                 }
             }
         }
-        if rx.changed().await.is_err() {
-            return;
+        // Metrics change when something happens; a quorum that falls silent changes nothing,
+        // so the view is also looked at again every lease / 4.
+        tokio::select! {
+            r = rx.changed() => if r.is_err() {
+                return;
+            },
+            _ = tokio::time::sleep(Duration::from_millis((lease_ms / 4).max(10))) => {}
         }
     }
 }
@@ -450,12 +478,33 @@ mod tests {
     /// after the snapshot had already used; followers then refused the txns and stopped.
     #[test]
     fn a_leader_is_ready_only_once_its_log_at_election_is_applied() {
-        assert!(!view(&metrics(3, 1399), 1, false, Some(1509)).ready);
-        assert!(view(&metrics(3, 1509), 1, false, Some(1509)).ready);
-        assert!(!view(&metrics(3, 1509), 1, false, None).ready);
+        assert!(!view(&metrics(3, 1399), 1, false, Some(1509), 1000).ready);
+        assert!(view(&metrics(3, 1509), 1, false, Some(1509), 1000).ready);
+        assert!(!view(&metrics(3, 1509), 1, false, None, 1000).ready);
         let mut follower = metrics(3, 1509);
         follower.state = ServerState::Follower;
         follower.current_leader = Some(2);
-        assert!(!view(&follower, 1, false, Some(0)).ready);
+        assert!(!view(&follower, 1, false, Some(0), 1000).ready);
+        assert!(view(&follower, 1, false, Some(0), 1000).quorum);
+    }
+
+    #[test]
+    fn a_leader_without_a_quorum_within_its_lease_says_so() {
+        let mut m = metrics(3, 10);
+        m.millis_since_quorum_ack = Some(900);
+        assert!(view(&m, 1, false, Some(10), 1000).quorum);
+        m.millis_since_quorum_ack = Some(1001);
+        assert!(!view(&m, 1, false, Some(10), 1000).quorum);
+        m.millis_since_quorum_ack = None;
+        assert!(!view(&m, 1, false, Some(10), 1000).quorum);
+    }
+
+    #[test]
+    fn a_txn_is_applied_only_in_the_term_it_was_prepped_in() {
+        let mut p = crate::prep::Prepper::new(7 << 32, false);
+        let txn = p.create_session(1, 4000, 0).encode();
+        assert!(prepped_in(&txn, 7));
+        assert!(!prepped_in(&txn, 8));
+        assert!(!prepped_in(&txn[..10], 7));
     }
 }

@@ -38,7 +38,7 @@ pub enum PeerRequest {
     /// A follower's clients' writes, for the leader to prep.
     Forward(Vec<Forward>),
     /// Sessions alive on a follower (its clients' pings, in one message a tick).
-    Touch(Vec<i64>),
+    Touch(Vec<(i64, u64)>),
 }
 
 type SnapshotResult =
@@ -72,7 +72,7 @@ pub trait PeerHandler: Send + Sync + 'static {
     fn forward(&self, _ops: Vec<Forward>) -> impl Future<Output = Option<Vec<SyncPoint>>> + Send {
         async { None }
     }
-    fn touch(&self, _sessions: Vec<i64>) -> impl Future<Output = ()> + Send {
+    fn touch(&self, _sessions: Vec<(i64, u64)>) -> impl Future<Output = ()> + Send {
         async {}
     }
 }
@@ -260,7 +260,7 @@ impl PeerClient {
         }
     }
 
-    pub async fn touch(&mut self, ids: Vec<i64>, ttl: Duration) -> io::Result<()> {
+    pub async fn touch(&mut self, ids: Vec<(i64, u64)>, ttl: Duration) -> io::Result<()> {
         match self.call(PeerRequest::Touch(ids), ttl).await {
             Ok(_) => Ok(()),
             Err(e) => Err(e.into_io()),

@@ -46,8 +46,10 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// Opens a new session on `addr` ("host:port"), asking for `session_timeout` (the server
-    /// clamps it to its min/max). Fails if the server cannot be reached within that timeout.
+    /// Opens a new session on `addr` ("host:port", or an ensemble's "h1:p1,h2:p2,…": tried in
+    /// turn, and reconnects move on to the next one), asking for `session_timeout` (the
+    /// server clamps it to its min/max). Fails if no server can be reached within that
+    /// timeout.
     pub async fn connect(addr: &str, session_timeout: Duration) -> Result<Client, Error> {
         Client::start(addr, 0, connection::no_password(), session_timeout).await
     }
@@ -71,14 +73,28 @@ impl Client {
     ) -> Result<Client, Error> {
         let ms = i32::try_from(session_timeout.as_millis())
             .map_err(|_| Error::BadArgument("session timeout over i32::MAX ms".into()))?;
-        let hs = connection::handshake(addr, session_id, &password, 0, ms);
-        let est = match tokio::time::timeout(session_timeout.max(Duration::from_secs(1)), hs).await
-        {
-            Err(_) => return Err(Error::Timeout),
-            Ok(Err(connection::HandshakeError::Expired)) => return Err(Error::SessionExpired),
-            Ok(Err(connection::HandshakeError::Io(e))) => return Err(Error::Io(e)),
-            Ok(Err(connection::HandshakeError::Protocol(s))) => return Err(Error::Protocol(s)),
-            Ok(Ok(est)) => est,
+        let hosts = crate::shared::hosts(addr);
+        let deadline = tokio::time::Instant::now() + session_timeout.max(Duration::from_secs(1));
+        let mut tries = hosts.iter().cycle();
+        let est = loop {
+            let Some(host) = tries.next() else {
+                return Err(Error::BadArgument(format!("no host in {addr:?}")));
+            };
+            let hs = connection::handshake(host, session_id, &password, 0, ms);
+            let last_chance = hosts.len() == 1;
+            match tokio::time::timeout_at(deadline, hs).await {
+                Err(_) => return Err(Error::Timeout),
+                Ok(Err(connection::HandshakeError::Expired)) => return Err(Error::SessionExpired),
+                Ok(Err(connection::HandshakeError::Io(e))) if last_chance => {
+                    return Err(Error::Io(e))
+                }
+                Ok(Err(connection::HandshakeError::Protocol(s))) if last_chance => {
+                    return Err(Error::Protocol(s))
+                }
+                // A member that is down or not serving (no leader yet): the next one.
+                Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Ok(Ok(est)) => break est,
+            }
         };
         let shared = Arc::new(Shared::new(
             addr.to_string(),

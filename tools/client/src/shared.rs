@@ -5,13 +5,16 @@
 use crate::state::SessionState;
 use crate::watch::WatchRegistry;
 use bytes::Bytes;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 pub(crate) struct Shared {
+    /// "host:port", or several separated by commas (an ensemble's members).
     pub addr: String,
+    /// Which of them the next reconnect tries.
+    next_host: AtomicUsize,
     pub session_id: i64,
     pub password: Bytes,
     /// What the client asks for on every (re)connect.
@@ -33,6 +36,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The members of a connect string "h1:p1,h2:p2" (whitespace allowed, empty parts skipped).
+pub(crate) fn hosts(addr: &str) -> Vec<String> {
+    addr.split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 impl Shared {
     pub fn new(
         addr: String,
@@ -45,6 +57,7 @@ impl Shared {
     ) -> Shared {
         Shared {
             addr,
+            next_host: AtomicUsize::new(1),
             session_id,
             password,
             requested_timeout_ms,
@@ -54,6 +67,17 @@ impl Shared {
             state: watch::Sender::new(SessionState::Connected),
             watches: Mutex::new(WatchRegistry::default()),
         }
+    }
+
+    /// The member the next (re)connect attempt goes to; each call moves on to the next one,
+    /// starting after the one the session was made on.
+    pub fn next_host(&self) -> String {
+        let hosts = hosts(&self.addr);
+        let i = self.next_host.fetch_add(1, Ordering::Relaxed);
+        hosts
+            .get(i % hosts.len().max(1))
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub fn session_timeout(&self) -> Duration {

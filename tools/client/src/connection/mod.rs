@@ -144,10 +144,11 @@ async fn reconnect(
             return Err(Ended::Expired);
         }
         tried = true;
+        let host = shared.next_host();
         let attempt = tokio::time::timeout(
             left.clamp(Duration::from_millis(250), max_try),
             handshake(
-                &shared.addr,
+                &host,
                 shared.session_id,
                 &shared.password,
                 shared.last_zxid(),
