@@ -174,6 +174,19 @@ async fn start_member(
     let info = std::sync::Arc::new(parking_lot::Mutex::new(Default::default()));
     core.join(crate::core::member::MemberLinks {
         myid,
+        quorum_size: cfg
+            .members
+            .iter()
+            .filter(|m| m.role == crate::ensemble::members::Role::Participant)
+            .count()
+            / 2
+            + 1,
+        conf: crate::ensemble::members::conf_lines(
+            &cfg.members,
+            myid,
+            cfg.init_limit,
+            cfg.sync_limit,
+        ),
         info: info.clone(),
         propose: propose_tx,
         to_leader: leader_tx,

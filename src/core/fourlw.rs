@@ -217,7 +217,12 @@ impl Core {
                 let _ = writeln!(out, "maxClientCnxns={}", self.cfg.max_client_cnxns);
                 let _ = writeln!(out, "minSessionTimeout={}", self.cfg.min_session_timeout);
                 let _ = writeln!(out, "maxSessionTimeout={}", self.cfg.max_session_timeout);
-                let _ = writeln!(out, "serverId=0");
+                match self.member_conf() {
+                    Some(lines) => out.push_str(lines),
+                    None => {
+                        let _ = writeln!(out, "serverId=0");
+                    }
+                }
             }
             // ZooKeeper 3.8's mntr dumps every metric of its provider, as `monitor` does; the
             // same fields here, from the same sample (src/metrics/monitor.rs). Palisade's own

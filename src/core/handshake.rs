@@ -21,6 +21,20 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// A handshake waiting for this member to catch up (member.rs revalidation).
+pub(crate) struct Handshake {
+    pub conn: ConnId,
+    pub req: ConnectRequest,
+    pub out: OutTx,
+    pub peer: SocketAddr,
+    pub ready: oneshot::Sender<bool>,
+    pub x509: Option<Box<str>>,
+}
+
+/// The cxid a revalidation's sync waits under: clients never use it (their xids are
+/// positive, the special ones small negatives).
+pub(crate) const REVALIDATE_CXID: i32 = i32::MIN;
+
 impl Core {
     fn negotiate(&self, requested: i32) -> i32 {
         requested.clamp(
@@ -40,6 +54,21 @@ impl Core {
         ready: oneshot::Sender<bool>,
         x509: Option<Box<str>>,
     ) {
+        self.connect_as(conn, req, out, peer, ready, x509, false)
+    }
+
+    /// `revalidated`: this member has since applied the leader's point for it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn connect_as(
+        &mut self,
+        conn: ConnId,
+        req: ConnectRequest,
+        out: OutTx,
+        peer: SocketAddr,
+        ready: oneshot::Sender<bool>,
+        x509: Option<Box<str>>,
+        revalidated: bool,
+    ) {
         if !self.serving() {
             tracing::info!(%peer, "not serving: no leader yet; closing");
             let _ = out.send(Out::Close);
@@ -51,6 +80,23 @@ impl Core {
             tracing::info!(%peer, seen = format_args!("{:#x}", req.last_zxid_seen), ours = format_args!("{ours:#x}"), "client has seen a later zxid; closing");
             let _ = out.send(Out::Close);
             let _ = ready.send(false);
+            return;
+        }
+        let id = req.session_id;
+        if id != 0 && self.liveness.get(id).is_none() && self.forwards_writes() && !revalidated {
+            // Perhaps created on another member and not applied here yet: ask the leader
+            // for its point (as a sync), then decide (ZooKeeper's learners revalidate too).
+            let hs = Handshake {
+                conn,
+                req,
+                out,
+                peer,
+                ready,
+                x509,
+            };
+            let what = super::member::Forwarded::Sync;
+            let awaiting = Awaiting::Revalidate(Box::new(hs));
+            self.forward(conn, id, REVALIDATE_CXID, what, awaiting);
             return;
         }
         let timeout = self.negotiate(req.time_out);

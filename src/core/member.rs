@@ -143,6 +143,10 @@ impl RaftInfo {
 /// The channels to consensus.
 pub struct MemberLinks {
     pub myid: u64,
+    /// What `conf` adds for a member (serverId, limits, membership), from members.rs.
+    pub conf: String,
+    /// Votes that make a quorum (mntr's zk_quorum_size).
+    pub quorum_size: usize,
     pub info: std::sync::Arc<parking_lot::Mutex<RaftInfo>>,
     pub propose: UnboundedSender<Vec<Proposed>>,
     pub to_leader: UnboundedSender<ToLeader>,
@@ -220,6 +224,16 @@ impl Core {
                     None => false,
                 }
         })
+    }
+
+    /// Votes that make a quorum (None: standalone).
+    pub(crate) fn quorum_size(&self) -> Option<usize> {
+        self.member.as_ref().map(|m| m.links.quorum_size)
+    }
+
+    /// `conf`'s lines for a member (None: standalone).
+    pub(crate) fn member_conf(&self) -> Option<&str> {
+        self.member.as_ref().map(|m| m.links.conf.as_str())
     }
 
     /// `lgif`: Raft's state (None: standalone).
@@ -336,9 +350,16 @@ impl Core {
                 let Some(w) = self.pending.take_unordered(session, cxid) else {
                     continue;
                 };
-                if let Awaiting::Sync(r) = w.awaiting {
-                    let frame = super::read::sync_reply(cxid, applied, r);
-                    self.write_answered(w.conn, frame, applied);
+                match w.awaiting {
+                    Awaiting::Sync(r) => {
+                        let frame = super::read::sync_reply(cxid, applied, r);
+                        self.write_answered(w.conn, frame, applied);
+                    }
+                    Awaiting::Revalidate(h) => {
+                        let h = *h;
+                        self.connect_as(h.conn, h.req, h.out, h.peer, h.ready, h.x509, true);
+                    }
+                    _ => {}
                 }
             }
         }
@@ -349,6 +370,14 @@ impl Core {
         let (session, cxid) = (f.session, f.cxid);
         let txn = match f.what {
             Forwarded::CreateSession { timeout } => {
+                // Known to the leader from its prep, as ZooKeeper's leader tracks a session
+                // from its PrepRequestProcessor: the follower may apply the createSession and
+                // answer its client before this leader's core does, and the client's next
+                // request must not find the session missing here.
+                if self.liveness.get(session).is_none() {
+                    let now = self.now_ms();
+                    self.liveness.add(session, timeout, now);
+                }
                 self.prep.create_session(session, timeout, time)
             }
             Forwarded::Sync => return,

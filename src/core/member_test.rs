@@ -45,6 +45,8 @@ fn node(myid: u64) -> Node {
     let mut core = Core::new(cfg(), Box::new(Proposer::new(p_tx.clone())));
     core.join(MemberLinks {
         myid,
+        conf: String::new(),
+        quorum_size: 2,
         info: Default::default(),
         propose: p_tx,
         to_leader: l_tx,
@@ -349,4 +351,91 @@ fn a_member_whose_digest_differs_from_the_leader_stops() {
     );
     assert!(stopped[1], "the follower stops");
     let _ = replies(&mut c);
+}
+
+#[test]
+fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
+    let mut p = Pair::new(1);
+    // A session made on the leader, committed there only so far.
+    let mut c = connect(&mut p.nodes[0], 30, 0, [0; 16]);
+    p.nodes[0].core.log.flush();
+    let mut created = Vec::new();
+    while let Ok(batch) = p.nodes[0].proposals.try_recv() {
+        for prop in batch {
+            if let Proposed::Txn(b) = prop {
+                created.push(Txn::decode(b, usize::MAX).expect("txn"));
+            }
+        }
+    }
+    let (ack, _) = oneshot::channel();
+    let items = created.iter().cloned().map(Committed::Txn).collect();
+    p.nodes[0].core.handle(CoreMsg::Committed { items, ack });
+    let r = replies(&mut c);
+    let (_, id, _, pw) = r.first().cloned().expect("a ConnectResponse");
+    let pw: [u8; 16] = pw.as_ref().try_into().expect("16 bytes");
+    // The client moves to the follower before it applied the createSession: no answer yet.
+    let mut moved = connect(&mut p.nodes[1], 31, id, pw);
+    assert!(
+        replies(&mut moved).is_empty(),
+        "decided only at the leader's point"
+    );
+    p.nodes[1].core.flush_forwards();
+    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+        let (tx, mut rx) = oneshot::channel();
+        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
+        let points = rx.try_recv().ok().flatten().expect("points");
+        p.nodes[1].core.handle(CoreMsg::SyncPoints(points));
+    }
+    assert!(replies(&mut moved).is_empty());
+    let (ack, _) = oneshot::channel();
+    let items = created.into_iter().map(Committed::Txn).collect();
+    p.nodes[1].core.handle(CoreMsg::Committed { items, ack });
+    let r = replies(&mut moved);
+    assert_eq!(r.first().map(|x| (x.0, x.1)), Some((i32::MIN, id)), "{r:?}");
+    // A session nobody has: refused after the revalidation.
+    let mut gone = connect(&mut p.nodes[1], 32, id + 1, pw);
+    p.settle();
+    let r = replies(&mut gone);
+    assert_eq!(r.first().map(|x| x.1), Some(0), "expired: {r:?}");
+}
+
+#[test]
+fn a_session_is_known_to_the_leader_from_its_prep() {
+    let mut p = Pair::new(1);
+    let mut c = connect(&mut p.nodes[1], 10, 0, [0; 16]);
+    p.nodes[1].core.flush_forwards();
+    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
+    }
+    p.nodes[0].core.log.flush();
+    let mut created = Vec::new();
+    while let Ok(batch) = p.nodes[0].proposals.try_recv() {
+        for prop in batch {
+            if let Proposed::Txn(b) = prop {
+                created.push(Txn::decode(b, usize::MAX).expect("txn"));
+            }
+        }
+    }
+    // The follower applies the createSession first and answers its client; the client's
+    // first write reaches the leader before the leader's own apply.
+    let (ack, _) = oneshot::channel();
+    let items = created.iter().cloned().map(Committed::Txn).collect();
+    p.nodes[1].core.handle(CoreMsg::Committed { items, ack });
+    let r = replies(&mut c);
+    assert_eq!(r.first().map(|x| x.0), Some(i32::MIN), "{r:?}");
+    request(&mut p.nodes[1], &c, 1, create("/early", 0));
+    p.nodes[1].core.flush_forwards();
+    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
+    }
+    let (ack, _) = oneshot::channel();
+    let items = created.into_iter().map(Committed::Txn).collect();
+    p.nodes[0].core.handle(CoreMsg::Committed { items, ack });
+    p.settle();
+    let r = replies(&mut c);
+    assert_eq!(
+        r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
+        vec![(1, 0)],
+        "not SESSIONEXPIRED"
+    );
 }

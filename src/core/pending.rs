@@ -23,6 +23,9 @@ pub(crate) enum Awaiting {
     Close,
     /// A follower's sync: answered once this member has applied the leader's point.
     Sync(palisade_proto::SyncRequest),
+    /// A handshake naming a session this member does not know (yet): decided once it has
+    /// applied the leader's point, so a member that lags does not call a live session expired.
+    Revalidate(Box<super::handshake::Handshake>),
 }
 
 pub(crate) struct Waiter {

@@ -82,6 +82,9 @@ impl Core {
             s.push("pending_syncs", Value::Gauge(0));
             s.push("followers", n(v.followers + v.observers));
         }
+        if let Some(q) = self.quorum_size() {
+            s.push("quorum_size", int(q));
+        }
 
         let sh = shared();
         for &name in zk::COUNTERS {

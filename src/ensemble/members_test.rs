@@ -80,3 +80,23 @@ fn myid_allows_the_newline_echo_writes() {
     assert!(parse_myid("three").is_err());
     assert!(parse_myid("").is_err());
 }
+
+#[test]
+fn conf_lists_the_members_as_zookeeper_does() {
+    let kv: std::collections::BTreeMap<String, String> = [
+        ("server.1", "127.0.0.1:2888:3888"),
+        ("server.2", "127.0.0.1:2889:3889:observer;2182"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let m = members(&kv).expect("members");
+    let text = conf_lines(&m, 2, 10, 5);
+    assert_eq!(
+        text,
+        "serverId=2\ninitLimit=10\nsyncLimit=5\nelectionAlg=3\nelectionPort=3889\n\
+         quorumPort=2889\npeerType=1\nmembership: \n\
+         server.1=127.0.0.1:2888:3888:participant\n\
+         server.2=127.0.0.1:2889:3889:observer;0.0.0.0:2182\nversion=0\n"
+    );
+}
