@@ -179,6 +179,11 @@ run_suite "failover-replay: kill -9 cycles against Palisade" \
   --max-seconds 240 --seed 1 --snapshot-word csnp --crash-points --offline-checks \
   --server-log "$fo/server.log"
 
+# Its ensemble mode (issue 14): 3 Palisade members, kill -9 / SIGSTOP of the leader or a
+# follower, invariants checked on every member after each cycle (about 15 s).
+run_suite "failover-replay: ensemble mode against 3 Palisade members" \
+  env WORK="$work/fo-ensemble" tools/failover/ensemble-quick.sh
+
 # The benchmark still works (not a speed test: --quick, both servers, about a minute).
 run_suite "benchmark driver, quick mode (Palisade and ZooKeeper 3.8)" \
   timeout -k 5 300 python3 tools/bench/driver.py --quick

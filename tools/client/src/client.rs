@@ -73,27 +73,33 @@ impl Client {
     ) -> Result<Client, Error> {
         let ms = i32::try_from(session_timeout.as_millis())
             .map_err(|_| Error::BadArgument("session timeout over i32::MAX ms".into()))?;
-        let hosts = crate::shared::hosts(addr);
-        let deadline = tokio::time::Instant::now() + session_timeout.max(Duration::from_secs(1));
-        let mut tries = hosts.iter().cycle();
+        // `addr` may list several members ("h1:p1,h2:p2"): tried in turn until one accepts,
+        // within the timeout; a single address gets one attempt with the whole timeout.
+        let hosts: Vec<&str> = addr.split(',').collect();
+        let total = session_timeout.max(Duration::from_secs(1));
+        let deadline = Instant::now() + total;
+        let each = if hosts.len() > 1 {
+            (total / hosts.len() as u32).max(Duration::from_millis(500))
+        } else {
+            total
+        };
+        let mut i = 0;
         let est = loop {
-            let Some(host) = tries.next() else {
-                return Err(Error::BadArgument(format!("no host in {addr:?}")));
-            };
+            let host = hosts[i % hosts.len()];
             let hs = connection::handshake(host, session_id, &password, 0, ms);
-            let last_chance = hosts.len() == 1;
-            match tokio::time::timeout_at(deadline, hs).await {
-                Err(_) => return Err(Error::Timeout),
+            let err = match tokio::time::timeout(each, hs).await {
+                Err(_) => Error::Timeout,
                 Ok(Err(connection::HandshakeError::Expired)) => return Err(Error::SessionExpired),
-                Ok(Err(connection::HandshakeError::Io(e))) if last_chance => {
-                    return Err(Error::Io(e))
-                }
-                Ok(Err(connection::HandshakeError::Protocol(s))) if last_chance => {
-                    return Err(Error::Protocol(s))
-                }
-                // A member that is down or not serving (no leader yet): the next one.
-                Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Ok(Err(connection::HandshakeError::Io(e))) => Error::Io(e),
+                Ok(Err(connection::HandshakeError::Protocol(s))) => Error::Protocol(s),
                 Ok(Ok(est)) => break est,
+            };
+            i += 1;
+            if hosts.len() == 1 || Instant::now() >= deadline {
+                return Err(err);
+            }
+            if i % hosts.len() == 0 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         };
         let shared = Arc::new(Shared::new(
@@ -105,6 +111,7 @@ impl Client {
             0,
             est.sent_at,
         ));
+        shared.opened_on(i % hosts.len());
         let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
         tokio::spawn(connection::run(est, shared.clone(), rx));
         Ok(Client {

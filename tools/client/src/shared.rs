@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 pub(crate) struct Shared {
-    /// "host:port", or several separated by commas (an ensemble's members).
+    /// "host:port", or a comma-separated list of them (an ensemble's members): each reconnect
+    /// attempt goes to the next one, as ZooKeeper's clients rotate through their host list.
     pub addr: String,
-    /// Which of them the next reconnect tries.
-    next_host: AtomicUsize,
+    /// The member of `addr` the next reconnect attempt goes to.
+    next_addr: AtomicUsize,
     pub session_id: i64,
     pub password: Bytes,
     /// What the client asks for on every (re)connect.
@@ -36,15 +37,6 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The members of a connect string "h1:p1,h2:p2" (whitespace allowed, empty parts skipped).
-pub(crate) fn hosts(addr: &str) -> Vec<String> {
-    addr.split(',')
-        .map(str::trim)
-        .filter(|h| !h.is_empty())
-        .map(String::from)
-        .collect()
-}
-
 impl Shared {
     pub fn new(
         addr: String,
@@ -57,7 +49,7 @@ impl Shared {
     ) -> Shared {
         Shared {
             addr,
-            next_host: AtomicUsize::new(1),
+            next_addr: AtomicUsize::new(1),
             session_id,
             password,
             requested_timeout_ms,
@@ -69,15 +61,17 @@ impl Shared {
         }
     }
 
-    /// The member the next (re)connect attempt goes to; each call moves on to the next one,
-    /// starting after the one the session was made on.
-    pub fn next_host(&self) -> String {
-        let hosts = hosts(&self.addr);
-        let i = self.next_host.fetch_add(1, Ordering::Relaxed);
-        hosts
-            .get(i % hosts.len().max(1))
-            .cloned()
-            .unwrap_or_default()
+    /// The address the next (re)connect attempt goes to: the members of `addr` in turn,
+    /// starting after the one the session was opened on.
+    pub fn next_addr(&self) -> &str {
+        let hosts: Vec<&str> = self.addr.split(',').collect();
+        let i = self.next_addr.fetch_add(1, Ordering::Relaxed);
+        hosts[i % hosts.len()]
+    }
+
+    /// The session was opened on member `i` of `addr`: reconnects start with the next one.
+    pub fn opened_on(&self, i: usize) {
+        self.next_addr.store(i + 1, Ordering::Relaxed);
     }
 
     pub fn session_timeout(&self) -> Duration {

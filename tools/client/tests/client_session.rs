@@ -231,3 +231,29 @@ async fn connect_to_nothing_fails_fast() {
     let r = Client::connect(&format!("127.0.0.1:{port}"), LIMIT).await;
     assert!(matches!(r, Err(Error::Io(_))), "{r:?}");
 }
+
+#[tokio::test]
+async fn a_host_list_skips_a_dead_member_and_reconnects_to_the_next() {
+    let dead = format!("127.0.0.1:{}", support::free_port());
+    let mut srv = Server::start("hostlist");
+    let hosts = format!("{dead},{}", srv.addr());
+    let c = Client::connect(&hosts, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let id = c.session_id();
+    c.create("/h", b"", CreateMode::Ephemeral).await.unwrap();
+    let mut state = c.state();
+    srv.kill9();
+    timeout(LIMIT, state.wait_for(|s| *s == SessionState::Disconnected))
+        .await
+        .unwrap()
+        .unwrap();
+    srv.restart();
+    // Attempts alternate between the dead address and the live one.
+    timeout(LIMIT, state.wait_for(|s| *s == SessionState::Connected))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.session_id(), id);
+    assert!(c.exists("/h").await.unwrap().is_some());
+}

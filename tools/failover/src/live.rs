@@ -19,26 +19,43 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args)]
 pub struct Args {
     /// The shell command that starts the server on its data dir (run with `sh -c`, in its
-    /// own process group so kill -9 reaches every process it starts).
-    #[arg(long)]
-    start: String,
+    /// own process group so kill -9 reaches every process it starts). Not with --ensemble.
+    #[arg(long, required_unless_present = "ensemble")]
+    start: Option<String>,
     /// Where the server listens (loopback).
     #[arg(long, default_value = "127.0.0.1:2181")]
     server: String,
     /// The server's data dir: watched for snapshots being written.
-    #[arg(long)]
-    data_dir: PathBuf,
+    #[arg(long, required_unless_present = "ensemble")]
+    data_dir: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
     #[arg(long, default_value_t = 10)]
-    cycles: u64,
+    pub(crate) cycles: u64,
     /// Stop starting new cycles after this many seconds.
     #[arg(long, default_value_t = 300)]
-    max_seconds: u64,
+    pub(crate) max_seconds: u64,
     #[arg(long, default_value_t = 4)]
-    workers: usize,
+    pub(crate) workers: usize,
     #[arg(long, default_value_t = 30_000)]
-    session_timeout_ms: u64,
+    pub(crate) session_timeout_ms: u64,
+    /// Ensemble mode: lay out and start this many members on loopback ports under --work,
+    /// and kill -9 or SIGSTOP the leader or a follower each cycle (docs/FAILOVER.md).
+    #[arg(long)]
+    ensemble: Option<usize>,
+    /// Ensemble mode: which server the members run.
+    #[arg(long, value_enum, default_value = "palisade")]
+    pub(crate) kind: crate::ensemble::Kind,
+    /// Ensemble mode: the server binary (Palisade; default target/release/palisade) or the
+    /// java binary (ZooKeeper; default java).
+    #[arg(long)]
+    pub(crate) bin: Option<PathBuf>,
+    /// Ensemble mode: where the members' dirs go (removed first).
+    #[arg(long)]
+    pub(crate) work: Option<PathBuf>,
+    /// Ensemble mode: the members' tickTime (initLimit=10, syncLimit=5).
+    #[arg(long, default_value_t = 200)]
+    pub(crate) tick_ms: u64,
     /// A four-letter word that starts a snapshot (Palisade: csnp).
     #[arg(long)]
     snapshot_word: Option<String>,
@@ -104,6 +121,14 @@ fn block<F: std::future::Future>(rt: &tokio::runtime::Runtime, f: F) -> F::Outpu
 }
 
 pub fn run(a: Args) -> Result<bool, String> {
+    if let Some(n) = a.ensemble {
+        if n < 2 {
+            return Err("--ensemble needs at least 2 members".into());
+        }
+        return crate::ensemble::run(a, n);
+    }
+    let start = a.start.clone().unwrap_or_default();
+    let data_dir = a.data_dir.clone().unwrap_or_default();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -114,7 +139,7 @@ pub fn run(a: Args) -> Result<bool, String> {
         .and_then(|(_, p)| p.parse().ok())
         .ok_or("--server must be HOST:PORT")?;
     let timeout = Duration::from_millis(a.session_timeout_ms);
-    let mut server = Server::new(&a.start, port, &a.server_log);
+    let mut server = Server::new(&start, port, &a.server_log);
     server.spawn(&[]).map_err(|e| e.to_string())?;
     server.wait_ready(Duration::from_secs(120))?;
     let ledger = Arc::new(Mutex::new(Ledger::default()));
@@ -207,7 +232,7 @@ pub fn run(a: Args) -> Result<bool, String> {
                 }
                 let mut caught = false;
                 while t_load.elapsed() < Duration::from_secs(8) {
-                    if snapshot_in_progress(&a.data_dir) {
+                    if snapshot_in_progress(&data_dir) {
                         caught = true;
                         break;
                     }
@@ -293,7 +318,7 @@ pub fn run(a: Args) -> Result<bool, String> {
             }
         }
         if a.offline_checks {
-            let d = palisade_inspect::DataDir::new(&a.data_dir);
+            let d = palisade_inspect::DataDir::new(&data_dir);
             // Violations only: a replay cut short because the live server purged a snapshot
             // meanwhile is not one (damage in the log is, and is reported as a violation).
             match palisade_inspect::invariants(&d) {

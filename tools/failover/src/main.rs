@@ -5,11 +5,14 @@
 //!
 //!   palisade-failover live --start 'target/release/palisade /tmp/f/zoo.cfg' \
 //!       --server 127.0.0.1:2181 --data-dir /tmp/f/data --cycles 20 --seed 7
+//!   palisade-failover live --ensemble 3 --kind palisade|zookeeper --work /tmp/fo --cycles 10
+//!       (N members on loopback; kill -9 or SIGSTOP the leader or a follower each cycle)
 //!   palisade-failover offline DATADIR          (Palisade data dirs: validate + invariants)
 //!   palisade-failover damage DATADIR WORKDIR   (drills on copies: tear, flip, drop; recover)
 
 mod check;
 mod damage;
+mod ensemble;
 mod ledger;
 mod live;
 mod server;

@@ -86,6 +86,16 @@ impl Server {
             .is_none_or(|c| c.try_wait().ok().flatten().is_some())
     }
 
+    /// A signal (SIGSTOP, SIGCONT) to the whole process group; false when not running.
+    pub fn signal(&mut self, sig: i32) -> bool {
+        let Some(c) = self.child.as_ref() else {
+            return false;
+        };
+        let pgid = c.id() as i32;
+        // SAFETY: as in kill9: plain integers, a negative pid names the child's process group.
+        pgid > 0 && unsafe { libc::kill(-pgid, sig) } == 0
+    }
+
     /// SIGKILL to the whole process group, then reap.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {

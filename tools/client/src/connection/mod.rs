@@ -144,11 +144,10 @@ async fn reconnect(
             return Err(Ended::Expired);
         }
         tried = true;
-        let host = shared.next_host();
         let attempt = tokio::time::timeout(
             left.clamp(Duration::from_millis(250), max_try),
             handshake(
-                &host,
+                shared.next_addr(),
                 shared.session_id,
                 &shared.password,
                 shared.last_zxid(),
