@@ -78,15 +78,20 @@ run_suite "kazoo and Curator recipes from several processes against Palisade" \
 run_suite "lock recipes with fencing tokens: palisade-lock with Curator and kazoo holders" \
   tests/locks/run.sh 127.0.0.1:$pal_port
 
-# The same suites against a 3-member Palisade ensemble (issue 14): the kazoo suite through a
-# follower (its writes forwarded to the leader, its reads from its own applied tree), the
-# recipes and the lock suite with every member in the connect string.
+# The same suites against a 3-member Palisade ensemble (issue 14): the kazoo suite and the
+# zkCli.sh / C client / Curator suite through a follower (its writes forwarded to the leader,
+# its reads from its own applied tree), the client suite again, the recipes and the lock suite
+# with every member in the connect string.
 step "start a 3-member Palisade ensemble"
 ens=$work/ensemble
 ens_hosts=$(tests/support/palisade_ensemble.sh start "$ens" 3 22390 22490 extendedTypesEnabled=true "$super_digest")
 ens_follower=$(tests/support/palisade_ensemble.sh follower "$ens" 3 22390)
 run_suite "kazoo suite against a follower of a 3-member Palisade ensemble" \
   env ZK_HOSTS=$ens_follower ZK_MODE=follower ZK_SUPER_AUTH=$super_auth python3 -m pytest -q -p no:cacheprovider tests/kazoo
+run_suite "zkCli.sh, C client and Curator through a follower of a 3-member Palisade ensemble" \
+  env KNOWN_GAPS=tests/clients/palisade-known-gaps.txt ZK_SUPER_AUTH=$super_auth tests/clients/run.sh "$ens_follower"
+run_suite "zkCli.sh, C client and Curator with every member of a 3-member Palisade ensemble in the connect string" \
+  env KNOWN_GAPS=tests/clients/palisade-known-gaps.txt ZK_SUPER_AUTH=$super_auth tests/clients/run.sh "$ens_hosts"
 run_suite "kazoo and Curator recipes across a 3-member Palisade ensemble" \
   env ZK_HOSTS=$ens_hosts timeout -k 5 150 python3 -m pytest -q -p no:cacheprovider tests/recipes
 run_suite "lock recipes with fencing tokens across a 3-member Palisade ensemble" \

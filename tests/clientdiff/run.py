@@ -224,8 +224,12 @@ def fourlw_checks(ref, sut):
         finally:
             c1.close()
             c2.close()
+        # ZooKeeper drops a closed connection's watches after it stops counting the
+        # connection, so wait for both gauges to settle (a watch that lingers for good still
+        # shows after the timeout)
         after = poll(lambda a=a: parse_mntr(four(a, "mntr"))[0],
-                     lambda m: m.get("zk_num_alive_connections") == before.get("zk_num_alive_connections"))
+                     lambda m: all(m.get(k) == before.get(k) for k in
+                                   ("zk_num_alive_connections", "zk_watch_count")))
         d = {k: mid[k] - before[k] for k in ("zk_znode_count", "zk_ephemerals_count", "zk_watch_count",
                                              "zk_num_alive_connections", "zk_approximate_data_size")}
         d.update({k + " after": after[k] - before[k] for k in ("zk_znode_count", "zk_ephemerals_count",

@@ -29,9 +29,15 @@ async fn start(id: NodeId, dir: &Path, listener: TcpListener, config: Arc<Config
     let (log, sm) = storage::open(dir, 64 << 10, StateApplier::default())
         .await
         .unwrap();
-    let raft = Raft::new(id, config, Network { me: id }, log, sm.clone())
-        .await
-        .unwrap();
+    let raft = Raft::new(
+        id,
+        config,
+        Network::new(id, Duration::from_millis(50)),
+        log,
+        sm.clone(),
+    )
+    .await
+    .unwrap();
     let stop = CancellationToken::new();
     tokio::spawn(serve(listener, Arc::new(raft.clone()), stop.clone()));
     Member { raft, sm, stop }

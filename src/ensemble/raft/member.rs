@@ -9,6 +9,7 @@
 //!   the peer link;
 //! - the role task turns Raft's metrics into the core's `RoleView`.
 
+use super::election;
 use super::network::{serve, Network, PeerClient, PeerHandler};
 use super::state_machine::Applier;
 use super::storage;
@@ -21,7 +22,7 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, LogId, Raft, RaftMetrics, ServerState, SnapshotPolicy};
+use openraft::{BasicNode, LogId, Raft, RaftMetrics, ServerState};
 use palisade_proto::Txn;
 use std::collections::BTreeMap;
 use std::io;
@@ -186,28 +187,6 @@ pub struct Settings {
     pub identity: u64,
 }
 
-/// ZooKeeper's timing mapped to Raft's (docs/ENSEMBLE.md): heartbeat = tickTime / 2 (a
-/// follower's ping interval); election timeout syncLimit·tickTime / 4 .. syncLimit·tickTime / 2
-/// — openraft 0.9 has a follower wait out the leader's lease (the election timeout's maximum)
-/// before its own timeout runs, so a lost leader is contested within syncLimit ticks, when a
-/// ZooKeeper follower gives up on it; install-snapshot timeout initLimit·tickTime.
-pub fn raft_config(cfg: &Settings) -> io::Result<openraft::Config> {
-    let tick = cfg.tick_time.max(2);
-    let heartbeat = (tick / 2).max(1);
-    let election_max = (cfg.sync_limit.saturating_mul(tick) / 2).max(heartbeat + 2);
-    openraft::Config {
-        cluster_name: "palisade".into(),
-        heartbeat_interval: heartbeat,
-        election_timeout_min: (election_max / 2).max(heartbeat + 1),
-        election_timeout_max: election_max,
-        install_snapshot_timeout: cfg.init_limit.saturating_mul(tick).max(200),
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snap_count.max(1)),
-        ..Default::default()
-    }
-    .validate()
-    .map_err(|e| io::Error::other(format!("Raft timing from tickTime/syncLimit: {e}")))
-}
-
 /// Starts the member `myid`: opens its Raft storage under `dataLogDir/raft` (the core must
 /// be running: a saved snapshot is installed through it), serves the peer port, forms the
 /// ensemble on first start, and runs the tasks that link Raft and the core.
@@ -229,9 +208,15 @@ pub async fn start(
     let applier = CoreApplier { core: core.clone() };
     let segment = cfg.segment_bytes.max(1 << 20);
     let (log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
-    let config = Arc::new(raft_config(cfg)?);
+    let config = Arc::new(election::raft_config(
+        cfg.tick_time,
+        cfg.init_limit,
+        cfg.sync_limit,
+        cfg.snap_count,
+    )?);
     let lease_ms = config.election_timeout_max;
-    let raft = Raft::new(myid, config, Network { me: myid }, log, sm)
+    let network = Network::new(myid, Duration::from_millis(config.heartbeat_interval));
+    let raft = Raft::new(myid, config, network, log, sm)
         .await
         .map_err(|e| io::Error::other(format!("cannot start Raft: {e}")))?;
     let addr = peer_addr(me).ok_or_else(|| io::Error::other("server.N without an address"))?;
@@ -255,6 +240,7 @@ pub async fn start(
             voters.insert(m.id, BasicNode::new(a));
         }
     }
+    let voter_ids: Vec<NodeId> = voters.keys().copied().collect();
     let initialized = raft
         .is_initialized()
         .await
@@ -275,6 +261,9 @@ pub async fn start(
         info,
         lease_ms,
     ));
+    if !learner {
+        tokio::spawn(election::prompt(raft.clone(), myid, voter_ids));
+    }
     tokio::spawn(proposer(raft.clone(), propose));
     let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
     tokio::spawn(forwarder(raft.clone(), core, myid, to_leader, ttl));
@@ -404,6 +393,20 @@ async fn proposer(raft: Raft<TypeConfig>, mut rx: mpsc::UnboundedReceiver<Vec<Pr
     }
 }
 
+/// Resolves once Raft names another leader than `leader` (or stops).
+async fn leader_changes(raft: &Raft<TypeConfig>, leader: NodeId) {
+    let mut m = raft.metrics();
+    while m.borrow_and_update().current_leader == Some(leader) {
+        if m.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Sends a follower core's writes and touches to the leader, one call at a time. A call to a
+/// leader that has gone silent (paused, partitioned) is given up as soon as another leader is
+/// known, not after the call's whole ttl: the writes behind it go to the new one, and the
+/// given-up writes fail with CONNECTIONLOSS (they may or may not commit, as ZooKeeper's).
 async fn forwarder(
     raft: Raft<TypeConfig>,
     core: mpsc::Sender<CoreMsg>,
@@ -425,22 +428,27 @@ async fn forwarder(
             });
             (leader, addr)
         };
-        let client = match (leader, addr) {
-            (Some(l), Some(a)) => {
-                if link.as_ref().is_none_or(|c| c.target() != l) {
-                    link = Some(PeerClient::new(me, l, a));
-                }
-                link.as_mut()
+        if let (Some(l), Some(a)) = (leader, &addr) {
+            if link.as_ref().is_none_or(|c| c.target() != l) {
+                link = Some(PeerClient::new(me, l, a.clone()));
             }
-            _ => None,
-        };
+        } else {
+            link = None;
+        }
         match msg {
             ToLeader::Forward(ops) => {
                 let sessions: Vec<i64> = ops.iter().map(|f| f.session).collect();
-                let points = match client {
-                    Some(c) => c.forward(ops, ttl).await.ok().flatten(),
-                    None => None,
+                let points = match (&mut link, leader) {
+                    (Some(c), Some(l)) => tokio::select! {
+                        r = c.forward(ops, ttl) => r.ok().flatten(),
+                        _ = leader_changes(&raft, l) => None,
+                    },
+                    _ => None,
                 };
+                if points.is_none() {
+                    // The link may be mid-call: the next call opens a fresh one.
+                    link = None;
+                }
                 let msg = match points {
                     Some(p) if p.is_empty() => continue,
                     Some(p) => CoreMsg::SyncPoints(p),
@@ -451,8 +459,14 @@ async fn forwarder(
                 }
             }
             ToLeader::Touch(ids) => {
-                if let Some(c) = client {
-                    let _ = c.touch(ids, ttl).await;
+                if let (Some(c), Some(l)) = (&mut link, leader) {
+                    let given_up = tokio::select! {
+                        r = c.touch(ids, ttl) => r.is_err(),
+                        _ = leader_changes(&raft, l) => true,
+                    };
+                    if given_up {
+                        link = None;
+                    }
                 }
             }
         }

@@ -11,7 +11,7 @@ use crate::core::member::{Forward, SyncPoint};
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Timeout, Unreachable,
 };
-use openraft::network::{RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
+use openraft::network::{Backoff, RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
@@ -186,10 +186,20 @@ async fn serve_link<H: PeerHandler>(mut stream: TcpStream, handler: &H) -> io::R
 }
 
 /// Makes one [`PeerClient`] per target, as openraft asks.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Network {
     /// The local member's id, for openraft's timeout errors.
     pub me: NodeId,
+    /// How long openraft waits before it calls an unreachable member again. Its default
+    /// (500 ms) outlasts the lease: a member back from a restart would hear nothing for that
+    /// long and campaign, unseating a healthy leader; one heartbeat is short enough.
+    pub retry: Duration,
+}
+
+impl Network {
+    pub fn new(me: NodeId, retry: Duration) -> Network {
+        Network { me, retry }
+    }
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -201,6 +211,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             addr: node.addr.clone(),
             link: None,
+            retry: self.retry,
         }
     }
 }
@@ -210,6 +221,7 @@ pub struct PeerClient {
     target: NodeId,
     addr: String,
     link: Option<TcpStream>,
+    retry: Duration,
 }
 
 enum CallError {
@@ -237,6 +249,7 @@ impl PeerClient {
             target,
             addr,
             link: None,
+            retry: Duration::from_millis(500),
         }
     }
 
@@ -322,6 +335,10 @@ impl PeerClient {
 }
 
 impl RaftNetwork<TypeConfig> for PeerClient {
+    fn backoff(&self) -> Backoff {
+        Backoff::new(std::iter::repeat(self.retry))
+    }
+
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,

@@ -52,7 +52,9 @@ async fn start(stand: Arc<Stand>) -> (String, CancellationToken) {
 }
 
 async fn client(addr: &str) -> PeerClient {
-    Network { me: 1 }.new_client(2, &BasicNode::new(addr)).await
+    Network::new(1, Duration::from_millis(50))
+        .new_client(2, &BasicNode::new(addr))
+        .await
 }
 
 fn entry(index: u64, bytes: &'static [u8]) -> Entry<TypeConfig> {
