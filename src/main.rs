@@ -59,8 +59,14 @@ fn log_format() -> Result<LogFormat, String> {
 
 fn init_logs(format: LogFormat) {
     use std::io::IsTerminal;
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    // openraft's own info lines narrate every vote, and its replication logs each retry to a
+    // member that is down (two lines a retry, several retries a second); the peer links log
+    // a member going away and coming back once each instead. RUST_LOG shows them all.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        "info,openraft=warn,openraft::replication=off,\
+         openraft::engine::handler::replication_handler=off"
+            .into()
+    });
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(filter);

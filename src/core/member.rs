@@ -20,7 +20,7 @@ use super::pending::{Awaiting, PendingWrites, Waiter};
 use super::{wall_ms, Core};
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
-use crate::durability::{image, Durability};
+use crate::durability::Durability;
 use crate::prep::{Caller, Prepper};
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request, Txn};
@@ -78,6 +78,15 @@ pub enum Committed {
         zxid: i64,
         digest: u64,
     },
+}
+
+/// Where a committed batch ends in the Raft log (the entry's term, the node that led it, its
+/// index): opaque to the core, which hands it back with a snapshot's image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogPos {
+    pub term: u64,
+    pub node: u64,
+    pub index: u64,
 }
 
 /// Own digests kept for the leader's to compare with (one every DIGEST_EVERY txns).
@@ -157,11 +166,15 @@ pub(super) struct Member {
     view: RoleView,
     /// Forwards queued this turn, sent with the turn's batch.
     queued: Vec<Forward>,
-    key: Option<[u8; 16]>,
+    pub(super) key: Option<[u8; 16]>,
     /// Syncs whose point is known, by the zxid to apply first.
     syncs: BTreeMap<i64, Vec<(i64, i32)>>,
     /// This member's digests after the txns the digest rule picks, oldest first.
     digests: std::collections::VecDeque<(i64, u64)>,
+    /// Where in the Raft log the applied state stands.
+    pub(super) applied_at: Option<LogPos>,
+    /// The Raft snapshot being captured, if one is.
+    pub(super) capture: Option<super::raft_snapshot::RaftCapture>,
 }
 
 /// The Durability of a member: prepped txns are proposed, one batch per core turn. Digest
@@ -205,6 +218,8 @@ impl Core {
             key: None,
             syncs: BTreeMap::new(),
             digests: Default::default(),
+            applied_at: None,
+            capture: None,
         });
     }
 
@@ -460,7 +475,7 @@ impl Core {
 
     /// Committed entries, in log order. Returns false when this member's state diverged
     /// from the log (a txn at or below the applied zxid): it stops rather than serve.
-    pub(super) fn committed(&mut self, items: Vec<Committed>) -> bool {
+    pub(super) fn committed(&mut self, items: Vec<Committed>, at: Option<LogPos>) -> bool {
         for item in items {
             let txn = match item {
                 Committed::Key(k) => {
@@ -497,7 +512,11 @@ impl Core {
                 Some(_) => self.abandon_proposals(),
                 None => {}
             }
+            self.raft_snapshot_txn(&txn);
             self.commit(txn);
+        }
+        if let (Some(m), Some(at)) = (self.member.as_mut(), at) {
+            m.applied_at = Some(at);
         }
         self.answer_syncs();
         true
@@ -630,34 +649,10 @@ impl Core {
         }
     }
 
-    /// The state as a Raft snapshot's image: the key, then `image`.
-    pub(super) fn image(&self) -> Vec<u8> {
-        let key = self.member.as_ref().and_then(|m| m.key);
-        let mut out = Vec::new();
-        match key {
-            Some(k) => {
-                out.push(1);
-                out.extend_from_slice(&k);
-            }
-            None => out.push(0),
-        }
-        out.extend_from_slice(&image::encode(&self.state));
-        out
-    }
-
-    /// Replaces the state with a Raft snapshot's image.
-    pub(super) fn install(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let (key, rest) = match bytes.split_first() {
-            Some((1, rest)) => {
-                let (k, rest) = rest
-                    .split_first_chunk::<16>()
-                    .ok_or("image shorter than its key")?;
-                (Some(*k), rest)
-            }
-            Some((0, rest)) => (None, rest),
-            _ => return Err("image of unknown kind".into()),
-        };
-        let state = image::decode(rest).map_err(|e| e.to_string())?;
+    /// Replaces the state with a Raft snapshot's image (`raft_snapshot.rs`), which stands at
+    /// `at` in the Raft log.
+    pub(super) fn install(&mut self, bytes: &[u8], at: Option<LogPos>) -> Result<(), String> {
+        let (key, state) = super::raft_snapshot::decode(bytes)?;
         let conns: Vec<ConnId> = self.conns.keys().copied().collect();
         for c in conns {
             self.drop_conn(c, true);
@@ -678,6 +673,10 @@ impl Core {
             if key.is_some() {
                 m.key = key;
             }
+            m.applied_at = at;
+            // A capture of the state just replaced is worth nothing: its builder fails and
+            // openraft builds again later.
+            m.capture = None;
         }
         tracing::info!(
             zxid = format_args!("{:#x}", self.state.zxid()),

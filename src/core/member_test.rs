@@ -142,7 +142,11 @@ impl Pair {
         for (i, n) in self.nodes.iter_mut().enumerate() {
             let (ack, _) = oneshot::channel();
             let items = vec![copy(&c)];
-            stopped[i] |= n.core.handle(CoreMsg::Committed { items, ack });
+            stopped[i] |= n.core.handle(CoreMsg::Committed {
+                items,
+                at: None,
+                ack,
+            });
         }
         self.log.push(c);
     }
@@ -369,7 +373,11 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
     }
     let (ack, _) = oneshot::channel();
     let items = created.iter().cloned().map(Committed::Txn).collect();
-    p.nodes[0].core.handle(CoreMsg::Committed { items, ack });
+    p.nodes[0].core.handle(CoreMsg::Committed {
+        items,
+        at: None,
+        ack,
+    });
     let r = replies(&mut c);
     let (_, id, _, pw) = r.first().cloned().expect("a ConnectResponse");
     let pw: [u8; 16] = pw.as_ref().try_into().expect("16 bytes");
@@ -389,7 +397,11 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
     assert!(replies(&mut moved).is_empty());
     let (ack, _) = oneshot::channel();
     let items = created.into_iter().map(Committed::Txn).collect();
-    p.nodes[1].core.handle(CoreMsg::Committed { items, ack });
+    p.nodes[1].core.handle(CoreMsg::Committed {
+        items,
+        at: None,
+        ack,
+    });
     let r = replies(&mut moved);
     assert_eq!(r.first().map(|x| (x.0, x.1)), Some((i32::MIN, id)), "{r:?}");
     // A session nobody has: refused after the revalidation.
@@ -420,7 +432,11 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     // first write reaches the leader before the leader's own apply.
     let (ack, _) = oneshot::channel();
     let items = created.iter().cloned().map(Committed::Txn).collect();
-    p.nodes[1].core.handle(CoreMsg::Committed { items, ack });
+    p.nodes[1].core.handle(CoreMsg::Committed {
+        items,
+        at: None,
+        ack,
+    });
     let r = replies(&mut c);
     assert_eq!(r.first().map(|x| x.0), Some(i32::MIN), "{r:?}");
     request(&mut p.nodes[1], &c, 1, create("/early", 0));
@@ -430,7 +446,11 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     }
     let (ack, _) = oneshot::channel();
     let items = created.into_iter().map(Committed::Txn).collect();
-    p.nodes[0].core.handle(CoreMsg::Committed { items, ack });
+    p.nodes[0].core.handle(CoreMsg::Committed {
+        items,
+        at: None,
+        ack,
+    });
     p.settle();
     let r = replies(&mut c);
     assert_eq!(

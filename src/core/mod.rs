@@ -28,6 +28,7 @@ pub mod liveness;
 pub mod member;
 mod msg;
 mod pending;
+mod raft_snapshot;
 pub(crate) mod read;
 pub(crate) mod reply;
 mod sample;
@@ -206,6 +207,7 @@ impl Core {
                 break;
             }
             self.snapshot_step();
+            self.raft_snapshot_step();
         }
         tracing::info!(
             zxid = format_args!("{:#x}", self.state.zxid()),
@@ -246,8 +248,8 @@ impl Core {
                 return true;
             }
             CoreMsg::Drained(conn) => self.drained(conn),
-            CoreMsg::Committed { items, ack } => {
-                let ok = self.committed(items);
+            CoreMsg::Committed { items, at, ack } => {
+                let ok = self.committed(items, at);
                 let _ = ack.send(());
                 return !ok;
             }
@@ -261,11 +263,9 @@ impl Core {
             CoreMsg::SyncPoints(points) => self.sync_points(points),
             CoreMsg::Touched(ids) => self.touched(ids),
             CoreMsg::ForwardFailed(sessions) => self.forward_failed(sessions),
-            CoreMsg::Image(reply) => {
-                let _ = reply.send(self.image());
-            }
-            CoreMsg::Install { image, ack } => {
-                let _ = ack.send(self.install(&image));
+            CoreMsg::Image(reply) => self.raft_snapshot(reply),
+            CoreMsg::Install { image, at, ack } => {
+                let _ = ack.send(self.install(&image, at));
             }
             CoreMsg::Tick => self.tick(),
             CoreMsg::Shutdown => {

@@ -243,8 +243,10 @@ pub enum CoreMsg {
     Durable(i64),
     LogFailed(String),
     /// Ensemble: entries committed by the quorum, in log order; acknowledged once applied.
+    /// `at`: where in the Raft log the batch ends.
     Committed {
         items: Vec<super::member::Committed>,
+        at: Option<super::member::LogPos>,
         ack: oneshot::Sender<()>,
     },
     /// Ensemble: who leads now, and whether this member may prep.
@@ -261,11 +263,13 @@ pub enum CoreMsg {
     Touched(Vec<(i64, u64)>),
     /// Ensemble, on a follower: forwarded writes of these sessions did not reach the leader.
     ForwardFailed(Vec<i64>),
-    /// Ensemble: the whole state as an image, for a Raft snapshot.
-    Image(oneshot::Sender<Vec<u8>>),
-    /// Ensemble: replace the state with a Raft snapshot's image.
+    /// Ensemble: a fuzzy image of the state for a Raft snapshot, taken between batches; the
+    /// answer says where in the Raft log the image stands.
+    Image(oneshot::Sender<(Vec<u8>, Option<super::member::LogPos>)>),
+    /// Ensemble: replace the state with a Raft snapshot's image, which stands at `at`.
     Install {
         image: Vec<u8>,
+        at: Option<super::member::LogPos>,
         ack: oneshot::Sender<Result<(), String>>,
     },
     Tick,

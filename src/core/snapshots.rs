@@ -60,8 +60,11 @@ impl Core {
         self.snap = Some(s);
     }
 
+    /// Whether a capture (a snapshot file's, or an ensemble member's Raft snapshot) is in
+    /// progress: the core loop then polls rather than waits, so the capture advances.
     pub(super) fn capturing(&self) -> bool {
         self.snap.as_ref().is_some_and(|s| s.capture.is_some())
+            || self.member.as_ref().is_some_and(|m| m.capture.is_some())
     }
 
     /// Counts an applied txn; starts a snapshot when one is due.

@@ -23,6 +23,8 @@ pub enum RecoveryError {
     BadTxn { zxid: i64, reason: String },
     #[error("the log jumps from zxid {after:#x} to {found:#x}: the txns between are missing")]
     Gap { after: i64, found: i64 },
+    #[error("txn zxid {found:#x} does not follow {after:#x}")]
+    NotIncreasing { after: i64, found: i64 },
     #[error("the snapshot's capture ended at zxid {end:#x} but the log stops at {last:#x}: txns the snapshot saw are missing from the log")]
     LogShort { end: i64, last: i64 },
     /// A snapshot that saw txns the log does not hold: the log was cut or replaced after the
@@ -168,6 +170,21 @@ impl Replayer {
         if z != after + 1 {
             return Err(RecoveryError::Gap { after, found: z });
         }
+        self.apply(txn)
+    }
+
+    /// Applies the next txn of an ensemble's log, whose zxids jump at each new epoch (and
+    /// past a txn its term skipped): strictly increasing is what holds there.
+    pub fn txn_increasing(&mut self, txn: &Txn) -> Result<(), RecoveryError> {
+        let (z, after) = (txn.header.zxid, self.state.zxid());
+        if z <= after {
+            return Err(RecoveryError::NotIncreasing { after, found: z });
+        }
+        self.apply(txn)
+    }
+
+    fn apply(&mut self, txn: &Txn) -> Result<(), RecoveryError> {
+        let z = txn.header.zxid;
         self.state.apply(txn);
         self.replayed += 1;
         let digest = self.state.tree.digest();

@@ -28,7 +28,8 @@ const LEASE_FLOOR_MS: u64 = 80;
 /// Raft's timing from tickTime and syncLimit (docs/ENSEMBLE.md): election timeout max (the
 /// lease) syncLimit·tickTime / 2 within 80..300 ms, min half of that; heartbeat an eighth of
 /// the lease, so that a lease outlasts seven lost heartbeats; install-snapshot timeout
-/// initLimit·tickTime.
+/// initLimit·tickTime; snapshot every snapCount entries, and the log kept snapCount entries
+/// behind it.
 pub fn raft_config(
     tick_time: u64,
     init_limit: u64,
@@ -44,6 +45,9 @@ pub fn raft_config(
         election_timeout_max: lease,
         install_snapshot_timeout: init_limit.saturating_mul(tick).max(200),
         snapshot_policy: SnapshotPolicy::LogsSinceLast(snap_count.max(1)),
+        // A member further behind than snapCount entries is sent a snapshot, as a
+        // ZooKeeper follower beyond the leader's committed-log window is synced by SNAP.
+        max_in_snapshot_log_to_keep: snap_count.max(1),
         ..Default::default()
     }
     .validate()

@@ -11,10 +11,12 @@
 
 use super::election;
 use super::network::{serve, Network, PeerClient, PeerHandler};
-use super::state_machine::Applier;
+use super::state_machine::{Applier, PendingImage};
 use super::storage;
 use super::types::{NodeId, Proposal, TypeConfig};
-use crate::core::member::{Committed, Forward, Proposed, RaftInfo, RoleView, SyncPoint, ToLeader};
+use crate::core::member::{
+    Committed, Forward, LogPos, Proposed, RaftInfo, RoleView, SyncPoint, ToLeader,
+};
 use crate::core::CoreMsg;
 use crate::ensemble::members::{Member, Role};
 use openraft::error::{InstallSnapshotError, RaftError};
@@ -22,7 +24,7 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, LogId, Raft, RaftMetrics, ServerState};
+use openraft::{BasicNode, CommittedLeaderId, LogId, Raft, RaftMetrics, ServerState};
 use palisade_proto::Txn;
 use std::collections::BTreeMap;
 use std::io;
@@ -42,7 +44,13 @@ fn core_gone() -> io::Error {
 }
 
 impl Applier for CoreApplier {
-    async fn apply(&mut self, txns: Vec<(LogId<NodeId>, Proposal)>) -> io::Result<()> {
+    async fn apply(
+        &mut self,
+        txns: Vec<(LogId<NodeId>, Proposal)>,
+        upto: LogId<NodeId>,
+    ) -> io::Result<()> {
+        // A batch of only blank or membership entries leaves the core where it is (its next
+        // snapshot stands at the last txn's entry, as good a point as any after it).
         if txns.is_empty() {
             return Ok(());
         }
@@ -70,32 +78,57 @@ impl Applier for CoreApplier {
         }
         let (ack, done) = oneshot::channel();
         self.core
-            .send(CoreMsg::Committed { items, ack })
+            .send(CoreMsg::Committed {
+                items,
+                at: Some(log_pos(upto)),
+                ack,
+            })
             .await
             .map_err(|_| core_gone())?;
         done.await.map_err(|_| core_gone())
     }
 
-    async fn snapshot(&mut self) -> io::Result<Vec<u8>> {
+    async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {
         let (tx, rx) = oneshot::channel();
         self.core
             .send(CoreMsg::Image(tx))
             .await
             .map_err(|_| core_gone())?;
-        rx.await.map_err(|_| core_gone())
+        Ok(Box::pin(async move {
+            let (image, at) = rx
+                .await
+                .map_err(|_| io::Error::other("the core dropped the snapshot capture"))?;
+            Ok((image, at.map(log_id)))
+        }))
     }
 
-    async fn install(&mut self, image: &[u8]) -> io::Result<()> {
+    async fn install(&mut self, image: &[u8], at: Option<LogId<NodeId>>) -> io::Result<()> {
         let (ack, done) = oneshot::channel();
         let image = image.to_vec();
         self.core
-            .send(CoreMsg::Install { image, ack })
+            .send(CoreMsg::Install {
+                image,
+                at: at.map(log_pos),
+                ack,
+            })
             .await
             .map_err(|_| core_gone())?;
         done.await
             .map_err(|_| core_gone())?
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
+}
+
+fn log_pos(l: LogId<NodeId>) -> LogPos {
+    LogPos {
+        term: l.leader_id.term,
+        node: l.leader_id.node_id,
+        index: l.index,
+    }
+}
+
+fn log_id(p: LogPos) -> LogId<NodeId> {
+    LogId::new(CommittedLeaderId::new(p.term, p.node), p.index)
 }
 
 /// Whether an encoded txn's zxid carries `term` as its epoch (zxid = term << 32 | counter):

@@ -190,9 +190,9 @@ async fn serve_link<H: PeerHandler>(mut stream: TcpStream, handler: &H) -> io::R
 pub struct Network {
     /// The local member's id, for openraft's timeout errors.
     pub me: NodeId,
-    /// How long openraft waits before it calls an unreachable member again. Its default
-    /// (500 ms) outlasts the lease: a member back from a restart would hear nothing for that
-    /// long and campaign, unseating a healthy leader; one heartbeat is short enough.
+    /// How long openraft waits before it calls an unreachable member again, for the first
+    /// few tries. Its default (500 ms) outlasts the lease: a member back from a restart would
+    /// hear nothing for that long and campaign, unseating a healthy leader.
     pub retry: Duration,
 }
 
@@ -212,6 +212,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             addr: node.addr.clone(),
             link: None,
             retry: self.retry,
+            down: false,
         }
     }
 }
@@ -222,6 +223,8 @@ pub struct PeerClient {
     addr: String,
     link: Option<TcpStream>,
     retry: Duration,
+    /// The member could not be reached at the last try (logged once, and once when back).
+    down: bool,
 }
 
 enum CallError {
@@ -250,6 +253,7 @@ impl PeerClient {
             addr,
             link: None,
             retry: Duration::from_millis(500),
+            down: false,
         }
     }
 
@@ -294,9 +298,20 @@ impl PeerClient {
 
     async fn call_inner(&mut self, req: PeerRequest) -> Result<PeerResponse, CallError> {
         if self.link.is_none() {
-            let s = TcpStream::connect(&self.addr)
-                .await
-                .map_err(CallError::Unreachable)?;
+            let s = match TcpStream::connect(&self.addr).await {
+                Ok(s) => s,
+                Err(e) => {
+                    if !self.down {
+                        tracing::warn!(member = self.target, addr = %self.addr, error = %e, "member unreachable");
+                        self.down = true;
+                    }
+                    return Err(CallError::Unreachable(e));
+                }
+            };
+            if self.down {
+                tracing::info!(member = self.target, addr = %self.addr, "member reachable again");
+                self.down = false;
+            }
             let _ = s.set_nodelay(true);
             self.link = Some(s);
         }
@@ -335,8 +350,12 @@ impl PeerClient {
 }
 
 impl RaftNetwork<TypeConfig> for PeerClient {
+    /// One retry interval for the first tries (a member back from a restart hears from the
+    /// leader well within the lease), then 200 ms: still inside the time a restarted member
+    /// waits before it campaigns (lease + election timeout), and few connects to a dead one.
     fn backoff(&self) -> Backoff {
-        Backoff::new(std::iter::repeat(self.retry))
+        let later = Duration::from_millis(200).max(self.retry);
+        Backoff::new(std::iter::repeat_n(self.retry, 8).chain(std::iter::repeat(later)))
     }
 
     async fn append_entries(

@@ -4,10 +4,12 @@
 //! the adapter keeps what openraft asks of a state machine: the last applied log id and the
 //! last membership, and the current snapshot.
 //!
-//! A snapshot here is the applier's whole state as bytes (for `StateApplier`: the capture
-//! items of `durability::capture` with their trailer, loaded back through `TreeLoader` by the
-//! same `Replayer` recovery uses, which checks the digest). The fuzzy snapshot files of
-//! `durability/` plus the log they span are the eventual format (docs/ENSEMBLE.md).
+//! A snapshot here is the applier's state as bytes: for the core, a fuzzy capture taken
+//! between batches plus the txns applied meanwhile (`core/raft_snapshot.rs`), which stands
+//! at the log id of the last batch the core had applied when the capture ended — so the
+//! builder holds no lock while it waits, and entries keep applying; for `StateApplier`, a
+//! whole-state image. Both load back through the `Replayer` recovery uses, which checks the
+//! digest.
 
 use super::snapshot_file::SnapshotFile;
 use super::types::{Node, NodeId, Proposal, TypeConfig};
@@ -19,24 +21,41 @@ use openraft::{
     StorageIOError, StoredMembership,
 };
 use palisade_proto::Txn;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io::{self, Cursor};
+use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::Mutex;
+
+/// A snapshot being taken: resolves to its image and the log id it stands at.
+pub type PendingImage =
+    Pin<Box<dyn Future<Output = io::Result<(Vec<u8>, Option<LogId<NodeId>>)>> + Send>>;
+
+/// Memberships kept to name the one a snapshot stands at (its capture may end before the
+/// newest membership entry reached the applier).
+const MEMBERSHIPS_KEPT: usize = 4;
 
 /// Where committed txns are applied. Called in log order, never concurrently. Async, so
 /// that the core's applier can hand a batch to the core thread and await its acknowledgement
 /// without holding a runtime thread.
 pub trait Applier: Send + 'static {
-    /// Applies committed txns (each `Proposal` is one encoded `Txn`), in order.
+    /// Applies committed txns (each `Proposal` is one encoded `Txn`), in order; `upto` is
+    /// the last entry of the batch (txn or not): the state then stands there.
     fn apply(
         &mut self,
         txns: Vec<(LogId<NodeId>, Proposal)>,
+        upto: LogId<NodeId>,
     ) -> impl Future<Output = io::Result<()>> + Send;
-    /// The whole state, as bytes [`Applier::install`] restores.
-    fn snapshot(&mut self) -> impl Future<Output = io::Result<Vec<u8>>> + Send;
-    /// Replaces the whole state with a snapshot's.
-    fn install(&mut self, snapshot: &[u8]) -> impl Future<Output = io::Result<()>> + Send;
+    /// Starts taking the state as bytes [`Applier::install`] restores; the image comes with
+    /// the `upto` of the last batch it includes.
+    fn begin_snapshot(&mut self) -> impl Future<Output = io::Result<PendingImage>> + Send;
+    /// Replaces the whole state with a snapshot's, which stands at `at`.
+    fn install(
+        &mut self,
+        snapshot: &[u8],
+        at: Option<LogId<NodeId>>,
+    ) -> impl Future<Output = io::Result<()>> + Send;
 }
 
 struct Stored {
@@ -48,11 +67,37 @@ struct Inner<A> {
     applier: A,
     last_applied: Option<LogId<NodeId>>,
     membership: StoredMembership<NodeId, Node>,
+    /// The last few memberships, oldest first (the newest is `membership`).
+    memberships: VecDeque<StoredMembership<NodeId, Node>>,
     snapshot: Option<Stored>,
     /// Snapshots built by this process, to tell them apart in their ids.
     built: u64,
     /// Where the current snapshot is kept across restarts (None: in memory only, for tests).
     file: Option<SnapshotFile>,
+}
+
+impl<A> Inner<A> {
+    /// Records the newest membership; `reset` forgets the earlier ones (an installed
+    /// snapshot replaces the history).
+    fn set_membership(&mut self, m: StoredMembership<NodeId, Node>, reset: bool) {
+        if reset {
+            self.memberships.clear();
+        }
+        if self.memberships.len() == MEMBERSHIPS_KEPT {
+            self.memberships.pop_front();
+        }
+        self.memberships.push_back(m.clone());
+        self.membership = m;
+    }
+
+    /// The membership in effect at log id `at`: the newest one recorded at or before it.
+    fn membership_at(&self, at: Option<LogId<NodeId>>) -> Option<StoredMembership<NodeId, Node>> {
+        self.memberships
+            .iter()
+            .rev()
+            .find(|m| m.log_id() <= &at)
+            .cloned()
+    }
 }
 
 /// The state machine; its snapshot builder shares it.
@@ -79,6 +124,7 @@ impl<A: Applier> StateMachine<A> {
                 applier,
                 last_applied: None,
                 membership: StoredMembership::default(),
+                memberships: VecDeque::from([StoredMembership::default()]),
                 snapshot: None,
                 built: 0,
                 file: None,
@@ -95,9 +141,9 @@ impl<A: Applier> StateMachine<A> {
         {
             let mut inner = sm.inner.lock().await;
             if let Some((meta, data)) = saved {
-                inner.applier.install(&data).await?;
+                inner.applier.install(&data, meta.last_log_id).await?;
                 inner.last_applied = meta.last_log_id;
-                inner.membership = meta.last_membership.clone();
+                inner.set_membership(meta.last_membership.clone(), true);
                 inner.snapshot = Some(Stored { meta, data });
             }
             inner.file = Some(file);
@@ -134,6 +180,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
         let mut inner = self.inner.lock().await;
         let mut replies = Vec::new();
         let mut txns = Vec::new();
+        let mut upto = None;
         for entry in entries {
             replies.push(());
             match entry.payload {
@@ -141,14 +188,19 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
                 EntryPayload::Normal(p) => txns.push((entry.log_id, p)),
                 EntryPayload::Membership(m) => {
                     // Txns before a membership change apply before it is recorded.
-                    let before = std::mem::take(&mut txns);
-                    inner.applier.apply(before).await.map_err(sm_err)?;
-                    inner.membership = StoredMembership::new(Some(entry.log_id), m);
+                    if let Some(u) = upto {
+                        let before = std::mem::take(&mut txns);
+                        inner.applier.apply(before, u).await.map_err(sm_err)?;
+                    }
+                    inner.set_membership(StoredMembership::new(Some(entry.log_id), m), false);
                 }
             }
-            inner.last_applied = Some(entry.log_id);
+            upto = Some(entry.log_id);
+            inner.last_applied = upto;
         }
-        inner.applier.apply(txns).await.map_err(sm_err)?;
+        if let Some(u) = upto {
+            inner.applier.apply(txns, u).await.map_err(sm_err)?;
+        }
         Ok(replies)
     }
 
@@ -169,12 +221,16 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
     ) -> Result<(), StorageError<NodeId>> {
         let data = snapshot.into_inner();
         let mut inner = self.inner.lock().await;
-        inner.applier.install(&data).await.map_err(|e| {
-            StorageError::from(StorageIOError::read_snapshot(
-                Some(meta.signature()),
-                AnyError::new(&e),
-            ))
-        })?;
+        inner
+            .applier
+            .install(&data, meta.last_log_id)
+            .await
+            .map_err(|e| {
+                StorageError::from(StorageIOError::read_snapshot(
+                    Some(meta.signature()),
+                    AnyError::new(&e),
+                ))
+            })?;
         if let Some(f) = &inner.file {
             f.save(meta, &data).map_err(|e| {
                 StorageError::from(StorageIOError::write_snapshot(
@@ -184,7 +240,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
             })?;
         }
         inner.last_applied = meta.last_log_id;
-        inner.membership = meta.last_membership.clone();
+        inner.set_membership(meta.last_membership.clone(), true);
         inner.snapshot = Some(Stored {
             meta: meta.clone(),
             data,
@@ -204,18 +260,38 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
 
 impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
-        let mut inner = self.inner.lock().await;
-        let data = inner.applier.snapshot().await.map_err(|e| {
+        let failed = |e: io::Error| {
             StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
-        })?;
+        };
+        // The lock is not held while the image is taken: entries go on applying.
+        let pending = {
+            let mut inner = self.inner.lock().await;
+            inner.applier.begin_snapshot().await.map_err(failed)?
+        };
+        let (data, at) = pending.await.map_err(failed)?;
+        let mut inner = self.inner.lock().await;
+        if inner
+            .snapshot
+            .as_ref()
+            .is_some_and(|s| s.meta.last_log_id > at)
+        {
+            return Err(failed(io::Error::other(
+                "a newer snapshot was installed while this one was taken",
+            )));
+        }
+        let Some(last_membership) = inner.membership_at(at) else {
+            return Err(failed(io::Error::other(
+                "the membership the snapshot stands at is no longer known",
+            )));
+        };
         inner.built += 1;
-        let snapshot_id = match inner.last_applied {
+        let snapshot_id = match at {
             Some(l) => format!("{}-{}-{}", l.leader_id, l.index, inner.built),
             None => format!("none-{}", inner.built),
         };
         let meta = SnapshotMeta {
-            last_log_id: inner.last_applied,
-            last_membership: inner.membership.clone(),
+            last_log_id: at,
+            last_membership,
             snapshot_id,
         };
         if let Some(f) = &inner.file {
@@ -241,10 +317,16 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
 #[derive(Default)]
 pub struct StateApplier {
     pub state: State,
+    /// Where the state stands in the log.
+    pub upto: Option<LogId<NodeId>>,
 }
 
 impl Applier for StateApplier {
-    async fn apply(&mut self, txns: Vec<(LogId<NodeId>, Proposal)>) -> io::Result<()> {
+    async fn apply(
+        &mut self,
+        txns: Vec<(LogId<NodeId>, Proposal)>,
+        upto: LogId<NodeId>,
+    ) -> io::Result<()> {
         for (log_id, p) in &txns {
             let Proposal::Txn(bytes) = p else {
                 continue; // the ensemble's key, digests: the core's business
@@ -267,15 +349,18 @@ impl Applier for StateApplier {
             }
             self.state.apply(&txn);
         }
+        self.upto = Some(upto);
         Ok(())
     }
 
-    async fn snapshot(&mut self) -> io::Result<Vec<u8>> {
-        Ok(image::encode(&self.state))
+    async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {
+        let image = (image::encode(&self.state), self.upto);
+        Ok(Box::pin(std::future::ready(Ok(image))))
     }
 
-    async fn install(&mut self, snapshot: &[u8]) -> io::Result<()> {
+    async fn install(&mut self, snapshot: &[u8], at: Option<LogId<NodeId>>) -> io::Result<()> {
         self.state = image::decode(snapshot)?;
+        self.upto = at;
         Ok(())
     }
 }

@@ -1,0 +1,131 @@
+//! An ensemble member's Raft snapshot, captured the way a snapshot file is: fuzzily, a bounded
+//! step per turn of the core loop, with the txns applied meanwhile recorded beside it, so
+//! building one never stops the core for the whole tree (`durability/image.rs` has the
+//! format). The image stands where the core's applied state stands when the capture ends,
+//! and says so (`LogPos`), for openraft's snapshot meta.
+//!
+//! Layout: a kind byte — 2 fuzzy, 3 fuzzy with the ensemble's key (16 bytes) after it; 0 and
+//! 1 are the whole-state images of earlier builds, still read — then the image.
+
+use super::member::LogPos;
+use super::Core;
+use crate::durability::capture::Capture;
+use crate::durability::image;
+use crate::limits::SNAPSHOT_STEP;
+use crate::state::State;
+use palisade_proto::Txn;
+use std::time::Instant;
+use tokio::sync::oneshot;
+
+type Reply = oneshot::Sender<(Vec<u8>, Option<LogPos>)>;
+
+pub(super) struct RaftCapture {
+    start: i64,
+    capture: Capture,
+    items: Vec<u8>,
+    /// The txns applied since the capture began, as `image::push_txn` writes them.
+    txns: Vec<u8>,
+    waiting: Vec<Reply>,
+    started: Instant,
+}
+
+impl Core {
+    /// Starts a capture for openraft's snapshot builder (or joins the one in progress).
+    pub(super) fn raft_snapshot(&mut self, reply: Reply) {
+        let Some(m) = self.member.as_mut() else {
+            return; // a standalone server has no Raft snapshot: the builder sees an error
+        };
+        if let Some(c) = m.capture.as_mut() {
+            c.waiting.push(reply);
+            return;
+        }
+        let start = self.state.zxid();
+        let mut items = Vec::new();
+        let sessions = self.state.sessions().iter().map(|(&id, &t)| (id, t));
+        let capture = Capture::begin(&self.state.tree, sessions, start, &mut items);
+        m.capture = Some(RaftCapture {
+            start,
+            capture,
+            items,
+            txns: Vec::new(),
+            waiting: vec![reply],
+            started: Instant::now(),
+        });
+        tracing::info!(
+            zxid = format_args!("{start:#x}"),
+            "Raft snapshot capture started"
+        );
+    }
+
+    /// Records a txn about to be applied while a capture is in progress.
+    pub(super) fn raft_snapshot_txn(&mut self, txn: &Txn) {
+        if let Some(c) = self.member.as_mut().and_then(|m| m.capture.as_mut()) {
+            image::push_txn(&mut c.txns, txn);
+        }
+    }
+
+    /// One bounded step of the capture in progress; answers its builders when it is done.
+    pub(super) fn raft_snapshot_step(&mut self) {
+        let Some(m) = self.member.as_mut() else {
+            return;
+        };
+        let Some(c) = m.capture.as_mut() else { return };
+        if !c
+            .capture
+            .step(&self.state.tree, SNAPSHOT_STEP, &mut c.items)
+        {
+            return;
+        }
+        let Some(c) = m.capture.take() else { return };
+        let end = self.state.zxid();
+        let trailer = c.capture.trailer(end, self.state.tree.digest());
+        let mut out = Vec::with_capacity(17 + c.items.len() + c.txns.len() + 64);
+        match m.key {
+            Some(k) => {
+                out.push(3);
+                out.extend_from_slice(&k);
+            }
+            None => out.push(2),
+        }
+        out.extend_from_slice(&image::encode_fuzzy(c.start, &trailer, &c.items, &c.txns));
+        tracing::info!(
+            start = format_args!("{:#x}", c.start),
+            end = format_args!("{end:#x}"),
+            nodes = trailer.node_count,
+            bytes = out.len(),
+            ms = c.started.elapsed().as_millis() as u64,
+            "Raft snapshot captured"
+        );
+        let at = m.applied_at;
+        for w in c.waiting {
+            let _ = w.send((out.clone(), at));
+        }
+    }
+}
+
+/// The ensemble key and the state a Raft snapshot's image holds.
+pub(super) fn decode(bytes: &[u8]) -> Result<(Option<[u8; 16]>, State), String> {
+    let key = |rest: &[u8]| -> Result<([u8; 16], usize), String> {
+        let k = rest
+            .first_chunk::<16>()
+            .ok_or("image shorter than its key")?;
+        Ok((*k, 16))
+    };
+    let (kind, rest) = bytes.split_first().ok_or("empty image")?;
+    let (k, skip) = match kind {
+        1 | 3 => key(rest).map(|(k, n)| (Some(k), n))?,
+        0 | 2 => (None, 0),
+        _ => return Err("image of unknown kind".into()),
+    };
+    let body = rest.get(skip..).ok_or("image shorter than its key")?;
+    let state = if *kind >= 2 {
+        image::decode_fuzzy(body)
+    } else {
+        image::decode(body)
+    };
+    state.map(|s| (k, s)).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+#[path = "raft_snapshot_test.rs"]
+mod tests;

@@ -1,0 +1,194 @@
+//! The core's Raft snapshot is fuzzy: asking for one returns at once, the capture advances a
+//! bounded step per turn while committed txns keep applying, and the image it answers with
+//! (capture + the txns applied meanwhile) installs on another member as exactly the state the
+//! first one had when the capture ended — across an epoch change, with deletes and sets of
+//! nodes already captured and creates of nodes not yet reached.
+
+use super::*;
+use crate::core::member::{Committed, LogPos, MemberLinks, Proposer};
+use crate::core::{CoreConfig, CoreMsg};
+use crate::limits::SNAPSHOT_STEP;
+use palisade_proto::*;
+use tokio::sync::mpsc::unbounded_channel;
+use tokio::sync::oneshot;
+
+fn member(myid: u64) -> Core {
+    let (p_tx, _) = unbounded_channel();
+    let (l_tx, _) = unbounded_channel();
+    let cfg = CoreConfig {
+        tick_ms: 2000,
+        min_session_timeout: 4000,
+        max_session_timeout: 40000,
+        max_buffer: palisade_proto::DEFAULT_MAX_BUFFER,
+        max_reply: palisade_proto::DEFAULT_MAX_BUFFER + crate::limits::REPLY_HEADROOM,
+        ttl_enabled: true,
+        four_letter_words: vec!["*".into()],
+        super_digest: None,
+        secret: [1; 16],
+        client_port: 2181,
+        data_dir: "data".into(),
+        data_log_dir: "data".into(),
+        max_client_cnxns: 0,
+        container_check_ms: 0,
+        spin_wait: std::time::Duration::ZERO,
+        zookeeper_sessions: Default::default(),
+        auth: Default::default(),
+    };
+    let mut core = Core::new(cfg, Box::new(Proposer::new(p_tx.clone())));
+    core.join(MemberLinks {
+        myid,
+        conf: String::new(),
+        quorum_size: 2,
+        info: Default::default(),
+        propose: p_tx,
+        to_leader: l_tx,
+    });
+    core
+}
+
+fn txn(zxid: i64, op: OpCode, body: TxnBody) -> Txn {
+    Txn {
+        header: TxnHeader {
+            client_id: 0,
+            cxid: 1,
+            zxid,
+            time: 1_000,
+            type_: op.code(),
+        },
+        body,
+    }
+}
+
+fn create(zxid: i64, path: &str, pcv: i32) -> Txn {
+    let body = TxnBody::Create(CreateTxn {
+        path: JStr::from(path),
+        data: Some(bytes::Bytes::from_static(b"d")),
+        acl: Some(vec![ACL {
+            perms: 31,
+            id: Id {
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+        }]),
+        ephemeral: false,
+        parent_c_version: pcv,
+    });
+    txn(zxid, OpCode::Create, body)
+}
+
+fn commit(core: &mut Core, txns: Vec<Txn>, index: u64) {
+    let (ack, _) = oneshot::channel();
+    let items = txns.into_iter().map(Committed::Txn).collect();
+    let at = Some(LogPos {
+        term: 1,
+        node: 1,
+        index,
+    });
+    assert!(!core.handle(CoreMsg::Committed { items, at, ack }));
+}
+
+#[test]
+fn a_raft_snapshot_is_captured_between_batches_and_installs_as_the_state_it_ends_at() {
+    let mut a = member(1);
+    let n = (3 * SNAPSHOT_STEP) as i64;
+    let epoch1 = 1i64 << 32;
+    let mut z = epoch1;
+    let mut batch = vec![create(z + 1, "/t", 1)];
+    z += 1;
+    for i in 0..n {
+        z += 1;
+        batch.push(create(z, &format!("/t/c{i:05}"), i as i32 + 1));
+    }
+    commit(&mut a, batch, 10);
+
+    let (tx, mut rx) = oneshot::channel();
+    assert!(!a.handle(CoreMsg::Image(tx)));
+    assert!(
+        a.capturing(),
+        "the capture is in progress, not done in one go"
+    );
+    a.raft_snapshot_step();
+    assert!(
+        rx.try_recv().is_err(),
+        "a tree of {n} nodes takes more than one step"
+    );
+
+    // Writes go on meanwhile, in a new epoch: a delete and a set of captured nodes, creates
+    // past the walk's position.
+    let epoch2 = 2i64 << 32;
+    let during = vec![
+        txn(
+            epoch2 + 1,
+            OpCode::Delete,
+            TxnBody::Delete(DeleteTxn {
+                path: JStr::from("/t/c00000"),
+            }),
+        ),
+        txn(
+            epoch2 + 2,
+            OpCode::SetData,
+            TxnBody::SetData(SetDataTxn {
+                path: JStr::from("/t/c00001"),
+                data: Some(bytes::Bytes::from_static(b"new")),
+                version: 1,
+            }),
+        ),
+        create(epoch2 + 3, "/t/zz", n as i32 + 2),
+    ];
+    commit(&mut a, during, 20);
+    let mut turns = 1;
+    let (image, at) = loop {
+        a.raft_snapshot_step();
+        turns += 1;
+        if let Ok(r) = rx.try_recv() {
+            break r;
+        }
+        assert!(turns < 1000, "the capture never finished");
+    };
+    assert!(!a.capturing());
+    assert_eq!(
+        at.map(|p| p.index),
+        Some(20),
+        "the image stands after the last batch"
+    );
+
+    let mut b = member(2);
+    b.install(&image, at).expect("the image installs");
+    assert_eq!(b.state.zxid(), epoch2 + 3);
+    assert_eq!(b.state.tree.digest(), a.state.tree.digest());
+    assert_eq!(b.state.tree.znode_count(), a.state.tree.znode_count());
+    let t = &b.state.tree;
+    let c1 = t
+        .lookup("/t/c00001")
+        .and_then(|id| t.node(id))
+        .expect("a set node");
+    assert_eq!(c1.data(), Some(&b"new"[..]));
+    assert!(t.lookup("/t/c00000").is_none());
+    assert!(t.lookup("/t/zz").is_some());
+}
+
+#[test]
+fn a_damaged_image_is_refused_and_the_state_is_kept() {
+    let mut a = member(1);
+    commit(&mut a, vec![create((1 << 32) + 1, "/x", 1)], 3);
+    let (tx, mut rx) = oneshot::channel();
+    a.handle(CoreMsg::Image(tx));
+    let (mut image, at) = loop {
+        a.raft_snapshot_step();
+        if let Ok(r) = rx.try_recv() {
+            break r;
+        }
+    };
+    let mut b = member(2);
+    commit(&mut b, vec![create((1 << 32) + 1, "/mine", 1)], 3);
+    let len = image.len();
+    image.truncate(len - 3);
+    assert!(b.install(&image, at).is_err());
+    image.clear();
+    assert!(b.install(&image, at).is_err());
+    assert!(b.install(&[9, 1, 2], at).is_err());
+    assert!(
+        b.state.tree.lookup("/mine").is_some(),
+        "a refused image changes nothing"
+    );
+}
