@@ -22,12 +22,14 @@ use tokio::time::Instant;
 /// work does not hold up.
 const LEASE_CEILING_MS: u64 = 300;
 
-/// The shortest lease: eight heartbeats of 10 ms.
-const LEASE_FLOOR_MS: u64 = 80;
+/// The shortest lease: six heartbeats of 10 ms or more.
+const LEASE_FLOOR_MS: u64 = 60;
 
 /// Raft's timing from tickTime and syncLimit (docs/ENSEMBLE.md): election timeout max (the
-/// lease) syncLimit·tickTime / 2 within 80..300 ms, min half of that; heartbeat an eighth of
-/// the lease, so that a lease outlasts seven lost heartbeats; install-snapshot timeout
+/// lease) syncLimit·tickTime / 2 within 60..300 ms, min half of that; heartbeat a sixth of
+/// the lease, so that a lease outlasts five lost heartbeats (openraft 0.9 also gives every
+/// append-entries call one heartbeat interval to answer: the peer link keeps them small,
+/// network.rs `APPEND_BYTES`); install-snapshot timeout
 /// initLimit·tickTime; snapshot every snapCount entries, and the log kept snapCount entries
 /// behind it.
 pub fn raft_config(
@@ -40,7 +42,7 @@ pub fn raft_config(
     let lease = (sync_limit.saturating_mul(tick) / 2).clamp(LEASE_FLOOR_MS, LEASE_CEILING_MS);
     openraft::Config {
         cluster_name: "palisade".into(),
-        heartbeat_interval: lease / 8,
+        heartbeat_interval: lease / 6,
         election_timeout_min: lease / 2,
         election_timeout_max: lease,
         install_snapshot_timeout: init_limit.saturating_mul(tick).max(200),

@@ -1,7 +1,7 @@
 use super::*;
 
 #[test]
-fn zookeeper_timing_maps_to_a_short_lease_with_room_for_eight_heartbeats() {
+fn zookeeper_timing_maps_to_a_short_lease_with_room_for_six_heartbeats() {
     // tickTime=2000, syncLimit=5 (ZooKeeper's sample zoo.cfg)
     let c = raft_config(2000, 10, 5, 100_000).unwrap();
     assert_eq!(
@@ -10,17 +10,17 @@ fn zookeeper_timing_maps_to_a_short_lease_with_room_for_eight_heartbeats() {
             c.election_timeout_min,
             c.election_timeout_max
         ),
-        (37, 150, 300)
+        (50, 150, 300)
     );
     assert_eq!(c.install_snapshot_timeout, 20_000);
-    // a short tick: the lease is syncLimit·tickTime / 2, but 80 ms at least
+    // a short tick: the lease is syncLimit·tickTime / 2, but 60 ms at least
     let c = raft_config(100, 10, 4, 1).unwrap();
-    assert_eq!((c.heartbeat_interval, c.election_timeout_max), (25, 200));
+    assert_eq!((c.heartbeat_interval, c.election_timeout_max), (33, 200));
     let c = raft_config(20, 1, 1, 1).unwrap();
-    assert_eq!((c.heartbeat_interval, c.election_timeout_max), (10, 80));
+    assert_eq!((c.heartbeat_interval, c.election_timeout_max), (10, 60));
     // nonsense in zoo.cfg does not overflow
     let c = raft_config(u64::MAX, u64::MAX, u64::MAX, 0).unwrap();
-    assert_eq!((c.heartbeat_interval, c.election_timeout_max), (37, 300));
+    assert_eq!((c.heartbeat_interval, c.election_timeout_max), (50, 300));
 }
 
 #[test]

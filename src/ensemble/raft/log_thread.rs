@@ -35,12 +35,13 @@ pub(super) fn log_thread(
     live: Arc<Mutex<Live>>,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
+    let mut tail = Tail::default();
     let mut next = rx.recv().ok();
     while let Some(cmd) = next.take() {
         match cmd {
             Cmd::Append(entries, done) => {
                 let mut dones = Vec::new();
-                let mut placed = Vec::new();
+                let mut placed: Vec<(LogId<NodeId>, RecordPos, usize)> = Vec::new();
                 let mut result = append_all(&mut wal, &entries, &mut placed);
                 dones.push(done);
                 loop {
@@ -58,12 +59,20 @@ pub(super) fn log_thread(
                         Err(_) => break,
                     }
                 }
+                let synced = std::time::Instant::now();
                 let result = result.and_then(|()| wal.sync());
                 if result.is_ok() {
-                    // Durable: readers find these in the segments from now on, unless a
-                    // truncation replaced them meanwhile.
+                    // mntr's fsync and batch figures, as the standalone log reports them.
+                    crate::metrics::shared().log_synced(placed.len() as u64, synced.elapsed());
+                }
+                if result.is_ok() {
+                    // Durable. The newest stay in memory too: replication and the state
+                    // machine read them right away, and a read from a segment costs an open
+                    // and a pread per entry. Older ones are read from the segments from now
+                    // on, unless a truncation replaced them meanwhile.
+                    tail.extend(placed);
                     let mut live = live.lock();
-                    for (id, pos) in placed {
+                    for (id, pos) in tail.evict() {
                         if let Some(slot) = live.entries.get_mut(&id.index) {
                             if slot.log_id() == id {
                                 *slot = Slot::Disk(id, pos);
@@ -143,12 +152,50 @@ pub(super) fn decode_committed(b: &[u8]) -> Option<LogId<NodeId>> {
 fn append_all(
     wal: &mut Wal,
     entries: &[Encoded],
-    placed: &mut Vec<(LogId<NodeId>, RecordPos)>,
+    placed: &mut Vec<(LogId<NodeId>, RecordPos, usize)>,
 ) -> Result<(), WalError> {
     for (index, id, bytes) in entries {
-        placed.push((*id, wal.append_at(RecordKind::Txn, *index, bytes)?));
+        placed.push((
+            *id,
+            wal.append_at(RecordKind::Txn, *index, bytes)?,
+            bytes.len(),
+        ));
     }
     Ok(())
+}
+
+/// Durable entries still held in memory, oldest first.
+#[derive(Default)]
+struct Tail {
+    entries: std::collections::VecDeque<(LogId<NodeId>, RecordPos, usize)>,
+    bytes: usize,
+}
+
+/// The durable tail kept in memory: enough for replication and the state machine to read
+/// what was just written without touching the segments, bounded in bytes for large values.
+const TAIL_ENTRIES: usize = if cfg!(test) { 4 } else { 16 * 1024 };
+const TAIL_BYTES: usize = 32 << 20;
+
+impl Tail {
+    fn extend(&mut self, placed: Vec<(LogId<NodeId>, RecordPos, usize)>) {
+        for p in placed {
+            self.bytes = self.bytes.saturating_add(p.2);
+            self.entries.push_back(p);
+        }
+    }
+
+    /// The entries past the bounds, to be read from the segments from now on.
+    fn evict(&mut self) -> Vec<(LogId<NodeId>, RecordPos)> {
+        let mut out = Vec::new();
+        while self.entries.len() > TAIL_ENTRIES || self.bytes > TAIL_BYTES {
+            let Some((id, pos, n)) = self.entries.pop_front() else {
+                break;
+            };
+            self.bytes = self.bytes.saturating_sub(n);
+            out.push((id, pos));
+        }
+        out
+    }
 }
 
 fn clone_result(r: &Result<(), WalError>) -> io::Result<()> {

@@ -19,6 +19,7 @@ use crate::core::member::{
 };
 use crate::core::CoreMsg;
 use crate::ensemble::members::{Member, Role};
+use bytes::Bytes;
 use openraft::error::{InstallSnapshotError, RaftError};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
@@ -56,25 +57,16 @@ impl Applier for CoreApplier {
         }
         let mut items = Vec::with_capacity(txns.len());
         for (log_id, p) in txns {
-            items.push(match p {
-                Proposal::Txn(bytes) if !prepped_in(&bytes, log_id.leader_id.term) => {
-                    // Prepped in another term than it was logged in: a leader's proposal that
-                    // reached Raft after it lost that term. Its prep saw an overlay now gone, so
-                    // every member skips it (the same log, the same decision).
-                    tracing::warn!(entry = %log_id, "skipping a txn prepped in another term");
-                    continue;
+            match p {
+                Proposal::Key(k) => items.push(Committed::Key(k)),
+                Proposal::Digest { zxid, digest } => items.push(Committed::Digest { zxid, digest }),
+                Proposal::Txn(bytes) => committed_txn(&mut items, log_id, bytes)?,
+                Proposal::Txns(batch) => {
+                    for bytes in batch {
+                        committed_txn(&mut items, log_id, bytes)?;
+                    }
                 }
-                Proposal::Key(k) => Committed::Key(k),
-                Proposal::Digest { zxid, digest } => Committed::Digest { zxid, digest },
-                Proposal::Txn(bytes) => {
-                    Committed::Txn(Txn::decode(bytes, usize::MAX).map_err(|e| {
-                        io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            format!("entry {log_id}: undecodable txn: {e}"),
-                        )
-                    })?)
-                }
-            });
+            }
         }
         let (ack, done) = oneshot::channel();
         self.core
@@ -117,6 +109,28 @@ impl Applier for CoreApplier {
             .map_err(|_| core_gone())?
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
+}
+
+/// A committed txn for the core, unless it was prepped in another term than it was logged
+/// in: a leader's proposal that reached Raft after it lost that term. Its prep saw an
+/// overlay now gone, so every member skips it (the same log, the same decision).
+fn committed_txn(
+    items: &mut Vec<Committed>,
+    log_id: LogId<NodeId>,
+    bytes: Bytes,
+) -> io::Result<()> {
+    if !prepped_in(&bytes, log_id.leader_id.term) {
+        tracing::warn!(entry = %log_id, "skipping a txn prepped in another term");
+        return Ok(());
+    }
+    let txn = Txn::decode(bytes, usize::MAX).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("entry {log_id}: undecodable txn: {e}"),
+        )
+    })?;
+    items.push(Committed::Txn(txn));
+    Ok(())
 }
 
 fn log_pos(l: LogId<NodeId>) -> LogPos {
@@ -408,22 +422,74 @@ async fn roles(
     }
 }
 
+/// Hands the core's batches to Raft in order. The outcome arrives through the committed
+/// stream, so the replies `client_write_ff` offers are not needed — but they are kept until
+/// they resolve: openraft logs a warning for every reply it cannot deliver, which at one per
+/// write cost more than the write.
 async fn proposer(raft: Raft<TypeConfig>, mut rx: mpsc::UnboundedReceiver<Vec<Proposed>>) {
-    while let Some(batch) = rx.recv().await {
-        for p in batch {
-            let p = match p {
-                Proposed::Txn(b) => Proposal::Txn(b),
-                Proposed::Key(k) => Proposal::Key(k),
-                Proposed::Digest { zxid, digest } => Proposal::Digest { zxid, digest },
-            };
-            // The outcome arrives through the committed stream; a proposal that loses its
-            // leader fails its clients when the core hears of the new one.
-            if let Err(e) = raft.client_write_ff(p).await {
-                tracing::warn!(error = %e, "Raft stopped; proposals dropped");
-                return;
+    use futures_util::stream::{FuturesUnordered, StreamExt};
+    let mut replies = FuturesUnordered::new();
+    loop {
+        let batch = tokio::select! {
+            b = rx.recv() => match b {
+                Some(b) => b,
+                None => return,
+            },
+            Some(_) = replies.next(), if !replies.is_empty() => continue,
+        };
+        for p in entries(batch) {
+            // A proposal that loses its leader fails its clients when the core hears of the
+            // new one.
+            match raft.client_write_ff(p).await {
+                Ok(reply) => replies.push(reply),
+                Err(e) => {
+                    tracing::warn!(error = %e, "Raft stopped; proposals dropped");
+                    return;
+                }
             }
         }
     }
+}
+
+/// The most txn bytes one batch entry carries: the peer link sends an entry whole, and
+/// openraft gives an append-entries call one heartbeat interval.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// A core turn's proposals as Raft entries, in order: consecutive txns as one entry of at
+/// most BATCH_BYTES (a larger txn alone).
+fn entries(batch: Vec<Proposed>) -> Vec<Proposal> {
+    let mut out = Vec::new();
+    let mut txns = Vec::new();
+    let mut bytes = 0usize;
+    let flush = |txns: &mut Vec<Bytes>, out: &mut Vec<Proposal>| match txns.len() {
+        0 => {}
+        1 => out.extend(txns.pop().map(Proposal::Txn)),
+        _ => out.push(Proposal::Txns(std::mem::take(txns))),
+    };
+    for p in batch {
+        match p {
+            Proposed::Txn(b) => {
+                if bytes.saturating_add(b.len()) > BATCH_BYTES {
+                    flush(&mut txns, &mut out);
+                    bytes = 0;
+                }
+                bytes = bytes.saturating_add(b.len());
+                txns.push(b);
+            }
+            Proposed::Key(k) => {
+                flush(&mut txns, &mut out);
+                bytes = 0;
+                out.push(Proposal::Key(k));
+            }
+            Proposed::Digest { zxid, digest } => {
+                flush(&mut txns, &mut out);
+                bytes = 0;
+                out.push(Proposal::Digest { zxid, digest });
+            }
+        }
+    }
+    flush(&mut txns, &mut out);
+    out
 }
 
 /// Resolves once Raft names another leader than `leader` (or stops).
@@ -544,6 +610,38 @@ mod tests {
         assert!(!view(&m, 1, false, Some(10), 1000).quorum);
         m.millis_since_quorum_ack = None;
         assert!(!view(&m, 1, false, Some(10), 1000).quorum);
+    }
+
+    #[test]
+    fn a_turns_txns_go_to_raft_as_batches_in_order_and_bounded_in_bytes() {
+        let t = |n: usize, fill: u8| Proposed::Txn(Bytes::from(vec![fill; n]));
+        let got = entries(vec![
+            t(10, 1),
+            t(10, 2),
+            Proposed::Key([7; 16]),
+            t(10, 3),
+            Proposed::Digest { zxid: 5, digest: 9 },
+        ]);
+        let want = vec![
+            Proposal::Txns(vec![Bytes::from(vec![1; 10]), Bytes::from(vec![2; 10])]),
+            Proposal::Key([7; 16]),
+            Proposal::Txn(Bytes::from(vec![3; 10])),
+            Proposal::Digest { zxid: 5, digest: 9 },
+        ];
+        assert_eq!(got, want);
+        // 3 txns of 0.4 MiB: two fit in a batch, the third starts the next
+        let big = BATCH_BYTES * 2 / 5;
+        let got = entries(vec![t(big, 1), t(big, 2), t(big, 3), t(2 * BATCH_BYTES, 4)]);
+        let shape: Vec<usize> = got
+            .iter()
+            .map(|p| match p {
+                Proposal::Txns(b) => b.len(),
+                Proposal::Txn(_) => 1,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(shape, [2, 1, 1]);
+        assert!(matches!(&got[2], Proposal::Txn(b) if b.len() == 2 * BATCH_BYTES));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 use super::types::{NodeId, TypeConfig};
 use crate::core::member::{Forward, SyncPoint};
 use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Timeout, Unreachable,
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError, Timeout,
+    Unreachable,
 };
 use openraft::network::{Backoff, RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -183,6 +184,32 @@ async fn serve_link<H: PeerHandler>(mut stream: TcpStream, handler: &H) -> io::R
         write_frame(&mut stream, &resp).await?;
     }
     Ok(())
+}
+
+/// The payload bytes one append-entries call carries at most (one entry more than that is
+/// sent alone): openraft 0.9 gives the call one heartbeat interval to be answered, and the
+/// follower writes and syncs it all before it answers.
+pub const APPEND_BYTES: usize = 2 << 20;
+
+fn entry_bytes(e: &openraft::Entry<TypeConfig>) -> usize {
+    use super::types::Proposal;
+    match &e.payload {
+        openraft::EntryPayload::Normal(Proposal::Txn(b)) => b.len(),
+        openraft::EntryPayload::Normal(Proposal::Txns(t)) => t.iter().map(|b| b.len()).sum(),
+        _ => 0,
+    }
+}
+
+/// How many of `entries` fit in APPEND_BYTES (at least one), if not all do.
+pub fn too_many(entries: &[openraft::Entry<TypeConfig>]) -> Option<u64> {
+    let mut bytes = 0usize;
+    for (i, e) in entries.iter().enumerate() {
+        bytes = bytes.saturating_add(entry_bytes(e));
+        if bytes > APPEND_BYTES && i > 0 {
+            return Some(i as u64);
+        }
+    }
+    None
 }
 
 /// Makes one [`PeerClient`] per target, as openraft asks.
@@ -363,6 +390,12 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        if let Some(fit) = too_many(&rpc.entries) {
+            // openraft sends this many next time (for a few calls), then tries more again.
+            return Err(RPCError::PayloadTooLarge(
+                PayloadTooLarge::new_entries_hint(fit),
+            ));
+        }
         match self.call(PeerRequest::Append(rpc), option.hard_ttl()).await {
             Ok(PeerResponse::Append(r)) => r.map_err(|e| RemoteError::new(self.target, e).into()),
             Ok(_) => Err(self.mismatch()),

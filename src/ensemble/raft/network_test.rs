@@ -175,3 +175,22 @@ async fn a_hostile_frame_closes_only_its_link() {
     assert!(r.vote_granted);
     cancel.cancel();
 }
+
+#[test]
+fn an_append_call_carries_at_most_its_byte_budget_but_always_one_entry() {
+    let big = |index| Entry {
+        log_id: LogId::new(CommittedLeaderId::new(3, 1), index),
+        payload: EntryPayload::Normal(Proposal::Txns(vec![
+            bytes::Bytes::from(vec![0u8; APPEND_BYTES / 2]),
+            bytes::Bytes::from(vec![1u8; APPEND_BYTES / 4]),
+        ])),
+    };
+    assert_eq!(too_many(&[entry(1, b"a"), entry(2, b"b")]), None);
+    assert_eq!(
+        too_many(&[big(1)]),
+        None,
+        "one entry goes whatever its size"
+    );
+    assert_eq!(too_many(&[big(1), big(2)]), Some(1));
+    assert_eq!(too_many(&[entry(1, b"a"), big(2), big(3), big(4)]), Some(2));
+}

@@ -327,10 +327,16 @@ impl Applier for StateApplier {
         txns: Vec<(LogId<NodeId>, Proposal)>,
         upto: LogId<NodeId>,
     ) -> io::Result<()> {
-        for (log_id, p) in &txns {
-            let Proposal::Txn(bytes) = p else {
-                continue; // the ensemble's key, digests: the core's business
+        let each = txns.iter().flat_map(|(log_id, p)| {
+            let one = match p {
+                Proposal::Txn(b) => std::slice::from_ref(b),
+                Proposal::Txns(batch) => batch.as_slice(),
+                // the ensemble's key, digests: the core's business
+                Proposal::Key(_) | Proposal::Digest { .. } => &[],
             };
+            one.iter().map(move |b| (log_id, b))
+        });
+        for (log_id, bytes) in each {
             let txn = Txn::decode(bytes.clone(), usize::MAX).map_err(|e| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,

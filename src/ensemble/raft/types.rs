@@ -19,6 +19,10 @@ pub enum Proposal {
         zxid: i64,
         digest: u64,
     },
+    /// Several txns of one core turn, in order, as one entry: openraft's work per entry (its
+    /// core's messages, the leader's log append and sync) is paid once per batch, not per
+    /// write. Last, so that the variants before it keep their encoding in existing logs.
+    Txns(Vec<Bytes>),
 }
 
 impl std::fmt::Display for Proposal {
@@ -27,6 +31,7 @@ impl std::fmt::Display for Proposal {
             Proposal::Txn(b) => write!(f, "txn({} bytes)", b.len()),
             Proposal::Key(_) => f.write_str("key"),
             Proposal::Digest { zxid, .. } => write!(f, "digest({zxid:#x})"),
+            Proposal::Txns(t) => write!(f, "txns({})", t.len()),
         }
     }
 }
