@@ -167,6 +167,7 @@ async fn start_member(
     };
     let (propose_tx, propose_rx) = mpsc::unbounded_channel();
     let (leader_tx, leader_rx) = mpsc::unbounded_channel();
+    let (snapshot_tx, snapshot_rx) = mpsc::unbounded_channel();
     let mut core = Core::new(
         core_cfg,
         Box::new(crate::core::member::Proposer::new(propose_tx.clone())),
@@ -190,6 +191,8 @@ async fn start_member(
         info: info.clone(),
         propose: propose_tx,
         to_leader: leader_tx,
+        snapshot: snapshot_tx,
+        snap_count: cfg.snap_count,
     });
     let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()
@@ -198,9 +201,18 @@ async fn start_member(
             core.run(core_rx);
             let _ = core_done_tx.send(());
         })?;
-    let running =
-        crate::ensemble::raft::member::start(&settings, myid, info, core_tx, propose_rx, leader_rx)
-            .await?;
+    let running = crate::ensemble::raft::member::start(
+        &settings,
+        myid,
+        info,
+        core_tx,
+        crate::ensemble::raft::member::Channels {
+            propose: propose_rx,
+            to_leader: leader_rx,
+            snapshot: snapshot_rx,
+        },
+    )
+    .await?;
     Ok((core_thread, core_done, Some(running)))
 }
 

@@ -159,6 +159,11 @@ pub struct MemberLinks {
     pub info: std::sync::Arc<parking_lot::Mutex<RaftInfo>>,
     pub propose: UnboundedSender<Vec<Proposed>>,
     pub to_leader: UnboundedSender<ToLeader>,
+    /// Asks Raft for a snapshot: every snapCount/2..snapCount applied txns (randomised, as
+    /// ZooKeeper does, so that members do not snapshot together) and on `csnp`. Raft's own
+    /// policy counts entries, and an entry holds a whole batch.
+    pub snapshot: UnboundedSender<()>,
+    pub snap_count: u64,
 }
 
 pub(super) struct Member {
@@ -175,6 +180,15 @@ pub(super) struct Member {
     pub(super) applied_at: Option<LogPos>,
     /// The Raft snapshot being captured, if one is.
     pub(super) capture: Option<super::raft_snapshot::RaftCapture>,
+    /// Txns applied since the last snapshot was asked for, and how many make the next due.
+    since_snapshot: u64,
+    snapshot_due: u64,
+}
+
+/// When the next snapshot is due: snapCount/2 .. snapCount txns.
+fn next_due(snap_count: u64) -> u64 {
+    let half = (snap_count / 2).max(1);
+    half + fastrand::u64(0..half)
 }
 
 /// The Durability of a member: prepped txns are proposed, one batch per core turn. Digest
@@ -211,6 +225,7 @@ impl Core {
     pub fn join(&mut self, links: MemberLinks) {
         self.liveness.set_server_id(links.myid);
         self.leader = None;
+        let snapshot_due = next_due(links.snap_count);
         self.member = Some(Member {
             links,
             view: RoleView::default(),
@@ -220,6 +235,8 @@ impl Core {
             digests: Default::default(),
             applied_at: None,
             capture: None,
+            since_snapshot: 0,
+            snapshot_due,
         });
     }
 
@@ -514,9 +531,19 @@ impl Core {
             }
             self.raft_snapshot_txn(&txn);
             self.commit(txn);
+            if let Some(m) = self.member.as_mut() {
+                m.since_snapshot += 1;
+            }
         }
-        if let (Some(m), Some(at)) = (self.member.as_mut(), at) {
-            m.applied_at = Some(at);
+        if let Some(m) = self.member.as_mut() {
+            if at.is_some() {
+                m.applied_at = at;
+            }
+            if m.since_snapshot >= m.snapshot_due {
+                m.since_snapshot = 0;
+                m.snapshot_due = next_due(m.links.snap_count);
+                let _ = m.links.snapshot.send(());
+            }
         }
         self.answer_syncs();
         true
@@ -647,6 +674,14 @@ impl Core {
                 let _ = m.links.propose.send(vec![Proposed::Key(k)]);
             }
         }
+    }
+
+    /// `csnp` on a member: asks Raft for a snapshot now. None for a standalone server.
+    pub(super) fn ask_raft_snapshot(&mut self) -> Option<i64> {
+        let m = self.member.as_mut()?;
+        m.since_snapshot = 0;
+        m.links.snapshot.send(()).ok()?;
+        Some(self.state.zxid())
     }
 
     /// Replaces the state with a Raft snapshot's image (`raft_snapshot.rs`), which stands at

@@ -50,6 +50,8 @@ fn node(myid: u64) -> Node {
         info: Default::default(),
         propose: p_tx,
         to_leader: l_tx,
+        snapshot: unbounded_channel().0,
+        snap_count: 100_000,
     });
     Node {
         core,

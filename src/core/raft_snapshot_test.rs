@@ -13,6 +13,12 @@ use tokio::sync::mpsc::unbounded_channel;
 use tokio::sync::oneshot;
 
 fn member(myid: u64) -> Core {
+    member_asking(myid, 100_000).0
+}
+
+/// A member and what it asks Raft for (snapshots).
+fn member_asking(myid: u64, snap_count: u64) -> (Core, tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let (s_tx, s_rx) = unbounded_channel();
     let (p_tx, _) = unbounded_channel();
     let (l_tx, _) = unbounded_channel();
     let cfg = CoreConfig {
@@ -42,8 +48,10 @@ fn member(myid: u64) -> Core {
         info: Default::default(),
         propose: p_tx,
         to_leader: l_tx,
+        snapshot: s_tx,
+        snap_count,
     });
-    core
+    (core, s_rx)
 }
 
 fn txn(zxid: i64, op: OpCode, body: TxnBody) -> Txn {
@@ -191,4 +199,32 @@ fn a_damaged_image_is_refused_and_the_state_is_kept() {
         b.state.tree.lookup("/mine").is_some(),
         "a refused image changes nothing"
     );
+}
+
+#[test]
+fn a_member_asks_raft_for_a_snapshot_by_txns_applied_and_on_csnp() {
+    let (mut a, mut asked) = member_asking(1, 10);
+    let mut z = 1i64 << 32;
+    let mut count = 0;
+    let mut pcv = 0;
+    // snapCount 10: one request within every 5..10 txns
+    for batch in 0..6 {
+        let txns = (0..5)
+            .map(|_| {
+                z += 1;
+                pcv += 1;
+                create(z, &format!("/n{pcv}"), pcv)
+            })
+            .collect();
+        commit(&mut a, txns, batch);
+        while asked.try_recv().is_ok() {
+            count += 1;
+        }
+    }
+    assert!(
+        (3..=6).contains(&count),
+        "30 txns, snapCount 10: {count} requests"
+    );
+    assert_eq!(a.ask_raft_snapshot(), Some(z), "csnp asks at once");
+    assert!(asked.try_recv().is_ok());
 }

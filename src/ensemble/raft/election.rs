@@ -30,8 +30,8 @@ const LEASE_FLOOR_MS: u64 = 60;
 /// the lease, so that a lease outlasts five lost heartbeats (openraft 0.9 also gives every
 /// append-entries call one heartbeat interval to answer: the peer link keeps them small,
 /// network.rs `APPEND_BYTES`); install-snapshot timeout
-/// initLimit·tickTime; snapshot every snapCount entries, and the log kept snapCount entries
-/// behind it.
+/// initLimit·tickTime; snapshots when the core asks (`core::member`: every snapCount/2 ..
+/// snapCount txns), and the log kept min(snapCount, 1000) entries behind one.
 pub fn raft_config(
     tick_time: u64,
     init_limit: u64,
@@ -46,10 +46,12 @@ pub fn raft_config(
         election_timeout_min: lease / 2,
         election_timeout_max: lease,
         install_snapshot_timeout: init_limit.saturating_mul(tick).max(200),
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(snap_count.max(1)),
-        // A member further behind than snapCount entries is sent a snapshot, as a
-        // ZooKeeper follower beyond the leader's committed-log window is synced by SNAP.
-        max_in_snapshot_log_to_keep: snap_count.max(1),
+        // The core asks for snapshots by txns applied (an entry holds a batch of them).
+        snapshot_policy: SnapshotPolicy::Never,
+        // A member further behind than this many entries (at least as many txns) is sent a
+        // snapshot, as a ZooKeeper follower beyond the leader's committed-log window (500
+        // txns) is synced by SNAP.
+        max_in_snapshot_log_to_keep: snap_count.clamp(1, 1000),
         ..Default::default()
     }
     .validate()

@@ -242,9 +242,13 @@ pub async fn start(
     myid: NodeId,
     info: Arc<parking_lot::Mutex<RaftInfo>>,
     core: mpsc::Sender<CoreMsg>,
-    propose: mpsc::UnboundedReceiver<Vec<Proposed>>,
-    to_leader: mpsc::UnboundedReceiver<ToLeader>,
+    from_core: Channels,
 ) -> io::Result<Running> {
+    let Channels {
+        propose,
+        to_leader,
+        snapshot,
+    } = from_core;
     let me =
         cfg.members.iter().find(|m| m.id == myid).ok_or_else(|| {
             io::Error::other(format!("myid {myid} is not among the server.N lines"))
@@ -312,6 +316,7 @@ pub async fn start(
         tokio::spawn(election::prompt(raft.clone(), myid, voter_ids));
     }
     tokio::spawn(proposer(raft.clone(), propose));
+    tokio::spawn(snapshots(raft.clone(), snapshot));
     let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
     tokio::spawn(forwarder(raft.clone(), core, myid, to_leader, ttl));
     Ok(Running { raft, stop })
@@ -418,6 +423,22 @@ async fn roles(
                 return;
             },
             _ = tokio::time::sleep(Duration::from_millis((lease_ms / 4).max(10))) => {}
+        }
+    }
+}
+
+/// What the core sends the Raft side.
+pub struct Channels {
+    pub propose: mpsc::UnboundedReceiver<Vec<Proposed>>,
+    pub to_leader: mpsc::UnboundedReceiver<ToLeader>,
+    pub snapshot: mpsc::UnboundedReceiver<()>,
+}
+
+/// The core's snapshot requests, to Raft (which ignores one while it builds another).
+async fn snapshots(raft: Raft<TypeConfig>, mut rx: mpsc::UnboundedReceiver<()>) {
+    while rx.recv().await.is_some() {
+        if raft.trigger().snapshot().await.is_err() {
+            return;
         }
     }
 }
