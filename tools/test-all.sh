@@ -192,4 +192,8 @@ run_suite "failover-replay: ensemble mode against 3 Palisade members" \
 # The benchmark still works (not a speed test: --quick, both servers, about a minute).
 run_suite "benchmark driver, quick mode (Palisade and ZooKeeper 3.8)" \
   timeout -k 5 300 python3 tools/bench/driver.py --quick
+# The ensemble benchmark still works: every workload and the leader kill on a 3-member
+# Palisade ensemble end without errors (about 20 s; both servers: drop --kind).
+run_suite "ensemble benchmark, quick mode (3 Palisade members)" \
+  timeout -k 5 240 python3 tools/bench/ensemble.py --quick --kind palisade
 exit $failed

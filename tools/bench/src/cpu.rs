@@ -1,6 +1,6 @@
 //! The server's CPU time, read from /proc/<pid>/stat (utime + stime, every thread including
 //! ones that have exited), so a run reports the server CPU it cost over its timed part only,
-//! not over its setup.
+//! not over its setup. An ensemble's members are measured together: the sum over their pids.
 
 /// Clock ticks per second of /proc's times: USER_HZ, fixed at 100 by the kernel ABI on the
 /// architectures this runs on (sysconf(_SC_CLK_TCK) would say the same).
@@ -18,26 +18,36 @@ pub fn seconds(pid: u32) -> Option<f64> {
     Some(utime.saturating_add(stime) as f64 / USER_HZ)
 }
 
-/// Measures `pid`'s CPU seconds over a stretch of work: `start()` before, `json()` after.
+/// The summed utime + stime of `pids`, or None if there are none or one cannot be read (a
+/// member that exited would make the sum meaningless).
+pub fn seconds_all(pids: &[u32]) -> Option<f64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|&p| seconds(p)).sum()
+}
+
+/// Measures the CPU seconds of `pids` (a server, or every member of an ensemble) over a
+/// stretch of work: `start()` before, `json()` after.
 pub struct Meter {
-    pid: Option<u32>,
+    pids: Vec<u32>,
     at: Option<f64>,
 }
 
 impl Meter {
-    pub fn start(pid: Option<u32>) -> Meter {
+    pub fn start(pids: &[u32]) -> Meter {
         Meter {
-            pid,
-            at: pid.and_then(seconds),
+            pids: pids.to_vec(),
+            at: seconds_all(pids),
         }
     }
 
     /// `,"server_cpu_s":S,"server_cpu_us_per_op":U` for the JSON line (empty without a pid).
     pub fn json(&self, ops: u64) -> String {
-        let (Some(pid), Some(at)) = (self.pid, self.at) else {
+        let Some(at) = self.at else {
             return String::new();
         };
-        let Some(now) = seconds(pid) else {
+        let Some(now) = seconds_all(&self.pids) else {
             return String::new();
         };
         let s = (now - at).max(0.0);
@@ -62,5 +72,12 @@ mod tests {
         let s = seconds(std::process::id());
         assert!(s.is_some_and(|s| s >= 0.0), "{s:?}");
         assert_eq!(seconds(u32::MAX), None);
+        // Several pids: the sum; any unreadable one, or none at all: no figure.
+        let me = std::process::id();
+        let one = seconds(me).unwrap_or(0.0);
+        assert!(seconds_all(&[me, me]).is_some_and(|s| s >= 2.0 * one));
+        assert_eq!(seconds_all(&[me, u32::MAX]), None);
+        assert_eq!(seconds_all(&[]), None);
+        assert_eq!(Meter::start(&[]).json(10), "");
     }
 }

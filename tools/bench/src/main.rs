@@ -4,6 +4,8 @@
 //!
 //!   palisade-bench run get --server 127.0.0.1:2181 --sessions 32 --inflight 64 --seconds 10
 //!   palisade-bench run get --sessions 4 --rate 1000 --seconds 10 --server-pid 1234
+//!   palisade-bench run set --server 127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183 \
+//!       --server-pid 101,102,103     (an ensemble: sessions round-robin, CPU of all members)
 //!   palisade-bench populate --server 127.0.0.1:2181 --nodes 1000000 --parents 300
 //!   palisade-bench wait-read --server 127.0.0.1:2181 --path /bench/pop/p99/n0000999999
 //!   palisade-bench hold-watches --sessions 100 --paths 1000
@@ -47,6 +49,7 @@ enum Cmd {
     /// Runs one workload for --seconds.
     Run {
         workload: Workload,
+        /// host:port, or an ensemble's members as host:port,host:port,…
         #[arg(long, default_value = "127.0.0.1:2181")]
         server: String,
         #[arg(long, default_value_t = 32)]
@@ -70,10 +73,11 @@ enum Cmd {
         /// replies come back.
         #[arg(long)]
         rate: Option<f64>,
-        /// The server's process id: the JSON line then has the server CPU seconds of the timed
-        /// part (setup excluded) and the CPU µs per operation.
-        #[arg(long)]
-        server_pid: Option<u32>,
+        /// The server's process id (an ensemble: every member's, comma-separated): the JSON
+        /// line then has the server CPU seconds of the timed part (setup excluded; summed over
+        /// the pids) and the CPU µs per operation.
+        #[arg(long, value_delimiter = ',')]
+        server_pid: Vec<u32>,
     },
     /// Creates --nodes persistent znodes of --size bytes under --parents parents.
     Populate {
@@ -138,7 +142,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
             match workload {
                 Workload::Get | Workload::Set | Workload::Mixed => {
                     kv::prepare_kv(&load.server, keys, size).await?;
-                    let meter = cpu::Meter::start(server_pid);
+                    let meter = cpu::Meter::start(&server_pid);
                     let (lat, secs) = match rate {
                         Some(rate) => {
                             let make = kv::maker(workload_kv(workload), keys, size);
@@ -167,7 +171,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                 _ if rate.is_some() => Err(session::err("--rate is for get, set and mixed")),
                 Workload::CreateSeq | Workload::CreateSeqEphemeral => {
                     let eph = matches!(workload, Workload::CreateSeqEphemeral);
-                    let meter = cpu::Meter::start(server_pid);
+                    let meter = cpu::Meter::start(&server_pid);
                     let (lat, secs) = kv::create_seq(&load, eph, size).await?;
                     let extra = meter.json(lat.count());
                     Ok(lat.report(&name, sessions, inflight, secs, &extra))
@@ -177,7 +181,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                         Workload::Lock => (0, "/bench/lock"),
                         _ => (80, "/bench/rwlock"),
                     };
-                    let meter = cpu::Meter::start(server_pid);
+                    let meter = cpu::Meter::start(&server_pid);
                     let (lat, secs, h) = lock::run(&load, readers, dir).await?;
                     let extra = format!(
                         ",\"violations\":{},\"reader_overlaps\":{}{}",
@@ -188,7 +192,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                     Ok(lat.report(&name, sessions, 1, secs, &extra))
                 }
                 Workload::WatchFanout => {
-                    let meter = cpu::Meter::start(server_pid);
+                    let meter = cpu::Meter::start(&server_pid);
                     let (lat, secs) = fanout::run(&load, rounds).await?;
                     let extra = meter.json(lat.count());
                     Ok(lat.report(&name, sessions, 1, secs, &extra))
@@ -312,5 +316,53 @@ fn main() -> std::process::ExitCode {
             eprintln!("palisade-bench: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cmd {
+        Cli::try_parse_from(["palisade-bench"].iter().chain(args))
+            .map(|c| c.cmd)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    #[test]
+    fn server_and_pid_lists() {
+        let Cmd::Run {
+            server, server_pid, ..
+        } = parse(&[
+            "run",
+            "set",
+            "--server",
+            "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3",
+            "--server-pid",
+            "11,12,13",
+        ])
+        else {
+            panic!("not a run");
+        };
+        assert_eq!(
+            session::hosts(&server),
+            ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
+        );
+        assert_eq!(server_pid, [11, 12, 13]);
+        // The standalone forms driver.py uses: one pid, or none.
+        let Cmd::Run { server_pid, .. } = parse(&["run", "get", "--server-pid", "1234"]) else {
+            panic!("not a run");
+        };
+        assert_eq!(server_pid, [1234]);
+        let Cmd::Run {
+            server, server_pid, ..
+        } = parse(&["run", "get"])
+        else {
+            panic!("not a run");
+        };
+        assert_eq!((server.as_str(), server_pid.len()), ("127.0.0.1:2181", 0));
+        assert!(
+            Cli::try_parse_from(["palisade-bench", "run", "get", "--server-pid", "1,x"]).is_err()
+        );
     }
 }

@@ -43,7 +43,10 @@ fn read_frame(s: &mut TcpStream) -> io::Result<Bytes> {
     Ok(Bytes::from(buf))
 }
 
-fn connect(addr: &str) -> io::Result<TcpStream> {
+/// A session on `server` (one host, or the next member of a list, synced first as
+/// `Session::connect` does); returns the last xid it used.
+fn connect(server: &str) -> io::Result<(TcpStream, i32)> {
+    let (addr, sync) = crate::session::next_host(server);
     let mut s = TcpStream::connect(addr)?;
     s.set_nodelay(true)?;
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -60,7 +63,22 @@ fn connect(addr: &str) -> io::Result<TcpStream> {
     if resp.time_out <= 0 {
         return Err(err("session refused"));
     }
-    Ok(s)
+    if !sync {
+        return Ok((s, 0));
+    }
+    write_frame(&mut s, &crate::session::sync_root().encode(1))?;
+    loop {
+        let frame = read_frame(&mut s)?;
+        let field = |i: usize| frame.get(i..i + 4).map(|b| [b[0], b[1], b[2], b[3]]);
+        match (
+            field(0).map(i32::from_be_bytes),
+            field(12).map(i32::from_be_bytes),
+        ) {
+            (Some(1), Some(0)) => return Ok((s, 1)),
+            (Some(1), e) => return Err(err(format!("sync on {addr}: error {e:?}"))),
+            _ => {} // a notification
+        }
+    }
 }
 
 /// Reads the reply of every request the writer reports, in order (notifications are
@@ -106,14 +124,14 @@ fn session(
     seed: u64,
     make: &(impl Fn(&mut Rng) -> Request + Sync),
 ) -> io::Result<Latencies> {
-    let mut w = connect(addr)?;
+    let (mut w, last_xid) = connect(addr)?;
     let r = w.try_clone()?;
     let (tx, rx) = mpsc::channel();
     let done = AtomicUsize::new(0);
     std::thread::scope(|sc| {
         let reader = sc.spawn(|| read_replies(r, rx, &done));
         let mut rng = Rng::with_seed(seed);
-        let (mut xid, mut sent, mut at) = (0i32, 0usize, first);
+        let (mut xid, mut sent, mut at) = (last_xid, 0usize, first);
         let wrote = (|| {
             while at < stop {
                 if let Some(wait) = at.checked_duration_since(Instant::now()) {

@@ -2,11 +2,17 @@
 //! `inflight` unanswered, replies matched in order — the server answers in request order) or
 //! one call at a time. Watch notifications are queued, never dropped, for the recipes that
 //! wait on them.
+//!
+//! `--server` may name an ensemble, `host:port,host:port,…`: session i then connects to host
+//! i mod n (one counter for the whole process) and, before it is used, waits for a `sync` of
+//! "/", so that it sees every write acknowledged before it connected — the nodes a set-up
+//! session created through another member included.
 
 use bytes::{Buf, Bytes, BytesMut};
 use palisade_proto::*;
 use std::collections::VecDeque;
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -53,8 +59,50 @@ fn split(mut frame: Bytes) -> io::Result<(ReplyHeader, Bytes)> {
     Ok((header, frame))
 }
 
+/// The members of a `--server` list.
+pub fn hosts(server: &str) -> Vec<&str> {
+    server
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .collect()
+}
+
+/// Sessions connected so far, for the round-robin over an ensemble's members.
+static NEXT_HOST: AtomicUsize = AtomicUsize::new(0);
+
+/// The address the next session connects to, and whether it must sync first (several hosts).
+/// One host is used as given, so a standalone run is what it always was.
+pub fn next_host(server: &str) -> (&str, bool) {
+    let hosts = hosts(server);
+    if hosts.len() <= 1 {
+        return (server, false);
+    }
+    let i = NEXT_HOST.fetch_add(1, Ordering::Relaxed);
+    (hosts[i % hosts.len()], true)
+}
+
+pub fn sync_root() -> Request {
+    Request::Sync(SyncRequest {
+        path: JStr::from("/"),
+    })
+}
+
 impl Session {
-    pub async fn connect(addr: &str, timeout_ms: i32) -> io::Result<Session> {
+    /// A session on `server` (one host, or the next member of a list; see the module doc).
+    pub async fn connect(server: &str, timeout_ms: i32) -> io::Result<Session> {
+        let (addr, sync) = next_host(server);
+        let mut s = Session::connect_to(addr, timeout_ms).await?;
+        if sync {
+            let r = s.call(sync_root()).await?;
+            if r.header.err != 0 {
+                return Err(err(format!("sync on {addr}: error {}", r.header.err)));
+            }
+        }
+        Ok(s)
+    }
+
+    async fn connect_to(addr: &str, timeout_ms: i32) -> io::Result<Session> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let (r, mut writer) = stream.into_split();
@@ -253,4 +301,32 @@ pub fn children(r: &Reply) -> io::Result<Vec<String>> {
         .iter()
         .map(|s| s.as_str().unwrap_or("").to_string())
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_lists() {
+        assert_eq!(hosts("127.0.0.1:2181"), ["127.0.0.1:2181"]);
+        assert_eq!(
+            hosts("127.0.0.1:1, 127.0.0.1:2,127.0.0.1:3,"),
+            ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
+        );
+        // One host: as given, no sync.
+        assert_eq!(next_host("127.0.0.1:2181"), ("127.0.0.1:2181", false));
+        // Several: round robin from the process-wide counter (other tests may take turns, so
+        // three in a row cover every member whatever the start).
+        let list = "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3";
+        let mut seen: Vec<&str> = (0..3)
+            .map(|_| {
+                let (h, sync) = next_host(list);
+                assert!(sync);
+                h
+            })
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(seen, hosts(list));
+    }
 }
