@@ -1,7 +1,8 @@
 //! Log records as an operator reads them: each txn's header (zxid, time, session, cxid) and
 //! its operation ([`OpView`]), digest records, and what does not decode; in a Raft log
-//! (format 3), each entry's index and log id with the txn it carries, and the committed log
-//! ids of its metadata records.
+//! (format 3), each entry's index and log id with what it carries (a txn, each txn of a
+//! batch, the ensemble key's presence, a digest), and the committed log ids of its metadata
+//! records.
 
 use crate::format;
 use crate::opview::OpView;
@@ -58,9 +59,25 @@ pub enum RaftPayloadView {
         len: usize,
         view: Box<RecordView>,
     },
+    /// Several txns as one entry, in order, each as [`RaftPayloadView::Txn`] holds one.
+    Txns(Vec<RaftTxnView>),
+    /// The ensemble's session-password key: only that it is there (its bytes are a secret).
+    Key,
+    /// The leader's tree digest right after txn `zxid`.
+    Digest {
+        zxid: i64,
+        digest: u64,
+    },
     Membership {
         bytes: usize,
     },
+}
+
+/// One txn of a batch entry: its size and its decoded record.
+#[derive(Debug, Clone)]
+pub struct RaftTxnView {
+    pub len: usize,
+    pub view: Box<RecordView>,
 }
 
 /// One record, where it lives, and what it holds.
@@ -93,10 +110,22 @@ pub fn describe_raft(rec: &RecordRef<'_>) -> RecordLine {
                     payload: match e.payload {
                         RaftPayload::Blank => RaftPayloadView::Blank,
                         RaftPayload::Membership { bytes } => RaftPayloadView::Membership { bytes },
-                        RaftPayload::Normal(txn) => RaftPayloadView::Txn {
+                        RaftPayload::Txn(txn) => RaftPayloadView::Txn {
                             len: txn.len(),
                             view: Box::new(txn_view(&txn)),
                         },
+                        RaftPayload::Txns(txns) => RaftPayloadView::Txns(
+                            txns.iter()
+                                .map(|t| RaftTxnView {
+                                    len: t.len(),
+                                    view: Box::new(txn_view(t)),
+                                })
+                                .collect(),
+                        ),
+                        RaftPayload::Key => RaftPayloadView::Key,
+                        RaftPayload::Digest { zxid, digest } => {
+                            RaftPayloadView::Digest { zxid, digest }
+                        }
                     },
                 }),
                 undecodable: None,
@@ -210,23 +239,45 @@ fn view_text(view: &RecordView, zxid: i64, offset: u64) -> String {
             entry: Some(e),
             ..
         } => {
-            let what = match &e.payload {
-                RaftPayloadView::Blank => "blank".to_string(),
-                RaftPayloadView::Membership { bytes } => format!("membership ({bytes} bytes)"),
-                RaftPayloadView::Txn { len, view } => {
-                    let txn_zxid = match **view {
-                        RecordView::Txn { header_zxid, .. } => header_zxid,
-                        _ => 0,
-                    };
-                    format!("txn ({len} bytes): {}", view_text(view, txn_zxid, offset))
-                }
-            };
-            format!(
-                "entry {zxid}{} term={} node={} ({len} bytes) {what}",
+            let head = format!(
+                "entry {zxid}{} term={} node={} ({len} bytes)",
                 index_mismatch(e.log_id.index, zxid),
                 e.log_id.term,
                 e.log_id.node
-            )
+            );
+            match &e.payload {
+                RaftPayloadView::Blank => format!("{head} blank"),
+                RaftPayloadView::Membership { bytes } => {
+                    format!("{head} membership ({bytes} bytes)")
+                }
+                RaftPayloadView::Txn { len, view } => {
+                    format!("{head} txn ({len} bytes): {}", txn_text(view, offset))
+                }
+                // A batch: a line per txn, in order, each as a one-txn entry's.
+                RaftPayloadView::Txns(txns) if txns.is_empty() => {
+                    format!("{head} txns: an empty batch")
+                }
+                RaftPayloadView::Txns(txns) => {
+                    let n = txns.len();
+                    let lines: Vec<String> = txns
+                        .iter()
+                        .zip(1..)
+                        .map(|(t, i)| {
+                            format!(
+                                "{head} txn {i}/{n} ({} bytes): {}",
+                                t.len,
+                                txn_text(&t.view, offset)
+                            )
+                        })
+                        .collect();
+                    lines.join("\n")
+                }
+                RaftPayloadView::Key => format!("{head} ensemble key"),
+                RaftPayloadView::Digest { zxid, digest } => format!(
+                    "{head} digest after {} = {digest:#018x}",
+                    format::zxid(*zxid)
+                ),
+            }
         }
         RecordView::RaftEntry {
             len, undecodable, ..
@@ -242,6 +293,26 @@ fn view_text(view: &RecordView, zxid: i64, offset: u64) -> String {
             format!("raft meta record ({len} bytes, unknown kind) at {zxid}")
         }
     }
+}
+
+/// A txn an entry carries, as a log record's line, by the zxid in its own header.
+fn txn_text(view: &RecordView, offset: u64) -> String {
+    view_text(view, txn_zxid(view), offset)
+}
+
+/// The zxid in a txn's header; 0 if it does not decode.
+fn txn_zxid(view: &RecordView) -> i64 {
+    match *view {
+        RecordView::Txn { header_zxid, .. } => header_zxid,
+        _ => 0,
+    }
+}
+
+/// A txn an entry carries, as a log record's JSON object.
+fn txn_json(view: &RecordView) -> Value {
+    let mut t = Map::new();
+    view_json(view, txn_zxid(view), &mut t);
+    Value::Object(t)
 }
 
 /// An entry must carry the index of its record (the Raft log store refuses to open
@@ -318,13 +389,28 @@ fn view_json(view: &RecordView, zxid: i64, m: &mut Map<String, Value>) {
                     RaftPayloadView::Txn { len, view } => {
                         put("payload", json!("txn"));
                         put("payload_len", json!(len));
-                        let txn_zxid = match **view {
-                            RecordView::Txn { header_zxid, .. } => header_zxid,
-                            _ => 0,
-                        };
-                        let mut t = Map::new();
-                        view_json(view, txn_zxid, &mut t);
-                        put("txn", Value::Object(t));
+                        put("txn", txn_json(view));
+                    }
+                    RaftPayloadView::Txns(txns) => {
+                        put("payload", json!("txns"));
+                        put("count", json!(txns.len()));
+                        let each: Vec<Value> = txns
+                            .iter()
+                            .map(|t| {
+                                let mut v = txn_json(&t.view);
+                                if let Some(o) = v.as_object_mut() {
+                                    o.insert("payload_len".into(), json!(t.len));
+                                }
+                                v
+                            })
+                            .collect();
+                        put("txns", Value::Array(each));
+                    }
+                    RaftPayloadView::Key => put("payload", json!("key")),
+                    RaftPayloadView::Digest { zxid, digest } => {
+                        put("payload", json!("digest"));
+                        put("after", json!(format::zxid(*zxid)));
+                        put("digest", json!(format!("{digest:#018x}")));
                     }
                 }
             }

@@ -8,7 +8,7 @@
 //!
 //! | function | subcommand | what it does |
 //! |---|---|---|
-//! | [`logdump::read_log`] | `log DIR\|FILE` | one line per record, then how each segment ends (a Raft log too) |
+//! | [`logdump::read_log`] | `log DIR\|FILE` | one line per record (per txn of a Raft batch entry), then how each segment ends (a Raft log too) |
 //! | [`snapdump::SnapshotFile`] | `snapshot FILE` | header, trailer, sessions, the tree with stats |
 //! | [`validate()`] | `validate DATADIR` | every file checked, full replays, digests |
 //! | [`replay()`] | `replay DATADIR --to Z` | the tree as of any zxid, from an exact start |

@@ -1,7 +1,8 @@
 //! `log DIR|FILE`: every record of a log directory (or of one segment file) as a line, then
 //! how each segment ends. Read-only: segments are read with `scan_segment_as`. A standalone
 //! log (format 2) shows its txns and digests; a Raft log (format 3, an ensemble member's)
-//! its entries by Raft index (log id, and the txn each carries) and its committed log ids.
+//! its entries by Raft index (log id, and what each carries: a txn, a batch of txns a line
+//! each, the ensemble key by name only, a digest) and its committed log ids.
 
 use crate::describe::{describe_as, RecordLine};
 use crate::error::InspectError;
