@@ -164,6 +164,7 @@ async fn start_member(
         sync_limit: cfg.sync_limit,
         snap_count: cfg.snap_count,
         segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
+        spin_wait: std::time::Duration::from_micros(cfg.spin_wait_micros),
     };
     let (propose_tx, propose_rx) = mpsc::unbounded_channel();
     let (leader_tx, leader_rx) = mpsc::unbounded_channel();

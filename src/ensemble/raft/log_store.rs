@@ -226,6 +226,12 @@ impl LogStore {
         self.counters.clone()
     }
 
+    /// How long the log thread may poll for its next command before it parks
+    /// (spinWaitMicros; 0, the default here, parks at once).
+    pub fn set_spin_wait(&self, d: std::time::Duration) -> io::Result<()> {
+        self.send(Cmd::SpinWait(d))
+    }
+
     fn send(&self, cmd: Cmd) -> io::Result<()> {
         self.tx
             .send(cmd)

@@ -20,6 +20,9 @@ pub(super) enum Cmd {
     /// A committed log id to record: buffered, made durable by the next batch's fdatasync
     /// (or at close). Losing it costs nothing but an earlier re-apply at restart.
     Committed(LogId<NodeId>),
+    /// How long the thread may poll for its next command before it parks (spinWaitMicros,
+    /// as the standalone log thread: a wake-up from a park costs more than a sync here).
+    SpinWait(std::time::Duration),
     /// Tests: the thread waits on the receiver before taking more commands, so the test can
     /// queue several appends and see them committed together.
     #[cfg(test)]
@@ -36,7 +39,19 @@ pub(super) fn log_thread(
 ) {
     use std::sync::atomic::Ordering::Relaxed;
     let mut tail = Tail::default();
-    let mut next = rx.recv().ok();
+    let mut spinner = crate::spin::Spinner::lenient(std::time::Duration::ZERO);
+    let wait = |spinner: &mut crate::spin::Spinner| {
+        spinner.wait(
+            &mut &rx,
+            |rx| match rx.try_recv() {
+                Ok(c) => Some(Some(c)),
+                Err(mpsc::TryRecvError::Empty) => None,
+                Err(mpsc::TryRecvError::Disconnected) => Some(None),
+            },
+            |rx| rx.recv().ok(),
+        )
+    };
+    let mut next = wait(&mut spinner);
     while let Some(cmd) = next.take() {
         match cmd {
             Cmd::Append(entries, done) => {
@@ -87,6 +102,7 @@ pub(super) fn log_thread(
                 }
             }
             Cmd::Truncate(from, done) => done(wal.truncate_from(from).map_err(Into::into)),
+            Cmd::SpinWait(d) => spinner = crate::spin::Spinner::lenient(d),
             Cmd::Committed(id) => {
                 // An empty log (all purged) has nowhere to put it, and needs none.
                 if wal.last_txn_zxid().is_some() {
@@ -114,7 +130,7 @@ pub(super) fn log_thread(
         }
         counters.fsyncs.store(wal.fsyncs(), Relaxed);
         if next.is_none() {
-            next = rx.recv().ok();
+            next = wait(&mut spinner);
         }
     }
     // The store is closing: a committed id still buffered goes to disk.

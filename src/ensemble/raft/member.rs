@@ -230,6 +230,8 @@ pub struct Settings {
     pub sync_limit: u64,
     pub snap_count: u64,
     pub segment_bytes: u64,
+    /// spinWaitMicros: how long the Raft log thread may poll before it parks.
+    pub spin_wait: Duration,
     /// The data dir's identity, which the Raft log's segments carry.
     pub identity: u64,
 }
@@ -259,6 +261,7 @@ pub async fn start(
     let applier = CoreApplier { core: core.clone() };
     let segment = cfg.segment_bytes.max(1 << 20);
     let (log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
+    log.set_spin_wait(cfg.spin_wait)?;
     let config = Arc::new(election::raft_config(
         cfg.tick_time,
         cfg.init_limit,

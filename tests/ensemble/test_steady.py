@@ -1,0 +1,36 @@
+"""A steady heavy write load keeps the leader: palisade-bench's set workload (32 sessions x 64
+in flight, spread over every member) for 6 s, and no member calls an election — Palisade's
+lease is at most 300 ms, so a leader whose heartbeats queue behind its writes, or a follower
+whose answers do, would lose it. The epoch of a write after the load is the epoch before."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from cluster import REPO
+from helpers import epoch_of
+
+BENCH = os.path.join(REPO, "target", "release", "palisade-bench")
+
+
+@pytest.mark.skipif(not os.path.exists(BENCH), reason="no target/release/palisade-bench")
+def test_a_heavy_write_load_keeps_the_leader(ensemble, figures):
+    c = ensemble(3)
+    zk = c.client()
+    zk.create("/steady")
+    leader = c.leader()
+    epoch = epoch_of(zk.exists("/steady").czxid)
+    r = subprocess.run([BENCH, "run", "set", "--server", c.hosts(), "--sessions", "32",
+                        "--inflight", "64", "--seconds", "6"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, c.diagnose("the load failed (a member dropped its clients?): %s"
+                                         % (r.stderr or r.stdout)[-600:])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["errors"] == 0 and out["ops"] > 0, out
+    figures("set 32x64 over 3 members for 6 s", out["ops_per_s"], "writes/s")
+    assert c.leader() is leader, c.diagnose("the leader changed under load")
+    zk.create("/steady/after")
+    assert epoch_of(zk.exists("/steady/after").czxid) == epoch, \
+        c.diagnose("an election happened under load")
