@@ -38,7 +38,8 @@ enum Msg {
     },
 }
 
-fn cfg() -> CoreConfig {
+/// The core's settings in tests (also the member tests' and the Raft snapshot tests').
+pub(super) fn cfg() -> CoreConfig {
     CoreConfig {
         tick_ms: 2000,
         min_session_timeout: 4000,

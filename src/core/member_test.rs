@@ -5,7 +5,7 @@
 //! a diverged digest stopping the member.
 
 use super::*;
-use crate::core::{CoreConfig, CoreMsg, Out, OutTx};
+use crate::core::{CoreMsg, Out, OutTx};
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -17,27 +17,7 @@ struct Node {
     to_leader: UnboundedReceiver<ToLeader>,
 }
 
-fn cfg() -> CoreConfig {
-    CoreConfig {
-        tick_ms: 2000,
-        min_session_timeout: 4000,
-        max_session_timeout: 40000,
-        max_buffer: DEFAULT_MAX_BUFFER,
-        max_reply: DEFAULT_MAX_BUFFER + crate::limits::REPLY_HEADROOM,
-        ttl_enabled: true,
-        four_letter_words: vec!["*".into()],
-        super_digest: None,
-        secret: [1; 16],
-        client_port: 2181,
-        data_dir: "data".into(),
-        data_log_dir: "data".into(),
-        max_client_cnxns: 0,
-        container_check_ms: 0,
-        spin_wait: std::time::Duration::ZERO,
-        zookeeper_sessions: Default::default(),
-        auth: Default::default(),
-    }
-}
+use crate::core::tests::cfg;
 
 fn node(myid: u64) -> Node {
     let (p_tx, proposals) = unbounded_channel();

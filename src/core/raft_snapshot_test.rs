@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::core::member::{Committed, LogPos, MemberLinks, Proposer};
-use crate::core::{CoreConfig, CoreMsg};
+use crate::core::CoreMsg;
 use crate::limits::SNAPSHOT_STEP;
 use palisade_proto::*;
 use tokio::sync::mpsc::unbounded_channel;
@@ -21,25 +21,7 @@ fn member_asking(myid: u64, snap_count: u64) -> (Core, tokio::sync::mpsc::Unboun
     let (s_tx, s_rx) = unbounded_channel();
     let (p_tx, _) = unbounded_channel();
     let (l_tx, _) = unbounded_channel();
-    let cfg = CoreConfig {
-        tick_ms: 2000,
-        min_session_timeout: 4000,
-        max_session_timeout: 40000,
-        max_buffer: palisade_proto::DEFAULT_MAX_BUFFER,
-        max_reply: palisade_proto::DEFAULT_MAX_BUFFER + crate::limits::REPLY_HEADROOM,
-        ttl_enabled: true,
-        four_letter_words: vec!["*".into()],
-        super_digest: None,
-        secret: [1; 16],
-        client_port: 2181,
-        data_dir: "data".into(),
-        data_log_dir: "data".into(),
-        max_client_cnxns: 0,
-        container_check_ms: 0,
-        spin_wait: std::time::Duration::ZERO,
-        zookeeper_sessions: Default::default(),
-        auth: Default::default(),
-    };
+    let cfg = crate::core::tests::cfg();
     let mut core = Core::new(cfg, Box::new(Proposer::new(p_tx.clone())));
     core.join(MemberLinks {
         myid,
