@@ -76,8 +76,9 @@ pub(super) fn log_thread(
                 }
                 let synced = std::time::Instant::now();
                 let result = result.and_then(|()| wal.sync());
-                if result.is_ok() {
-                    // mntr's fsync and batch figures, as the standalone log reports them.
+                if result.is_ok() && !placed.is_empty() {
+                    // mntr's fsync and batch figures, as the standalone log reports them (an
+                    // append of no entries writes and syncs nothing, so it is not counted).
                     crate::metrics::shared().log_synced(placed.len() as u64, synced.elapsed());
                 }
                 if result.is_ok() {
