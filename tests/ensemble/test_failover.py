@@ -88,7 +88,7 @@ def test_killed_follower_rejoins_after_many_writes(ensemble, snap_count, kind):
     f.kill()
     # More than ZooKeeper's committed-log window (500 txns): it syncs the member by SNAP. One
     # at a time, so that each is its own Raft entry too (Palisade batches what arrives
-    # together, and keeps min(snapCount, 1000) entries behind a snapshot).
+    # together, and keeps snapCount entries behind a snapshot).
     for i in range(700):
         zk.create("/catch/n%04d" % i, b"d%d" % i)
     zk.set("/catch/early", b"changed")
