@@ -87,7 +87,8 @@ impl Core {
             }
             None => out.push(2),
         }
-        out.extend_from_slice(&image::encode_fuzzy(c.start, &trailer, &c.items, &c.txns));
+        // Written in place: the image can be the size of the tree.
+        image::encode_fuzzy(&mut out, c.start, &trailer, &c.items, &c.txns);
         tracing::info!(
             start = format_args!("{:#x}", c.start),
             end = format_args!("{end:#x}"),

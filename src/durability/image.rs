@@ -82,15 +82,15 @@ pub fn decode(image: &[u8]) -> io::Result<State> {
         .map_err(|e| bad(e.to_string()))
 }
 
-/// A fuzzy image: the capture's items from `start`, its trailer at the end, and `txns` — the
-/// txns applied while it was taken, each a u32 big-endian length and the txn's encoding.
-pub fn encode_fuzzy(start: i64, t: &Trailer, items: &[u8], txns: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + 8 + items.len() + txns.len());
-    header(&mut out, start, t);
+/// Appends a fuzzy image to `out`: the capture's items from `start`, its trailer at the end,
+/// and `txns` — the txns applied while it was taken, each a u32 big-endian length and the
+/// txn's encoding.
+pub fn encode_fuzzy(out: &mut Vec<u8>, start: i64, t: &Trailer, items: &[u8], txns: &[u8]) {
+    out.reserve(HEADER + 8 + items.len() + txns.len());
+    header(out, start, t);
     out.extend_from_slice(&(items.len() as u64).to_le_bytes());
     out.extend_from_slice(items);
     out.extend_from_slice(txns);
-    out
 }
 
 /// Appends one txn to a fuzzy image's txns.
