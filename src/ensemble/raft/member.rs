@@ -294,7 +294,6 @@ pub async fn start(
             voters.insert(m.id, BasicNode::new(a));
         }
     }
-    let voter_ids: Vec<NodeId> = voters.keys().copied().collect();
     let initialized = raft
         .is_initialized()
         .await
@@ -315,9 +314,7 @@ pub async fn start(
         info,
         lease_ms,
     ));
-    if !learner {
-        tokio::spawn(election::prompt(raft.clone(), myid, voter_ids));
-    }
+    tokio::spawn(election::run(raft.clone(), myid));
     tokio::spawn(proposer(raft.clone(), propose));
     tokio::spawn(snapshots(raft.clone(), snapshot));
     let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
