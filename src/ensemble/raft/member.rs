@@ -315,6 +315,7 @@ pub async fn start(
         lease_ms,
     ));
     tokio::spawn(election::run(raft.clone(), myid));
+    tokio::spawn(stop_with_raft(raft.clone(), core.clone(), stop.clone()));
     tokio::spawn(proposer(raft.clone(), propose));
     tokio::spawn(snapshots(raft.clone(), snapshot));
     let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
@@ -423,6 +424,34 @@ async fn roles(
                 return;
             },
             _ = tokio::time::sleep(Duration::from_millis((lease_ms / 4).max(10))) => {}
+        }
+    }
+}
+
+/// openraft stops its core for good on a storage error or a fault it detects (a panic); the
+/// member then stops too, rather than go on serving clients from a tree that no longer follows
+/// the log (its process exits non-zero: `server.rs`, when the core stops).
+async fn stop_with_raft(
+    raft: Raft<TypeConfig>,
+    core: mpsc::Sender<CoreMsg>,
+    stop: CancellationToken,
+) {
+    let mut rx = raft.metrics();
+    loop {
+        let state = rx.borrow().running_state.clone();
+        if let Err(e) = state {
+            if !stop.is_cancelled() {
+                tracing::error!(error = %e, "Raft stopped: this member stops");
+                let _ = core.send(CoreMsg::Shutdown).await;
+            }
+            return;
+        }
+        if rx.changed().await.is_err() {
+            if !stop.is_cancelled() {
+                tracing::error!("Raft stopped: this member stops");
+                let _ = core.send(CoreMsg::Shutdown).await;
+            }
+            return;
         }
     }
 }
@@ -672,5 +701,78 @@ mod tests {
         assert!(prepped_in(&txn, 7));
         assert!(!prepped_in(&txn, 8));
         assert!(!prepped_in(&txn[..10], 7));
+    }
+
+    /// An applier that fails: openraft stops its core on the storage error this makes.
+    struct Broken;
+
+    impl Applier for Broken {
+        async fn apply(
+            &mut self,
+            _: Vec<(LogId<NodeId>, Proposal)>,
+            _: LogId<NodeId>,
+        ) -> io::Result<()> {
+            Err(io::Error::other("disk on fire"))
+        }
+        async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {
+            Err(io::Error::other("no"))
+        }
+        async fn install(&mut self, _: &[u8], _: Option<LogId<NodeId>>) -> io::Result<()> {
+            Err(io::Error::other("no"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_member_whose_raft_stops_stops_its_core() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, sm) = storage::open(dir.path(), 64 << 10, Broken).await.unwrap();
+        let config = Arc::new(election::raft_config(200, 10, 5, 1000).unwrap());
+        let raft = Raft::new(
+            1,
+            config,
+            Network::new(1, Duration::from_millis(10)),
+            log,
+            sm,
+        )
+        .await
+        .unwrap();
+        let (core, mut from) = mpsc::channel(8);
+        let stop = CancellationToken::new();
+        tokio::spawn(stop_with_raft(raft.clone(), core, stop.clone()));
+        raft.initialize(BTreeMap::from([(1, BasicNode::new("127.0.0.1:1"))]))
+            .await
+            .unwrap();
+        // the lone voter elects itself (the driver), then its first entry fails to apply
+        tokio::spawn(election::run(raft.clone(), 1));
+        let _ = raft.client_write(Proposal::Key([1; 16])).await;
+        let got = tokio::time::timeout(Duration::from_secs(10), from.recv()).await;
+        assert!(
+            matches!(got, Ok(Some(CoreMsg::Shutdown))),
+            "the core was not stopped"
+        );
+
+        // a Raft shut down on purpose stops nothing
+        let dir = tempfile::tempdir().unwrap();
+        let (log, sm) = storage::open(dir.path(), 64 << 10, Broken).await.unwrap();
+        let config = Arc::new(election::raft_config(200, 10, 5, 1000).unwrap());
+        let raft = Raft::new(
+            1,
+            config,
+            Network::new(1, Duration::from_millis(10)),
+            log,
+            sm,
+        )
+        .await
+        .unwrap();
+        let (core, mut from) = mpsc::channel(8);
+        let stop = CancellationToken::new();
+        let watch = tokio::spawn(stop_with_raft(raft.clone(), core, stop.clone()));
+        stop.cancel();
+        raft.shutdown().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(10), watch)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(from.try_recv().is_err());
     }
 }
