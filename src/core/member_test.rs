@@ -177,6 +177,7 @@ fn replies(c: &mut Client) -> Vec<(i32, i64, i32, Bytes)> {
                 let (xid, zxid, err) = (b.get_i32(), b.get_i64(), b.get_i32());
                 out.push((xid, zxid, err, b));
             }
+            Out::Batch { .. } => panic!("a test's connection has no direct writes"),
         }
     }
     out
