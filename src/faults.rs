@@ -4,8 +4,8 @@
 //! `false` and the call sites compile away, so a release build carries none of it.
 //!
 //! `PALISADE_FAULT` (read once) names the fault; each call site is one line:
-//! - `stale-read`: a follower applies committed entries 300 ms late and answers a `sync`
-//!   without waiting for the leader's point, so a read after `sync` may be stale;
+//! - `stale-read`: a follower answers a `sync` at once, from its own state, instead of waiting
+//!   for the leader's point, so a read after `sync` may miss a write already acknowledged;
 //! - `lower-counter`: the sequential-create counter is taken 3 lower than stored, as a replay
 //!   that lost creates would leave it (the harness sets it on restarted members only);
 //! - `early-ack`: the leader applies and answers a write as soon as it is prepped, before a
@@ -22,11 +22,9 @@ pub enum Fault {
 #[cfg(feature = "fault-injection")]
 mod switch {
     use super::Fault;
-    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::OnceLock;
 
     static ON: OnceLock<Option<Fault>> = OnceLock::new();
-    static ME: AtomicU64 = AtomicU64::new(0);
 
     pub fn on(f: Fault) -> bool {
         let set = ON.get_or_init(|| {
@@ -44,14 +42,6 @@ mod switch {
         });
         *set == Some(f)
     }
-
-    pub fn set_me(id: u64) {
-        ME.store(id, Ordering::Relaxed);
-    }
-
-    pub fn me() -> u64 {
-        ME.load(Ordering::Relaxed)
-    }
 }
 
 #[cfg(not(feature = "fault-injection"))]
@@ -62,17 +52,9 @@ mod switch {
     pub fn on(_: Fault) -> bool {
         false
     }
-
-    #[inline(always)]
-    pub fn set_me(_: u64) {}
-
-    #[inline(always)]
-    pub fn me() -> u64 {
-        0
-    }
 }
 
-pub use switch::{on, set_me};
+pub use switch::on;
 
 /// The sequential-create counter a prep uses (`lower-counter`: 3 lower).
 #[inline(always)]
@@ -81,13 +63,5 @@ pub fn seq_counter(stored: i32) -> i32 {
         stored.saturating_sub(3).max(0)
     } else {
         stored
-    }
-}
-
-/// Before a member's core applies committed entries that `leader` logged (`stale-read`: a
-/// follower waits 300 ms).
-pub async fn before_apply(leader: u64) {
-    if on(Fault::StaleRead) && leader != switch::me() {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     }
 }

@@ -375,7 +375,7 @@ impl Core {
             let Some(e) = m.syncs.first_entry() else {
                 return;
             };
-            if *e.key() > applied && !crate::faults::on(crate::faults::Fault::StaleRead) {
+            if *e.key() > applied {
                 return;
             }
             for (session, cxid) in e.remove() {

@@ -23,7 +23,9 @@ from kazoo.handlers.threading import KazooTimeoutError
 from history import Proc
 
 ROOT = "/jepsen"
-ERRORS = (KazooException, KazooTimeoutError)
+# kazoo 2.11 raises RuntimeError("xids do not match") when a reply does not match the request
+# it awaits (seen against ZooKeeper 3.8 around a reconnect): the request's outcome is unknown.
+ERRORS = (KazooException, KazooTimeoutError, RuntimeError)
 
 
 class Ctx:

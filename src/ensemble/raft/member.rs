@@ -55,7 +55,6 @@ impl Applier for CoreApplier {
         if txns.is_empty() {
             return Ok(());
         }
-        crate::faults::before_apply(upto.leader_id.node_id).await;
         let mut items = Vec::with_capacity(txns.len());
         for (log_id, p) in txns {
             match p {
@@ -258,7 +257,6 @@ pub async fn start(
         })?;
     let learner = me.role == Role::Observer;
     let dir = &cfg.dir;
-    crate::faults::set_me(myid);
     crate::durability::datadir::create_private_dir(dir)?;
     let applier = CoreApplier { core: core.clone() };
     let segment = cfg.segment_bytes.max(1 << 20);
