@@ -70,12 +70,25 @@ def proxied(cluster, proxy):
     return port
 
 
-def on_member(cluster, m, fn, timeout=20):
-    zk = cluster.client([m], start_timeout=timeout)
-    try:
-        return fn(zk)
-    finally:
-        cluster.release(zk)
+def on_member(cluster, m, fn, timeout=20, tries=3):
+    """fn(a client on member m only); a connection lost on the way (a late election after
+    the heal) is retried, at most `tries` times."""
+    for attempt in range(tries):
+        zk = cluster.client([m], start_timeout=timeout)
+        try:
+            return fn(zk)
+        except wl.ERRORS:
+            if attempt == tries - 1:
+                raise
+            time.sleep(1.0)
+            cluster.wait_formed(60, members=cluster.members)
+        finally:
+            cluster.release(zk)
+
+
+def member_trees(cluster):
+    return {m: on_member(cluster, m, lambda zk: helpers.tree(zk, wl.ROOT))
+            for m in cluster.members}
 
 
 def final_reads(cluster, h, register, workloads_on):
@@ -243,7 +256,7 @@ def main():
             expired = [ev["value"]["session"] for ev in h.events if ev["f"] == "expire-session"]
             res["ephemeral"] = checkers.ephemerals(h, reads["ephemeral"], e.live_sessions(),
                                                    e.sessions_with_node(), expired)
-        res["members-equal"] = checkers.trees_equal(helpers.member_trees(c, wl.ROOT, c.members))
+        res["members-equal"] = checkers.trees_equal(member_trees(c))
         summary["checks"] = res
     except Exception as e:
         import traceback

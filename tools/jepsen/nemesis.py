@@ -202,6 +202,11 @@ class Nemesis:
             zk = KazooClient(hosts=self.c.hosts(), client_id=(sid, pw), timeout=4.0)
             try:
                 zk.start(timeout=5)
+                try:
+                    port = zk._connection._socket.getpeername()[1]
+                except Exception:
+                    port = None
+                self.h.nemesis("expirer-connected", session="%016x" % sid, port=port)
                 zk.stop()  # closes the session: the owner's next request sees it expired
             except Exception as e:
                 self.h.nemesis("expire-failed", session="%016x" % sid, error=repr(e))

@@ -12,6 +12,7 @@ request, so an `info` applied at most once.
 import itertools
 import os
 import random
+import struct
 import subprocess
 import threading
 import time
@@ -24,8 +25,17 @@ from history import Proc
 
 ROOT = "/jepsen"
 # kazoo 2.11 raises RuntimeError("xids do not match") when a reply does not match the request
-# it awaits (seen against ZooKeeper 3.8 around a reconnect): the request's outcome is unknown.
-ERRORS = (KazooException, KazooTimeoutError, RuntimeError)
+# it awaits, and struct.error when a reply is shorter than the record it expects (both seen
+# around reconnects, the first against ZooKeeper 3.8 and Palisade alike): outcome unknown.
+ERRORS = (KazooException, KazooTimeoutError, RuntimeError, struct.error)
+
+
+def peer_port(zk):
+    """The client port of the member a kazoo client is connected to (diagnostics)."""
+    try:
+        return zk._connection._socket.getpeername()[1]
+    except Exception:
+        return None
 
 
 class Ctx:
@@ -441,7 +451,7 @@ class Ephemeral(Workload):
                 st = zk.exists_async(self.node(sid)).get(timeout=t)
                 same = zk.client_id is not None and zk.client_id[0] == sid
                 if same:
-                    p.ok(inv, st is not None)
+                    p.ok(inv, st is not None, port=peer_port(zk))
                 else:
                     p.fail(inv, None, error="session changed")
             except ERRORS as e:
