@@ -5,7 +5,7 @@
 //! writer sends creates of `/w<n>` to whoever leads. Then everything heals and every member
 //! must hold every acknowledged create and the same state (zxid, digest, every node).
 //!
-//! `JEPSEN_SCHEDULES` (default 10 over 3 members, 5 over 5) schedules per size, `JEPSEN_SEED` the first seed (default
+//! `JEPSEN_SCHEDULES` (default 25 over 3 members, 10 over 5) schedules per size, `JEPSEN_SEED` the first seed (default
 //! random, printed): a failure names its seed, and `JEPSEN_SEED=<it> JEPSEN_SCHEDULES=1` replays
 //! its fault schedule.
 
@@ -207,7 +207,7 @@ impl Cluster {
     async fn write(&self, txn: &palisade_proto::Txn) -> Option<u64> {
         let l = self.leader()?;
         let raft = &self.members.get(&l)?.raft;
-        match tokio::time::timeout(Duration::from_millis(150), raft.client_write(proposal(txn)))
+        match tokio::time::timeout(Duration::from_millis(100), raft.client_write(proposal(txn)))
             .await
         {
             Ok(Ok(r)) => Some(r.log_id.index),
@@ -302,8 +302,12 @@ async fn schedule(n: u64, seed: u64, steps: usize) -> (usize, usize) {
             }
         }
         c.faults += 1;
-        // Writes while the fault lasts.
-        for _ in 0..rng.usize(1..6) {
+        // Writes while the fault lasts (two failures in a row end them: no quorum now).
+        let mut failed = 0;
+        for _ in 0..rng.usize(2..9) {
+            if failed == 2 {
+                break;
+            }
             next += 1;
             let path = format!("/w{next}");
             w.write(
@@ -318,9 +322,11 @@ async fn schedule(n: u64, seed: u64, steps: usize) -> (usize, usize) {
             let txn = &w.log[w.log.len() - 1];
             if c.write(txn).await.is_some() {
                 acked.push(path);
+                failed = 0;
             } else {
-                // No leader, or it lost its quorum: the next fault comes sooner.
-                break;
+                // No leader yet, or it lost its quorum: a moment for an election.
+                failed += 1;
+                tokio::time::sleep(Duration::from_millis(15)).await;
             }
         }
     }
@@ -419,10 +425,10 @@ async fn run(n: u64, default_schedules: u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeded_fault_schedules_over_three_members() {
-    run(3, 10).await;
+    run(3, 25).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeded_fault_schedules_over_five_members() {
-    run(5, 5).await;
+    run(5, 10).await;
 }
