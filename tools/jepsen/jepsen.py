@@ -5,7 +5,7 @@ history could have happened on one correct server.
 
   tools/jepsen/jepsen.py --kind palisade --members 3 --time 60 [--seed N] [--out DIR]
   tools/jepsen/jepsen.py --kind zookeeper --time 60
-  tools/jepsen/jepsen.py --fault stale-read ...   # a negative control (target/release/palisade-faults)
+  tools/jepsen/jepsen.py --fault stale-read ...   # a negative control (palisade-faults)
 
 Exit status: 0 no violation, 1 a violation (or, with --expect CHECKER, 0 iff that checker
 found one), 2 the run itself failed. The seed is printed first; --seed replays the schedule.

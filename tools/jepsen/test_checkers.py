@@ -108,7 +108,8 @@ def test_ephemerals_catch_a_missing_own_node_and_leftovers():
     assert checkers.ephemerals(h, {1: [node]}, live, {sid}, [])["violation_count"] == 0
     inv = p.invoke("ephemeral", "exists", None, sid)
     p.ok(inv, False)
-    r = checkers.ephemerals(h, {1: [node, "s%016x" % 0x99], 2: []}, live, {sid}, ["0000000000000099"])
+    r = checkers.ephemerals(h, {1: [node, "s%016x" % 0x99], 2: []}, live, {sid},
+                            ["0000000000000099"])
     text = "\n".join(r["violations"])
     assert "missing while it lived" in text
     assert "not alive" in text and "lacks ephemerals" in text and "expired sessions" in text

@@ -61,27 +61,27 @@ impl RaftNetworkFactory<TypeConfig> for Router {
 
 impl Link {
     /// The target, if the request gets through.
-    fn target<E: std::error::Error>(
-        &self,
-    ) -> Result<Raft<TypeConfig>, RPCError<NodeId, BasicNode, E>> {
-        let cut = self.net.cut.lock().contains(&(self.from, self.to));
-        let r = (!cut)
-            .then(|| self.net.rafts.lock().get(&self.to).cloned())
-            .flatten();
-        r.ok_or_else(|| {
-            let e = io::Error::new(io::ErrorKind::ConnectionRefused, "cut or down");
-            RPCError::Unreachable(Unreachable::new(&e))
-        })
+    fn target(&self) -> Option<Raft<TypeConfig>> {
+        if self.net.cut.lock().contains(&(self.from, self.to)) {
+            return None;
+        }
+        self.net.rafts.lock().get(&self.to).cloned()
     }
 
     /// Whether the reply gets back (a one-way cut loses it after the request was handled).
-    fn back<E: std::error::Error>(&self) -> Result<(), RPCError<NodeId, BasicNode, E>> {
-        if self.net.cut.lock().contains(&(self.to, self.from)) {
-            let e = io::Error::new(io::ErrorKind::TimedOut, "reply lost");
-            return Err(RPCError::Network(NetworkError::new(&e)));
-        }
-        Ok(())
+    fn back(&self) -> bool {
+        !self.net.cut.lock().contains(&(self.to, self.from))
     }
+}
+
+fn cut_off<E: std::error::Error>() -> RPCError<NodeId, BasicNode, E> {
+    let e = io::Error::new(io::ErrorKind::ConnectionRefused, "cut or down");
+    RPCError::Unreachable(Unreachable::new(&e))
+}
+
+fn reply_lost<E: std::error::Error>() -> RPCError<NodeId, BasicNode, E> {
+    let e = io::Error::new(io::ErrorKind::TimedOut, "reply lost");
+    RPCError::Network(NetworkError::new(&e))
 }
 
 impl RaftNetwork<TypeConfig> for Link {
@@ -90,8 +90,10 @@ impl RaftNetwork<TypeConfig> for Link {
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let r = self.target()?.append_entries(rpc).await;
-        self.back()?;
+        let r = self.target().ok_or_else(cut_off)?.append_entries(rpc).await;
+        if !self.back() {
+            return Err(reply_lost());
+        }
         r.map_err(|e| RemoteError::new(self.to, e).into())
     }
 
@@ -103,8 +105,14 @@ impl RaftNetwork<TypeConfig> for Link {
         InstallSnapshotResponse<NodeId>,
         RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
-        let r = self.target()?.install_snapshot(rpc).await;
-        self.back()?;
+        let r = self
+            .target()
+            .ok_or_else(cut_off)?
+            .install_snapshot(rpc)
+            .await;
+        if !self.back() {
+            return Err(reply_lost());
+        }
         r.map_err(|e| RemoteError::new(self.to, e).into())
     }
 
@@ -113,8 +121,10 @@ impl RaftNetwork<TypeConfig> for Link {
         rpc: VoteRequest<NodeId>,
         _option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let r = self.target()?.vote(rpc).await;
-        self.back()?;
+        let r = self.target().ok_or_else(cut_off)?.vote(rpc).await;
+        if !self.back() {
+            return Err(reply_lost());
+        }
         r.map_err(|e| RemoteError::new(self.to, e).into())
     }
 }
