@@ -63,12 +63,14 @@ def unique_ids(history, member_children):
             if pc["value"] >= c["value"]:
                 viol.append("id %d (invoked at %d) after id %d had completed (at %d)"
                             % (c["value"], inv["index"], pc["value"], pc["index"]))
+    lost = []
     for member, kids in member_children.items():
         missing = [c["node"] for _, c in oks if c["node"] not in kids]
         if missing:
-            viol.append("member %s lacks %d acknowledged id nodes, e.g. %s"
+            lost.append("member %s lacks %d acknowledged id nodes, e.g. %s"
                         % (member, len(missing), missing[:5]))
-    return result(len(oks), viol)
+    # Losses first: the summary keeps the first 20 violations.
+    return result(len(oks), lost + viol, lost_on_members=len(lost))
 
 
 def counter(history, final_values):
