@@ -19,6 +19,8 @@ def linearizable(history, binary, out_dir, budget_s=20.0):
     LinearizabilityTester over a compare-and-set register)."""
     path = os.path.join(out_dir, "register.jsonl")
     n = 0
+    keys = {ev["key"] for ev in history.events if ev["workload"] == "register"}
+    budget_s = max(budget_s, 0.1 * len(keys))  # long runs: 0.1 s a key at least
     with open(path, "w") as f:
         for ev in history.events:
             if ev["workload"] == "register":
