@@ -213,5 +213,5 @@ else
   rm -f target/release/palisade-faults
 fi
 run_suite "Jepsen harness: mixed run against 3 Palisade members and the negative controls" \
-  env ENSEMBLE_PORT_BASE=26000 timeout -k 5 420 python3 -m pytest -q -p no:cacheprovider tools/jepsen/test_jepsen.py
+  env ENSEMBLE_PORT_BASE=26000 timeout -k 5 420 python3 -m pytest -q -p no:cacheprovider tools/jepsen/
 exit $failed
