@@ -24,7 +24,8 @@ impl Core {
         self.stats.received += 1;
         let session = conn.session;
         self.liveness.touch(session, now);
-        if let (Request::Sync(r), true) = (&req, forwards) {
+        let stale = crate::faults::on(crate::faults::Fault::StaleRead);
+        if let (Request::Sync(r), true, false) = (&req, forwards, stale) {
             // A follower's sync waits for the leader's point (member.rs), in its write order.
             conn.queue.push_back(Slot::Write(xid));
             let awaiting = Awaiting::Sync(r.clone());

@@ -513,6 +513,10 @@ impl Core {
                 Committed::Txn(t) => t,
             };
             let zxid = txn.header.zxid;
+            if zxid <= self.state.zxid() && crate::faults::on(crate::faults::Fault::EarlyAck) {
+                self.inflight.retain(|t| t.header.zxid != zxid); // applied at its prep
+                continue;
+            }
             if zxid <= self.state.zxid() {
                 tracing::error!(
                     zxid = format_args!("{zxid:#x}"),

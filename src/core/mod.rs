@@ -310,6 +310,9 @@ impl Core {
             self.pending.add(txn.header.client_id, txn.header.cxid, w);
         }
         self.log.append(&txn);
+        if crate::faults::on(crate::faults::Fault::EarlyAck) && self.member.is_some() {
+            self.commit(txn.clone()); // answered before a quorum logged it
+        }
         self.inflight.push_back(txn);
     }
 

@@ -207,7 +207,10 @@ impl Check<'_> {
                 );
                 return Err(ErrorCode::QuotaExceeded);
             }
-            format!("{p}{:010}", parent.child_creates)
+            format!(
+                "{p}{:010}",
+                crate::faults::seq_counter(parent.child_creates)
+            )
         } else {
             p.to_string()
         };
