@@ -1,9 +1,11 @@
 //! Fault switches for the Jepsen harness's negative controls (tools/jepsen, issue 15): bugs
-//! put in on purpose, so the harness can show that its checkers catch them. Compiled only with
-//! the `fault-injection` feature (off by default); without it every switch is a constant
-//! `false` and the call sites compile away, so a release build carries none of it.
+//! put in on purpose, so the harness can show that its checkers catch them. Off unless the
+//! process starts with `PALISADE_FAULT` naming one (read once; the server then logs at error
+//! level that it is wrong on purpose); off, each call site costs one load of a set-once cell —
+//! as the crash points (`durability/crashpoint.rs`), so the tests run the binary users run
+//! rather than a second build of the server.
 //!
-//! `PALISADE_FAULT` (read once) names the fault; each call site is one line:
+//! Each call site is one line:
 //! - `stale-read`: a follower answers a `sync` at once, from its own state, instead of waiting
 //!   for the leader's point, so a read after `sync` may miss a write already acknowledged;
 //! - `lower-counter`: the sequential-create counter is taken 3 lower than stored, as a replay
@@ -19,45 +21,29 @@ pub enum Fault {
     EarlyAck,
 }
 
-#[cfg(feature = "fault-injection")]
-mod switch {
-    use super::Fault;
-    use std::sync::OnceLock;
+use std::sync::OnceLock;
 
+/// Whether fault `f` is switched on in this process.
+pub fn on(f: Fault) -> bool {
     static ON: OnceLock<Option<Fault>> = OnceLock::new();
-
-    pub fn on(f: Fault) -> bool {
-        let set = ON.get_or_init(|| {
-            let v = std::env::var("PALISADE_FAULT").unwrap_or_default();
-            let f = match v.as_str() {
-                "stale-read" => Some(Fault::StaleRead),
-                "lower-counter" => Some(Fault::LowerCounter),
-                "early-ack" => Some(Fault::EarlyAck),
-                _ => None,
-            };
-            if f.is_some() {
-                tracing::warn!(fault = %v, "FAULT INJECTION ON: this server is wrong on purpose");
-            }
-            f
-        });
-        *set == Some(f)
-    }
+    *ON.get_or_init(|| {
+        let v = std::env::var("PALISADE_FAULT").ok()?;
+        let f = match v.as_str() {
+            "stale-read" => Some(Fault::StaleRead),
+            "lower-counter" => Some(Fault::LowerCounter),
+            "early-ack" => Some(Fault::EarlyAck),
+            _ => None,
+        };
+        match f {
+            Some(_) => tracing::error!(fault = %v, "FAULT INJECTION ON (PALISADE_FAULT): this server is wrong on purpose"),
+            None => tracing::error!(fault = %v, "PALISADE_FAULT names no fault; none is on"),
+        }
+        f
+    }) == Some(f)
 }
-
-#[cfg(not(feature = "fault-injection"))]
-mod switch {
-    use super::Fault;
-
-    #[inline(always)]
-    pub fn on(_: Fault) -> bool {
-        false
-    }
-}
-
-pub use switch::on;
 
 /// The sequential-create counter a prep uses (`lower-counter`: 3 lower).
-#[inline(always)]
+#[inline]
 pub fn seq_counter(stored: i32) -> i32 {
     if on(Fault::LowerCounter) {
         stored.saturating_sub(3).max(0)

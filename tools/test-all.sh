@@ -198,20 +198,9 @@ run_suite "ensemble benchmark, quick mode (3 Palisade members)" \
   timeout -k 5 240 python3 tools/bench/ensemble.py --quick --kind palisade
 
 # The Jepsen harness (issue 15, docs/RELIABILITY.md): a 40 s mixed run (every workload, every
-# nemesis) against 3 Palisade members, and the three negative controls, each of which must be
-# caught (about 150 s). The controls need the server built with its fault switches, as
-# target/release/palisade-faults; the release binary is then restored (the same packages are
-# built, so only the palisade crate compiles again: about 2-4 minutes on this machine).
-# JEPSEN_CONTROLS=0 skips that build and the controls; ZooKeeper 3.8 and long runs by hand.
-jepsen_packages=(-p palisade -p palisade-failover -p palisade-client -p palisade-bench -p palisade-inspect -p palisade-jepsen)
-if [ "${JEPSEN_CONTROLS:-1}" = 1 ]; then
-  step "build the fault-injection server for the Jepsen negative controls"
-  cargo build --release --locked "${jepsen_packages[@]}" --features palisade/fault-injection
-  cp target/release/palisade target/release/palisade-faults
-  cargo build --release --locked "${jepsen_packages[@]}"
-else
-  rm -f target/release/palisade-faults
-fi
+# nemesis) against 3 Palisade members, and the three negative controls (the same binary with a
+# fault switched on by PALISADE_FAULT), each of which must be caught (about 150 s).
+# ZooKeeper 3.8 and long runs by hand.
 run_suite "Jepsen harness: mixed run against 3 Palisade members and the negative controls" \
   env ENSEMBLE_PORT_BASE=26000 timeout -k 5 420 python3 -m pytest -q -p no:cacheprovider tools/jepsen/
 exit $failed

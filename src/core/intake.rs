@@ -32,6 +32,14 @@ impl Core {
             self.forward(conn_id, session, xid, Forwarded::Sync, awaiting);
             return;
         }
+        if let Request::Sync(r) = &req {
+            if self.leader_sync_waits(conn_id, session, xid, r) {
+                return;
+            }
+        }
+        let Some(conn) = self.conns.get_mut(&conn_id) else {
+            return;
+        };
         if !req.is_write() {
             // Over its output budget, a read waits (held) in its connection's queue.
             if conn.queue.is_empty() && !conn.out.budget.over() {

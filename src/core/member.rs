@@ -15,6 +15,7 @@
 //! ephemerals and, through setWatches, its watches. Sessions are replicated txns; only the
 //! leader expires them, from its followers' touches; a new leader re-arms every session.
 
+use super::conns::Slot;
 use super::leader::Leader;
 use super::pending::{Awaiting, PendingWrites, Waiter};
 use super::{wall_ms, Core};
@@ -353,6 +354,37 @@ impl Core {
             self.prep_forwarded(op);
         }
         Some(points)
+    }
+
+    /// On the leader, a client's sync: its point is every txn prepped so far, as a
+    /// follower's is. A follower may apply a commit and answer its client before the leader
+    /// applies it, so a read behind a sync answered at once could miss a write acknowledged
+    /// elsewhere. True when the sync waits (in its connection's order, answered by
+    /// `answer_syncs`); false when nothing is outstanding and it is answered as a read.
+    pub(super) fn leader_sync_waits(
+        &mut self,
+        conn: ConnId,
+        session: i64,
+        xid: i32,
+        r: &palisade_proto::SyncRequest,
+    ) -> bool {
+        let point = self.prep.last_zxid();
+        if point <= self.state.zxid() {
+            return false;
+        }
+        let (Some(m), Some(c)) = (self.member.as_mut(), self.conns.get_mut(&conn)) else {
+            return false;
+        };
+        c.queue.push_back(Slot::Write(xid));
+        m.syncs.entry(point).or_default().push((session, xid));
+        let waiter = Waiter {
+            conn,
+            zxid: None,
+            awaiting: Awaiting::Sync(r.clone()),
+            at: Instant::now(),
+        };
+        self.pending.add(session, xid, waiter);
+        true
     }
 
     /// On a follower: the leader's points for its syncs.

@@ -5,7 +5,7 @@ history could have happened on one correct server.
 
   tools/jepsen/jepsen.py --kind palisade --members 3 --time 60 [--seed N] [--out DIR]
   tools/jepsen/jepsen.py --kind zookeeper --time 60
-  tools/jepsen/jepsen.py --fault stale-read ...   # a negative control (palisade-faults)
+  tools/jepsen/jepsen.py --fault stale-read ...   # a negative control (PALISADE_FAULT)
 
 Exit status: 0 no violation, 1 a violation (or, with --expect CHECKER, 0 iff that checker
 found one), 2 the run itself failed. The seed is printed first; --seed replays the schedule.
@@ -139,7 +139,7 @@ def main():
     ap.add_argument("--clients", type=int, default=3, help="clients per workload")
     ap.add_argument("--snap-count", type=int, default=400)
     ap.add_argument("--fault", choices=("stale-read", "lower-counter", "early-ack"),
-                    help="negative control: run target/release/palisade-faults with "
+                    help="negative control: run the server with "
                          "PALISADE_FAULT set (lower-counter: on restarted members only)")
     ap.add_argument("--expect", help="negative control: exit 0 iff one of these checkers "
                                      "(comma list) found a violation")
@@ -163,7 +163,7 @@ def main():
     restart_env = {}
     if args.fault:
         assert args.kind == "palisade", "fault switches are Palisade's"
-        os.environ["PALISADE_BIN"] = os.path.join(args.bin_dir, "palisade-faults")
+        os.environ.setdefault("PALISADE_BIN", os.path.join(args.bin_dir, "palisade"))
         if args.fault == "lower-counter":
             restart_env = {"PALISADE_FAULT": "lower-counter"}
         else:
