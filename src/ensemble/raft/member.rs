@@ -269,8 +269,14 @@ pub async fn start(
         cfg.snap_count,
     )?);
     let lease_ms = config.election_timeout_max;
-    let network = Network::new(myid, Duration::from_millis(config.heartbeat_interval));
-    let raft = Raft::new(myid, config, network, log, sm)
+    let addrs = cfg
+        .members
+        .iter()
+        .filter_map(|m| Some((m.id, peer_addr(m)?)))
+        .collect();
+    let network =
+        Network::new(myid, Duration::from_millis(config.heartbeat_interval)).with_addrs(addrs);
+    let raft = Raft::new(myid, config, network.clone(), log, sm)
         .await
         .map_err(|e| io::Error::other(format!("cannot start Raft: {e}")))?;
     let addr = peer_addr(me).ok_or_else(|| io::Error::other("server.N without an address"))?;
@@ -319,7 +325,7 @@ pub async fn start(
     tokio::spawn(proposer(raft.clone(), propose));
     tokio::spawn(snapshots(raft.clone(), snapshot));
     let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
-    tokio::spawn(forwarder(raft.clone(), core, myid, to_leader, ttl));
+    tokio::spawn(forwarder(raft.clone(), network, core, myid, to_leader, ttl));
     Ok(Running { raft, stop })
 }
 
@@ -558,6 +564,7 @@ async fn leader_changes(raft: &Raft<TypeConfig>, leader: NodeId) {
 /// given-up writes fail with CONNECTIONLOSS (they may or may not commit, as ZooKeeper's).
 async fn forwarder(
     raft: Raft<TypeConfig>,
+    network: Network,
     core: mpsc::Sender<CoreMsg>,
     me: NodeId,
     mut rx: mpsc::UnboundedReceiver<ToLeader>,
@@ -573,7 +580,7 @@ async fn forwarder(
                 m.membership_config
                     .nodes()
                     .find(|(id, _)| **id == l)
-                    .map(|(_, n)| n.addr.clone())
+                    .map(|(id, n)| network.addr_of(*id, n))
             });
             (leader, addr)
         };

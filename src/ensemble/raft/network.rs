@@ -19,6 +19,7 @@ use openraft::raft::{
 };
 use openraft::BasicNode;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
@@ -221,11 +222,34 @@ pub struct Network {
     /// few tries. Its default (500 ms) outlasts the lease: a member back from a restart would
     /// hear nothing for that long and campaign, unseating a healthy leader.
     pub retry: Duration,
+    /// Where this member reaches each other member: its own zoo.cfg's `server.N` lines.
+    pub addrs: Arc<BTreeMap<NodeId, String>>,
 }
 
 impl Network {
     pub fn new(me: NodeId, retry: Duration) -> Network {
-        Network { me, retry }
+        Network {
+            me,
+            retry,
+            addrs: Default::default(),
+        }
+    }
+
+    /// Reaches the members named here at these addresses, whatever the Raft membership says.
+    pub fn with_addrs(mut self, addrs: BTreeMap<NodeId, String>) -> Network {
+        self.addrs = Arc::new(addrs);
+        self
+    }
+
+    /// The address of `target`: the local configuration's, as ZooKeeper reads each member's
+    /// from its own zoo.cfg, else the one the membership carries. The membership's addresses
+    /// are those of the member that formed the ensemble (or of a snapshot's sender), which
+    /// need not be how this member reaches them (a proxy, another network, another name).
+    pub fn addr_of(&self, target: NodeId, node: &BasicNode) -> String {
+        self.addrs
+            .get(&target)
+            .cloned()
+            .unwrap_or_else(|| node.addr.clone())
     }
 }
 
@@ -236,7 +260,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         PeerClient {
             me: self.me,
             target,
-            addr: node.addr.clone(),
+            addr: self.addr_of(target, node),
             link: None,
             retry: self.retry,
             down: false,
