@@ -199,6 +199,8 @@ impl PeerHandler for Peer {
 pub struct Running {
     pub raft: Raft<TypeConfig>,
     stop: CancellationToken,
+    /// Ends the Raft runtime's thread ([`spawn`]), once Raft has shut down.
+    exit: Option<(oneshot::Sender<()>, std::thread::JoinHandle<()>)>,
 }
 
 impl Running {
@@ -207,7 +209,55 @@ impl Running {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "Raft did not shut down cleanly");
         }
+        if let Some((exit, thread)) = self.exit {
+            let _ = exit.send(());
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
     }
+}
+
+/// [`start`] on a runtime of its own: one thread ("palisade-raft") for openraft's tasks (its
+/// core, the replication streams, the state-machine worker), the peer links and this
+/// module's tasks. openraft hands every write across half a dozen tasks; on one thread those
+/// hand-offs are queue pushes, not wake-ups of another worker thread. Client connections stay
+/// on the main runtime.
+pub async fn spawn(
+    cfg: Settings,
+    myid: NodeId,
+    info: Arc<parking_lot::Mutex<RaftInfo>>,
+    core: mpsc::Sender<CoreMsg>,
+    from_core: Channels,
+) -> io::Result<Running> {
+    let (started_tx, started) = oneshot::channel();
+    let (exit_tx, exit_rx) = oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("palisade-raft".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = started_tx.send(Err(e));
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let r = start(&cfg, myid, info, core, from_core).await;
+                let ok = r.is_ok();
+                let _ = started_tx.send(r);
+                if ok {
+                    // Until the server has shut Raft down (or is gone).
+                    let _ = exit_rx.await;
+                }
+            });
+        })?;
+    let mut running = started
+        .await
+        .map_err(|_| io::Error::other("the Raft thread ended while starting"))??;
+    running.exit = Some((exit_tx, thread));
+    Ok(running)
 }
 
 fn peer_addr(m: &Member) -> Option<String> {
@@ -326,7 +376,11 @@ pub async fn start(
     tokio::spawn(snapshots(raft.clone(), snapshot));
     let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
     tokio::spawn(forwarder(raft.clone(), network, core, myid, to_leader, ttl));
-    Ok(Running { raft, stop })
+    Ok(Running {
+        raft,
+        stop,
+        exit: None,
+    })
 }
 
 /// `caught_up`: the last log index when this member became leader (of this term): a
