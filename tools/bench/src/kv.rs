@@ -148,9 +148,11 @@ pub async fn create_seq(load: &Load, ephemeral: bool, size: usize) -> io::Result
     run_sessions(load, move |_, _| create(path.clone(), data.clone(), flags)).await
 }
 
-/// `nodes` persistent znodes of `size` bytes under `parents` parents; returns the last path.
+/// `nodes` persistent znodes of `size` bytes under `parents` parents, numbered from `start`;
+/// returns the last path.
 pub async fn populate(
     load: &Load,
+    start_at: u64,
     nodes: u64,
     parents: u64,
     size: usize,
@@ -174,7 +176,7 @@ pub async fn populate(
                 None,
                 |j| {
                     let i = j * sessions + k;
-                    (i < nodes).then(|| create(path(i), data.clone(), 0))
+                    (i < nodes).then(|| create(path(start_at + i), data.clone(), 0))
                 },
                 |_, r| {
                     lat.record(r.latency);
@@ -192,6 +194,6 @@ pub async fn populate(
     Ok((
         all,
         start.elapsed().as_secs_f64(),
-        path(nodes.saturating_sub(1)),
+        path((start_at + nodes).saturating_sub(1)),
     ))
 }

@@ -79,12 +79,15 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         server_pid: Vec<u32>,
     },
-    /// Creates --nodes persistent znodes of --size bytes under --parents parents.
+    /// Creates --nodes persistent znodes of --size bytes under --parents parents, numbered from
+    /// --start (a large population made in chunks: the next chunk starts where one ended).
     Populate {
         #[arg(long, default_value = "127.0.0.1:2181")]
         server: String,
         #[arg(long, default_value_t = 1_000_000)]
         nodes: u64,
+        #[arg(long, default_value_t = 0)]
+        start: u64,
         #[arg(long, default_value_t = 300)]
         parents: u64,
         #[arg(long, default_value_t = 100)]
@@ -202,6 +205,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
         Cmd::Populate {
             server,
             nodes,
+            start,
             parents,
             size,
             sessions,
@@ -213,7 +217,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                 inflight,
                 duration: Duration::ZERO,
             };
-            let (lat, secs, last) = kv::populate(&load, nodes, parents, size).await?;
+            let (lat, secs, last) = kv::populate(&load, start, nodes, parents, size).await?;
             Ok(lat.report(
                 "populate",
                 sessions,
