@@ -105,8 +105,8 @@ def proc_stat(pid):
 class Server:
     """One server process on its own data dir."""
 
-    def __init__(self, kind, work, extra=()):
-        self.kind, self.work = kind, work
+    def __init__(self, kind, work, extra=(), heap="6g"):
+        self.kind, self.work, self.heap = kind, work, heap
         self.dir = tempfile.mkdtemp(prefix=f"{kind}-", dir=work)
         self.port = free_port()
         self.proc = None
@@ -129,20 +129,32 @@ class Server:
         with open(self.cfg, "w") as f:
             f.write("\n".join(cfg) + "\n")
 
-    def start(self):
-        log = open(self.log_path, "a")
+    def command(self):
         if self.kind == "palisade":
-            cmd = [PALISADE, self.cfg]
-        elif self.kind == "baseline":
-            cmd = [BASELINE, self.cfg]
-        else:
-            cmd = ["java", "-Xms1g", "-Xmx6g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-                   "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
-                   "-cp", ZK_CP, "org.apache.zookeeper.server.ZooKeeperServerMain", self.cfg]
+            return [PALISADE, self.cfg]
+        if self.kind == "baseline":
+            return [BASELINE, self.cfg]
+        return ["java", "-Xms1g", f"-Xmx{self.heap}", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+                "-cp", ZK_CP, "org.apache.zookeeper.server.ZooKeeperServerMain", self.cfg]
+
+    def launch(self):
+        """Starts the process and returns at once (a restart times its own wait)."""
         self.started = time.time()
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
-        deadline = time.time() + 120
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=log)
+
+    def set_config(self, key, value):
+        """Sets `key=value` in zoo.cfg (read at the next start)."""
+        with open(self.cfg) as f:
+            lines = [ln for ln in f.read().splitlines() if not ln.startswith(key + "=")]
+        with open(self.cfg, "w") as f:
+            f.write("\n".join(lines + [f"{key}={value}"]) + "\n")
+
+    def start(self, limit=120):
+        self.launch()
+        deadline = time.time() + limit
         while time.time() < deadline:
             if "Mode:" in four(self.port, "srvr", 1):
                 return
@@ -433,16 +445,7 @@ def big(kind, work, nodes, results):
         if kind == "zookeeper":
             snaps_before = set(os.listdir(os.path.join(s.dir, "data", "version-2")))
         s.proc = None
-        t0 = time.time()
-        log = open(s.log_path, "a")
-        if kind == "palisade":
-            cmd = [PALISADE, s.cfg]
-        else:
-            cmd = ["java", "-Xms1g", "-Xmx6g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-                   "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
-                   "-cp", ZK_CP, "org.apache.zookeeper.server.ZooKeeperServerMain", s.cfg]
-        s.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
+        s.launch()
         wr = bench("wait-read", "--server", f"127.0.0.1:{s.port}", "--path", pop["last_path"])
         r["restart after kill -9 s"] = [wr["seconds"]]
         print(f"  {kind:9} restart with {nodes} znodes: {wr['seconds']} s", flush=True)

@@ -15,6 +15,8 @@ pub struct Load {
     pub sessions: u64,
     pub inflight: usize,
     pub duration: Duration,
+    /// Keep every request's completion time (see `Latencies::with_timeline`).
+    pub timeline: bool,
 }
 
 /// The load generator's randomness, seeded per session.
@@ -63,16 +65,17 @@ pub async fn run_sessions(
     let mut tasks = Vec::new();
     for k in 0..load.sessions {
         let (server, inflight, make) = (load.server.clone(), load.inflight, make.clone());
+        let timeline = load.timeline;
         tasks.push(tokio::spawn(async move {
             let mut s = Session::connect(&server, 30_000).await?;
             let mut rng = Rng::with_seed(k + 1);
-            let mut lat = Latencies::default();
+            let mut lat = Latencies::with_timeline(timeline);
             s.pipeline(
                 inflight,
                 Some(stop),
                 |i| Some(make(i, &mut rng)),
                 |_, r| {
-                    lat.record(r.latency);
+                    lat.record_at(r.latency, start);
                     lat.errors += u64::from(r.header.err != 0);
                 },
             )

@@ -13,6 +13,8 @@
 mod cpu;
 mod kv;
 mod lock;
+// Shared with palisade-bench, which also uses its timeline.
+#[allow(dead_code)]
 #[path = "../../src/stats.rs"]
 mod stats;
 
