@@ -3,6 +3,7 @@
 
     python3 tools/bench/driver.py [--quick] [--rounds N] [--seconds S] [--json OUT] [--markdown OUT]
                                   [--baseline BIN] [--light-only | --no-light] [--rates 100,1000]
+                                  [--independent] [--port-base P]
 
 Both servers start fresh (own data dir, forceSync on — ZooKeeper's default and Palisade's),
 listen on loopback, and run the same workloads from the same load generator
@@ -23,7 +24,17 @@ and heap used after a full GC), restart after kill -9 (process start -> a client
 node), snapshot time, write p99 during a snapshot (Palisade), memory per watch, and the
 physical bounds (fsync rate of the data dir's disk, loopback round trip).
 
-Bounded: each run is time-limited; the whole driver takes about 8 minutes, --quick about 2.
+Independent clients (`--independent`, tools/bench/independent.py): the same interleaved rounds
+with load from clients the project did not write — the third-party Rust `zookeeper-client`
+crate (tools/bench/zkc, built on demand), Curator's and kazoo's lock recipes. The 10M-znode
+run is tools/bench/scale.py.
+
+Before every measured run the driver records the 1-minute load average and an fdatasync probe
+on the data dir's disk (p50/p99 of 0.3 s of 512-byte writes + fdatasync), shown beside each
+figure: the machine is shared.
+
+Bounded: each run is time-limited; the whole driver takes about 25 minutes, --quick about 2.5,
+--independent about 12, --independent --quick under a minute on a quiet machine.
 """
 
 import argparse

@@ -134,6 +134,27 @@ def heap_kib(s):
     return s.heap_after_gc_kib() if s.kind == "zookeeper" else None
 
 
+def recovery_lines(s, since):
+    """What the server says about its recovery, from its log lines after `since`: Palisade's
+    `recovered snapshot=… replayed=… ms=…`; ZooKeeper's snapshot load, txns replayed and the
+    snapshot it writes while starting."""
+    text = log_text(s)
+    if s.kind == "palisade":
+        pat = r"^(\S+)\s+INFO .*(recovered .*)$"
+        stamp = lambda t: calendar.timegm(time.strptime(t[:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + t.rstrip("Z")[19:])  # noqa: E731
+    else:
+        pat = r"^(\S+) .*((?:Snapshot loaded in|txns loaded in|Snapshotting:|Reading snapshot).*)$"
+        stamp = zk_stamp
+    out = []
+    for m in re.finditer(pat, text, re.M):
+        try:
+            if stamp(m.group(1)) >= since - 1:
+                out.append(f"{m.group(1)} {m.group(2).strip()[:200]}")
+        except ValueError:
+            continue
+    return out
+
+
 def restart(s, last_path, r, key):
     """kill -9, start again, time until the last node reads; the restart's conditions kept."""
     env = conditions(s.work)
@@ -143,7 +164,7 @@ def restart(s, last_path, r, key):
     s.launch()
     wr = bench("wait-read", "--server", f"127.0.0.1:{s.port}", "--path", last_path,
                "--timeout-s", "1500", timeout=1600)
-    r[key] = {"seconds": wr["seconds"], **env}
+    r[key] = {"seconds": wr["seconds"], **env, "log": recovery_lines(s, t_launch)}
     print(f"  {s.kind:9} {key}: {wr['seconds']} s (load {env['loadavg']}, fdatasync p50/p99 "
           f"{env['fsync_p50_us']}/{env['fsync_p99_us']} us)", flush=True)
     return t_launch
