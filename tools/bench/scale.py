@@ -12,7 +12,8 @@ snapshots of up to 2 GB each, since it purges none by default; Palisade keeps 3)
 1. populate: `palisade-bench populate` in chunks of --chunk nodes (8 sessions x 256 in flight,
    300 parents); the rate per chunk and overall. A server that dies, or a chunk that does not
    finish in 15 minutes, ends the populate there: the size reached is reported.
-2. memory: RSS growth per znode; for ZooKeeper also the heap used after a full GC (jcmd).
+2. memory: RSS growth per znode once no snapshot is being written, and the peak RSS (VmHWM);
+   for ZooKeeper also the heap used after a full GC (jcmd).
 3. restart after kill -9: process start -> a client reads the last node created (from the
    newest snapshot plus the log after it). Restarted with snapCount=1e9, so no periodic
    snapshot overlaps what follows.
@@ -130,6 +131,15 @@ def palisade_snapshots(s, since=0.0):
     return out
 
 
+def peak_rss_kib(pid):
+    """VmHWM: the most resident memory the process has had."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1))
+    except (OSError, AttributeError, ValueError):
+        return 0
+
+
 def heap_kib(s):
     return s.heap_after_gc_kib() if s.kind == "zookeeper" else None
 
@@ -172,19 +182,23 @@ def restart(s, last_path, r, key):
 
 def split_p99(timeline, start_unix_ms, windows):
     """p99 (µs) and count of the requests that completed inside any of `windows` [(start,
-    end) in epoch seconds] and of the others."""
+    end) in epoch seconds] and of the others; and the longest stretch (ms) in which no request
+    completed at all (a stall of the server's writes)."""
     raw = array.array("I")
     with open(timeline, "rb") as f:
         raw.frombytes(f.read())
     if sys.byteorder != "little":
         raw.byteswap()
     inside, outside = [], []
+    done = sorted(raw[0::2])
+    gap = max((b - a for a, b in zip(done, done[1:])), default=0)
     for i in range(0, len(raw) - 1, 2):
         t = start_unix_ms / 1000 + raw[i] / 1000
         (inside if any(b <= t <= e for b, e in windows) else outside).append(raw[i + 1])
     q = lambda v: sorted(v)[round((len(v) - 1) * 0.99)] if v else None  # noqa: E731
     return {"p99_us_during_snapshots": q(inside), "requests_during_snapshots": len(inside),
-            "p99_us_outside_snapshots": q(outside), "requests_outside_snapshots": len(outside)}
+            "p99_us_outside_snapshots": q(outside), "requests_outside_snapshots": len(outside),
+            "longest_gap_ms": gap}
 
 
 def writes(s, seconds, r, key):
@@ -258,9 +272,15 @@ def scale_run(kind, work, a, results):
         r["populate creates/s"] = round(made / max(pop_s, 1e-9))
         if not made:
             return
+        # RSS at rest: a snapshot in progress holds its buffers (up to ~1.4 GiB more at 10M).
+        if kind == "palisade":
+            driver.quiet(s, 600)
+        else:
+            zk_idle(s)
         time.sleep(2)
         rss1, _ = proc_stat(s.proc.pid)
         r["RSS GiB"] = round(rss1 / 1048576, 2)
+        r["peak RSS GiB"] = round(peak_rss_kib(s.proc.pid) / 1048576, 2)
         r["RSS bytes/znode"] = round((rss1 - rss0) * 1024 / made)
         heap1 = heap_kib(s)
         if heap0 is not None and heap1 is not None:
@@ -329,6 +349,7 @@ def markdown(results, a):
     row("populate, creates/s per chunk (min–max)", lambda r: driver.spread(
         [c["creates_per_s"] for c in r.get("populate_chunks", [])]))
     row("RSS after populate, GiB", lambda r: r.get("RSS GiB"))
+    row("peak RSS while populating (VmHWM), GiB", lambda r: r.get("peak RSS GiB"))
     row("RSS bytes/znode", lambda r: r.get("RSS bytes/znode"))
     row("heap after full GC, bytes/znode", lambda r: r.get("heap after GC bytes/znode"))
     row("snapshots during populate, ms (min–max)", lambda r: driver.spread(
@@ -340,9 +361,14 @@ def markdown(results, a):
     g = lambda key, field: lambda r: (r.get(key) or {}).get(field)  # noqa: E731
     row("set 32x64, no snapshot: ops/s", g("set, no snapshot", "ops_per_s"))
     row("set 32x64, no snapshot: p99 µs", g("set, no snapshot", "p99_us"))
+    row("set 32x64, no snapshot: p999 µs", g("set, no snapshot", "p999_us"))
+    row("set 32x64, no snapshot: longest time with no write completing, ms",
+        g("set, no snapshot", "longest_gap_ms"))
     key = "set, snapCount=100000"
     row("set 32x64, snapCount=100000: ops/s", g(key, "ops_per_s"))
     row("set 32x64, snapCount=100000: p99 µs, whole run", g(key, "p99_us"))
+    row("set 32x64, snapCount=100000: p999 µs, whole run", g(key, "p999_us"))
+    row("set 32x64, snapCount=100000: longest time with no write completing, ms", g(key, "longest_gap_ms"))
     row("set 32x64, snapCount=100000: p99 µs of writes completed during a snapshot",
         g(key, "p99_us_during_snapshots"))
     row("set 32x64, snapCount=100000: p99 µs of the other writes", g(key, "p99_us_outside_snapshots"))
