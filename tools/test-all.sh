@@ -192,6 +192,11 @@ run_suite "failover-replay: ensemble mode against 3 Palisade members" \
 # The benchmark still works (not a speed test: --quick, both servers, about a minute).
 run_suite "benchmark driver, quick mode (Palisade and ZooKeeper 3.8)" \
   timeout -k 5 300 python3 tools/bench/driver.py --quick
+# Independent clients (zookeeper-client, Curator, kazoo) still run against both servers: every
+# run ends without errors and with its lock holders never overlapping; no speed asserted. About
+# 40 s, plus the first build of tools/bench/zkc (outside the workspace: ~55 s of CPU).
+run_suite "benchmark driver, independent clients, quick mode (Palisade and ZooKeeper 3.8)" \
+  timeout -k 5 400 python3 tools/bench/driver.py --independent --quick
 # The ensemble benchmark still works: every workload and the leader kill on a 3-member
 # Palisade ensemble end without errors (about 20 s; both servers: drop --kind).
 run_suite "ensemble benchmark, quick mode (3 Palisade members)" \
