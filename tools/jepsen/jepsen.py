@@ -39,6 +39,9 @@ import workloads as wl  # noqa: E402
 from history import History  # noqa: E402
 
 WORKLOADS = ("register", "ids", "counter", "queue", "lock", "ephemeral")
+# src/faults.rs's switches (PALISADE_FAULT).
+FAULTS = ("stale-read", "lower-counter", "early-ack", "keep-ephemerals", "ignore-version",
+          "delete-missing-ok", "seq-from-children")
 
 
 def proxied(cluster, proxy):
@@ -138,7 +141,7 @@ def main():
                     help="comma list of %s, or none" % ",".join(nem.KINDS))
     ap.add_argument("--clients", type=int, default=3, help="clients per workload")
     ap.add_argument("--snap-count", type=int, default=400)
-    ap.add_argument("--fault", choices=("stale-read", "lower-counter", "early-ack"),
+    ap.add_argument("--fault", choices=FAULTS,
                     help="negative control: run the server with "
                          "PALISADE_FAULT set (lower-counter: on restarted members only)")
     ap.add_argument("--expect", help="negative control: exit 0 iff one of these checkers "

@@ -58,3 +58,37 @@ def test_control_an_ack_before_quorum_loses_acknowledged_writes(tmp_path):
                           "--nemesis", "partition", "--clients", "5", "--time", "15",
                           "--seed", "13", "--expect", "unique-ids")
     assert rc == 0, lines + "\n" + tail
+
+
+def test_control_ephemerals_left_by_closed_sessions_are_caught(tmp_path):
+    # closeSession deletes none of the session's ephemerals: the expiry nemesis's closed
+    # sessions leave theirs on every member.
+    rc, lines, tail = run(tmp_path, "--fault", "keep-ephemerals", "--workloads", "ephemeral",
+                          "--nemesis", "expiry", "--time", "8", "--seed", "23",
+                          "--expect", "ephemeral")
+    assert rc == 0, lines + "\n" + tail
+
+
+def test_control_an_unconditional_set_loses_counter_updates(tmp_path):
+    # setData ignores the version it is given: two read-modify-writes of one value both apply.
+    rc, lines, tail = run(tmp_path, "--fault", "ignore-version", "--workloads", "counter",
+                          "--nemesis", "none", "--time", "5", "--seed", "21",
+                          "--expect", "counter")
+    assert rc == 0, lines + "\n" + tail
+
+
+def test_control_a_delete_of_a_missing_node_answered_ok_dequeues_twice(tmp_path):
+    # Two dequeuers delete the same lowest element; the second is told OK instead of NoNode.
+    rc, lines, tail = run(tmp_path, "--fault", "delete-missing-ok", "--workloads", "queue",
+                          "--nemesis", "none", "--time", "5", "--seed", "22",
+                          "--expect", "queue")
+    assert rc == 0, lines + "\n" + tail
+
+
+def test_control_a_sequence_from_the_child_count_inverts_fencing_tokens(tmp_path):
+    # The suffix falls when lock nodes are deleted, so a new contender ties with one that
+    # waits already and may be served first: a later holder has a lower token, or two hold.
+    rc, lines, tail = run(tmp_path, "--fault", "seq-from-children", "--workloads", "lock",
+                          "--clients", "4", "--nemesis", "none", "--time", "6", "--seed", "26",
+                          "--expect", "lock-fencing")
+    assert rc == 0, lines + "\n" + tail
