@@ -59,6 +59,10 @@ pub struct Config {
     /// follower may go without hearing its leader (docs/ENSEMBLE.md maps them to Raft).
     pub init_limit: u64,
     pub sync_limit: u64,
+    /// `readonlymode.enabled` (ZooKeeper reads it as the JVM flag `-Dreadonlymode.enabled`,
+    /// taken from SERVER_JVMFLAGS/JVMFLAGS too): a member cut off from its quorum serves
+    /// reads to clients that ask for a read-only session (core/read_only.rs).
+    pub read_only_mode: bool,
 }
 
 /// `admin.*` and `metricsProvider.*`, with ZooKeeper 3.8's defaults except where noted.
@@ -112,6 +116,7 @@ impl Default for Config {
             members: Vec::new(),
             init_limit: 10,
             sync_limit: 5,
+            read_only_mode: false,
             tick_time: 3000,
             client_port: 2181,
             client_port_address: "127.0.0.1".into(),
@@ -353,6 +358,7 @@ impl Config {
                 k if k.starts_with("ssl.") && self.tls.apply(k, v)? => {}
                 k if self.sasl.apply(k, v)? => {}
                 "initLimit" => self.init_limit = ticks(k, v)?,
+                "readonlymode.enabled" => self.read_only_mode = parse_bool(k, v)?,
                 "syncLimit" => self.sync_limit = ticks(k, v)?,
                 // Accepted for compatibility; they have no effect on a standalone server.
                 "standaloneEnabled"
@@ -376,8 +382,13 @@ impl Config {
     /// zkServer.sh passes to ZooKeeper's JVM, SERVER_JVMFLAGS first). Apply before zoo.cfg,
     /// which wins, as in ZooKeeper.
     pub fn apply_jvm_flags(&mut self, server_jvmflags: &str, jvmflags: &str) -> Result<(), String> {
-        self.sasl
-            .apply_jvm_flags(&format!("{server_jvmflags} {jvmflags}"))
+        let flags = format!("{server_jvmflags} {jvmflags}");
+        for f in flags.split_whitespace() {
+            if let Some(v) = f.strip_prefix("-Dreadonlymode.enabled=") {
+                self.read_only_mode = parse_bool("readonlymode.enabled", v)?;
+            }
+        }
+        self.sasl.apply_jvm_flags(&flags)
     }
 
     /// Whether to listen for plaintext clients on clientPort: unless the config names only a
@@ -443,6 +454,20 @@ mod tests {
         assert!(c.apply_zoo_cfg("syncLimit=0\n").is_err());
         let e = c.apply_zoo_cfg("server.1=a:2888\n").unwrap_err();
         assert!(e.contains("server.1=a:2888"), "{e}");
+    }
+
+    #[test]
+    fn read_only_mode_from_zoo_cfg_or_the_jvm_flag() {
+        let mut c = Config::default();
+        assert!(!c.read_only_mode);
+        c.apply_jvm_flags("-Xmx1g -Dreadonlymode.enabled=true", "")
+            .unwrap();
+        assert!(c.read_only_mode);
+        c.apply_zoo_cfg("readonlymode.enabled=false\n").unwrap();
+        assert!(!c.read_only_mode);
+        c.apply_zoo_cfg("readonlymode.enabled=true\n").unwrap();
+        assert!(c.read_only_mode);
+        assert!(c.apply_zoo_cfg("readonlymode.enabled=sometimes\n").is_err());
     }
 
     #[test]

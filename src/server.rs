@@ -194,6 +194,10 @@ async fn start_member(
         to_leader: leader_tx,
         snapshot: snapshot_tx,
         snap_count: cfg.snap_count,
+        // ZooKeeper waits max(2 s, tickTime) before it calls itself partitioned.
+        read_only: cfg
+            .read_only_mode
+            .then(|| std::time::Duration::from_millis(cfg.tick_time.max(2000))),
     });
     let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()

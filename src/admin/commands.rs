@@ -20,7 +20,6 @@ pub enum Local {
     Dirs,
     Environment,
     InitialConfiguration,
-    IsReadOnly,
     LastSnapshot,
     Leader,
     ObserverConnectionStatReset,
@@ -54,7 +53,7 @@ pub const COMMANDS: &[(&[&str], Kind)] = &[
         &["initial_configuration", "icfg"],
         Kind::Local(Local::InitialConfiguration),
     ),
-    (&["is_read_only", "isro"], Kind::Local(Local::IsReadOnly)),
+    (&["is_read_only", "isro"], Kind::Core(CoreCmd::IsReadOnly)),
     (&["last_snapshot", "lsnp"], Kind::Local(Local::LastSnapshot)),
     (&["leader", "lead"], Kind::Local(Local::Leader)),
     (&["monitor", "mntr"], Kind::Core(CoreCmd::Monitor)),
@@ -185,7 +184,6 @@ pub fn local(cmd: Local, info: &Info) -> Json {
         Local::InitialConfiguration => obj(json!({
             "initial_configuration": info.initial_configuration,
         })),
-        Local::IsReadOnly => obj(json!({ "read_only": false })),
         Local::LastSnapshot => {
             let newest = palisade_snapshot::list(&info.snap_dir)
                 .ok()

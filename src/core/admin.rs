@@ -26,6 +26,7 @@ pub enum CoreCmd {
     WatchSummary,
     Watches,
     WatchesByPath,
+    IsReadOnly,
 }
 
 /// What the HTTP side asks the core.
@@ -99,7 +100,7 @@ impl Core {
         let outstanding: usize = self.conns.values().map(|c| c.queue.len()).sum();
         obj(json!({
             "version": VERSION,
-            "read_only": false,
+            "read_only": self.read_only(),
             "server_stats": {
                 "packets_sent": s.sent,
                 "packets_received": s.received,
@@ -266,6 +267,7 @@ impl Core {
                 }
                 obj(json!({ "path_to_session_ids": map }))
             }
+            CoreCmd::IsReadOnly => obj(json!({ "read_only": self.read_only() })),
         }
     }
 }

@@ -119,7 +119,8 @@ impl Core {
                 | FourLetterWord::Envi
                 | FourLetterWord::Lgif
         );
-        if needs_server && !self.serving() {
+        let ro = self.read_only();
+        if needs_server && !self.serving() && !ro {
             // An ensemble member without a leader, as ZooKeeper answers it.
             return "This ZooKeeper instance is not currently serving requests\n".into();
         }
@@ -129,13 +130,27 @@ impl Core {
                 Some(t) => out.push_str(&t),
                 None => out.push_str("This server is standalone: it has no Raft log.\n"),
             },
-            FourLetterWord::Isro => out.push_str("rw"),
+            // ZooKeeper's: "null" while no server runs (a member without a quorum), which
+            // kazoo and the Java client's search for a read-write server rely on.
+            FourLetterWord::Isro => out.push_str(if ro {
+                "ro"
+            } else if self.serving() {
+                "rw"
+            } else {
+                "null"
+            }),
             FourLetterWord::Srvr => {
                 let _ = writeln!(out, "Zookeeper version: {VERSION}");
+                if ro {
+                    let _ = writeln!(out, "READ-ONLY mode; serving only read-only clients");
+                }
                 self.srvr_stats(&mut out);
             }
             FourLetterWord::Stat => {
                 let _ = writeln!(out, "Zookeeper version: {VERSION}");
+                if ro {
+                    let _ = writeln!(out, "READ-ONLY mode; serving only read-only clients");
+                }
                 let _ = writeln!(out, "Clients:");
                 for c in self.conns.values() {
                     let _ = writeln!(

@@ -69,8 +69,22 @@ impl Core {
         x509: Option<Box<str>>,
         revalidated: bool,
     ) {
-        if !self.serving() {
+        let ro = self.read_only();
+        if !self.serving() && !ro {
             tracing::info!(%peer, "not serving: no leader yet; closing");
+            let _ = out.send(Out::Close);
+            let _ = ready.send(false);
+            return;
+        }
+        // Read-only mode (read_only.rs): only read-only clients, and only local sessions.
+        if ro && req.read_only != Some(true) {
+            tracing::info!(%peer, "read-only mode: refusing a client that is not read-only");
+            let _ = out.send(Out::Close);
+            let _ = ready.send(false);
+            return;
+        }
+        if ro && self.state.sessions().contains_key(&req.session_id) {
+            tracing::info!(%peer, session = format_args!("{:#x}", req.session_id), "read-only mode: refusing a session of the ensemble");
             let _ = out.send(Out::Close);
             let _ = ready.send(false);
             return;
@@ -83,7 +97,12 @@ impl Core {
             return;
         }
         let id = req.session_id;
-        if id != 0 && self.liveness.get(id).is_none() && self.forwards_writes() && !revalidated {
+        if id != 0
+            && self.liveness.get(id).is_none()
+            && self.forwards_writes()
+            && !revalidated
+            && !ro
+        {
             // Perhaps created on another member and not applied here yet: ask the leader
             // for its point (as a sync), then decide (ZooKeeper's learners revalidate too).
             let hs = Handshake {
@@ -100,7 +119,7 @@ impl Core {
             return;
         }
         let timeout = self.negotiate(req.time_out);
-        let read_only = req.read_only.map(|_| false);
+        let read_only = req.read_only.map(|_| ro);
         // As ZooKeeper: the ip identity, then the x509 one of a verified client certificate.
         let mut auth = vec![AuthId {
             scheme: "ip".into(),
@@ -126,6 +145,21 @@ impl Core {
             established: super::wall_ms(),
             sasl: Default::default(),
         };
+        if req.session_id == 0 && ro {
+            // A local session: not replicated, gone once the member serves again.
+            let id = self.liveness.allocate_id();
+            let now = self.now_ms();
+            self.liveness.add(id, timeout, now);
+            if let Some(s) = self.liveness.get_mut(id) {
+                s.conn = Some(conn);
+            }
+            self.add_local_session(id);
+            self.conns.insert(conn, new_conn(id));
+            let frame = self.connect_reply(Some((id, timeout)), read_only);
+            let _ = out.send(Out::Bytes(frame));
+            let _ = ready.send(true);
+            return;
+        }
         if req.session_id == 0 {
             let id = self.liveness.allocate_id();
             self.conns.insert(conn, new_conn(id));

@@ -14,6 +14,7 @@ impl Core {
     pub(super) fn request(&mut self, conn_id: ConnId, xid: i32, req: Request) {
         let now = self.now_ms();
         let forwards = self.forwards_writes();
+        let read_only = self.read_only();
         if !self.authenticated_enough(conn_id, xid, Some(req.op_code())) {
             return;
         }
@@ -24,6 +25,11 @@ impl Core {
         self.stats.received += 1;
         let session = conn.session;
         self.liveness.touch(session, now);
+        if read_only && (req.is_write() || matches!(req, Request::Sync(_))) {
+            let close = matches!(req, Request::CloseSession);
+            self.refuse_write(conn_id, xid, close);
+            return;
+        }
         let stale = crate::faults::on(crate::faults::Fault::StaleRead);
         if let (Request::Sync(r), true, false) = (&req, forwards, stale) {
             // A follower's sync waits for the leader's point (member.rs), in its write order.
@@ -99,6 +105,7 @@ impl Core {
         if !self.authenticated_enough(conn_id, xid, OpCode::from_i32(op)) {
             return;
         }
+        let read_only = self.read_only();
         let Some(conn) = self.conns.get_mut(&conn_id) else {
             return;
         };
@@ -117,6 +124,12 @@ impl Core {
         let multi_body =
             code == Some(OpCode::MultiRead) && matches!(error, DecodeError::OpNotAllowed { .. });
         let write_op = code.is_some_and(is_write_op);
+        if read_only && !close && (write_op || code == Some(OpCode::Sync)) {
+            // Refused by opcode before its body is looked at, as ZooKeeper's read-only
+            // request processor does.
+            self.refuse_write(conn_id, xid, false);
+            return;
+        }
         if write_op && !close {
             let session = conn.session;
             conn.queue.push_back(Slot::Write(xid));

@@ -26,6 +26,7 @@ impl Core {
         let now = self.now_ms();
         self.held_tick(now);
         self.report_sessions();
+        self.read_only_tick();
         if self.leader.is_some() {
             self.expire_sessions();
             self.reap();
@@ -35,6 +36,9 @@ impl Core {
     fn expire_sessions(&mut self) {
         let now = self.now_ms();
         for id in self.liveness.expired(now) {
+            if self.is_local_session(id) {
+                continue; // read-only mode's own (read_only.rs)
+            }
             tracing::info!(session = format_args!("{id:#x}"), "session expired");
             self.close_session(id, 0, None);
         }

@@ -165,10 +165,13 @@ pub struct MemberLinks {
     /// policy counts entries, and an entry holds a whole batch.
     pub snapshot: UnboundedSender<()>,
     pub snap_count: u64,
+    /// readonlymode.enabled: how long this member must be without a quorum before it serves
+    /// read-only clients (ZooKeeper's max(2 s, tickTime)); None: never.
+    pub read_only: Option<std::time::Duration>,
 }
 
 pub(super) struct Member {
-    links: MemberLinks,
+    pub(super) links: MemberLinks,
     view: RoleView,
     /// Forwards queued this turn, sent with the turn's batch.
     queued: Vec<Forward>,
@@ -184,6 +187,8 @@ pub(super) struct Member {
     /// Txns applied since the last snapshot was asked for, and how many make the next due.
     since_snapshot: u64,
     snapshot_due: u64,
+    /// Read-only mode (read_only.rs).
+    pub(super) ro: super::read_only::ReadOnly,
 }
 
 /// When the next snapshot is due: snapCount/2 .. snapCount txns.
@@ -238,6 +243,7 @@ impl Core {
             capture: None,
             since_snapshot: 0,
             snapshot_due,
+            ro: Default::default(),
         });
     }
 
@@ -286,6 +292,7 @@ impl Core {
     pub(crate) fn mode(&self) -> &'static str {
         match &self.member {
             None => "standalone",
+            Some(m) if m.ro.active => "read-only",
             Some(m) if m.view.learner => "observer",
             Some(m) if m.view.leader == Some(m.links.myid) => "leader",
             Some(_) => "follower",
@@ -582,6 +589,7 @@ impl Core {
             }
         }
         self.answer_syncs();
+        self.leave_read_only();
         true
     }
 
@@ -650,7 +658,9 @@ impl Core {
         }
         m.view = v;
         let changed = old.leader != v.leader || old.term != v.term;
-        if changed {
+        // A candidate alone raises its term at every try: its read-only clients stay.
+        let keep_read_only = m.ro.active && v.leader.is_none();
+        if changed && !keep_read_only {
             tracing::info!(
                 leader = ?v.leader,
                 term = v.term,
@@ -682,6 +692,7 @@ impl Core {
         if v.ready && (changed || !old.ready) {
             self.lead(v.term);
         }
+        self.leave_read_only();
     }
 
     /// Becomes the ready leader of `term`.

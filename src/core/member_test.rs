@@ -32,6 +32,7 @@ fn node(myid: u64) -> Node {
         to_leader: l_tx,
         snapshot: unbounded_channel().0,
         snap_count: 100_000,
+        read_only: None,
     });
     Node {
         core,

@@ -12,7 +12,8 @@
 //! `handshake`, `intake` (requests in: reads run, writes prepped), `pending` (writes waiting
 //! for their txn), `commit` (apply, events, replies), `read`, `liveness` (session deadlines
 //! and attachment), `leader` (what only the server that orders writes does: expiry, the
-//! reaper, orphan cleanup at restore), `snapshots` (when and how a capture advances).
+//! reaper, orphan cleanup at restore), `snapshots` (when and how a capture advances),
+//! `read_only` (an ensemble member without a quorum serving read-only clients).
 //!
 //! Owns: the state (through `state::State::apply` only), connections, watches, liveness,
 //! the overlay (through `prep`). May not touch: files (durability does), sockets (net does).
@@ -30,6 +31,7 @@ mod msg;
 mod pending;
 mod raft_snapshot;
 pub(crate) mod read;
+mod read_only;
 pub(crate) mod reply;
 mod sample;
 mod sasl;

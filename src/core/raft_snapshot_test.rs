@@ -32,6 +32,7 @@ fn member_asking(myid: u64, snap_count: u64) -> (Core, tokio::sync::mpsc::Unboun
         to_leader: l_tx,
         snapshot: s_tx,
         snap_count,
+        read_only: None,
     });
     (core, s_rx)
 }

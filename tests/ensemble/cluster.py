@@ -160,7 +160,8 @@ class Member:
         log.flush()
         self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.dir,
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     env=dict(os.environ, **self.cluster.env))
         log.close()
         self.stopped = False
         self.expected_up = True
@@ -238,7 +239,7 @@ class Member:
 
 class Cluster:
     def __init__(self, kind, n, workdir, observers=0, tick_ms=500, init_limit=10, sync_limit=4,
-                 extra_cfg=()):
+                 extra_cfg=(), env=None):
         assert kind in KINDS, kind
         self.kind = kind
         self.workdir = str(workdir)
@@ -246,6 +247,7 @@ class Cluster:
         self.init_limit = init_limit
         self.sync_limit = sync_limit
         self.extra_cfg = list(extra_cfg)
+        self.env = dict(env or {})  # added to every member's environment (REFZK_JVMFLAGS...)
         self.palisade_bin = os.path.abspath(
             os.environ.get("PALISADE_BIN", os.path.join(REPO, "target", "release", "palisade")))
         ports = _take_ports(kind, 3 * n)
