@@ -224,6 +224,6 @@ run_suite "ensemble benchmark, quick mode (3 Palisade members)" \
 # so that a landing does not hang on a new seed; random seeds, ZooKeeper 3.8 and long runs by
 # hand (docs/RELIABILITY.md).
 run_suite "Jepsen harness: mixed run against 3 Palisade members and the negative controls" \
-  env ENSEMBLE_PORT_BASE=26000 JEPSEN_SEED="${JEPSEN_SEED:-1989309853}" \
+  env ENSEMBLE_PORT_BASE=28500 JEPSEN_SEED="${JEPSEN_SEED:-1989309853}" \
   timeout -k 5 420 python3 -m pytest -q -p no:cacheprovider tools/jepsen/
 exit $failed
