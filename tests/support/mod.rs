@@ -46,16 +46,18 @@ fn build_server(profile_dir: &Path) {
         .parent()
         .unwrap_or_else(|| panic!("{}: no target dir", profile_dir.display()));
     let release = profile_dir.file_name().is_some_and(|n| n == "release");
-    // Any member's manifest names the workspace; `-p palisade` picks the server in it.
+    // Any member's manifest names the workspace. The whole workspace with its tests, as
+    // `cargo test --workspace` selects it: features are unified over what is selected, so
+    // `-p palisade` alone would build the server again with other features (minutes of CI,
+    // in the middle of the tests), where this is a no-op after `cargo test --workspace`.
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args([
         "build",
         "--offline",
-        "--bin",
-        "palisade",
-        "-p",
-        "palisade",
+        "--workspace",
+        "--bins",
+        "--tests",
         "--manifest-path",
     ])
     .arg(&manifest)
