@@ -25,6 +25,7 @@ impl Core {
         let zxid = txn.header.zxid;
         let effects = self.state.apply(&txn);
         self.prep.applied(zxid);
+        self.config_applied(&txn);
         self.after_apply(zxid);
         self.notify(&effects.changes);
         let session = txn.header.client_id;
@@ -47,11 +48,14 @@ impl Core {
                     self.drop_conn(c, true);
                 }
             }
-            SessionEffect::None => {
-                if let Some(w) = waiter {
-                    self.answer(w.conn, &txn, &effects, w.at);
+            SessionEffect::None => match waiter {
+                Some(w) if matches!(w.awaiting, Awaiting::Reconfig) => {
+                    let err = effects.single().map_or(0, |o| o.err);
+                    self.answer_reconfig(w, &txn, err);
                 }
-            }
+                Some(w) => self.answer(w.conn, &txn, &effects, w.at),
+                None => {}
+            },
         }
     }
 

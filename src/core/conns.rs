@@ -16,6 +16,9 @@ use std::time::Instant;
 pub(crate) enum Slot {
     /// A write whose txn is in flight (its cxid).
     Write(i32),
+    /// A reconfig that committed, answered once Raft's membership is its configuration
+    /// (core/reconfig.rs); the connection's later replies wait behind it.
+    Held(i32),
     /// A write that committed while an earlier request of its connection was still held
     /// back: its reply, sent in its turn.
     Answered { frame: Bytes, zxid: i64 },
@@ -136,7 +139,7 @@ impl Core {
                         return;
                     }
                 }
-                Some(Slot::Write(_)) | None => return,
+                Some(Slot::Write(_)) | Some(Slot::Held(_)) | None => return,
             }
             match conn.queue.pop_front() {
                 Some(Slot::Answered { frame, zxid }) => {

@@ -58,6 +58,8 @@ pub(super) fn cfg() -> CoreConfig {
         spin_wait: std::time::Duration::ZERO,
         zookeeper_sessions: Default::default(),
         auth: Default::default(),
+        reconfig_enabled: false,
+        standalone_enabled: true,
     }
 }
 

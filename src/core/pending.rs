@@ -13,6 +13,8 @@ use tokio::sync::oneshot;
 pub(crate) enum Awaiting {
     /// Answer the request on its connection.
     Reply,
+    /// A reconfig: answered with /zookeeper/config once its configuration is in force.
+    Reconfig,
     /// A createSession: attach the connection to the new session and answer the handshake.
     NewSession {
         ready: oneshot::Sender<bool>,

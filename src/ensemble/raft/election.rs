@@ -71,11 +71,12 @@ pub fn stagger(me: NodeId, leader: Option<NodeId>, voters: &[NodeId], heartbeat:
     Duration::from_millis(heartbeat / 2 + rank.saturating_mul(heartbeat))
 }
 
-/// Runs on a voter for as long as its Raft does. It acts only for a leader that has been
+/// Runs on every member for as long as its Raft does, acting only while it follows as a
+/// voter. It acts only for a leader that has been
 /// heard since this member took its vote: a member back from a restart (or told of a newer
 /// term by a reply) waits for the leader's first message, and if none comes, openraft's own
 /// timer decides — a prompt candidacy there would unseat a healthy leader still reconnecting.
-pub async fn prompt(raft: Raft<TypeConfig>, me: NodeId, voters: Vec<NodeId>) {
+pub async fn prompt(raft: Raft<TypeConfig>, me: NodeId) {
     let config = raft.config().clone();
     let lease = Duration::from_millis(config.election_timeout_max);
     let heartbeat = Duration::from_millis(config.heartbeat_interval);
@@ -107,6 +108,14 @@ pub async fn prompt(raft: Raft<TypeConfig>, me: NodeId, voters: Vec<NodeId>) {
                     spoke,
                 ));
                 let leader = vote.leader_id().voted_for();
+                // The voters as they are now (a reconfig changes them).
+                let voters: Vec<NodeId> = raft
+                    .metrics()
+                    .borrow()
+                    .membership_config
+                    .membership()
+                    .voter_ids()
+                    .collect();
                 let at = heard + lease + stagger(me, leader, &voters, config.heartbeat_interval);
                 let now = Instant::now();
                 if !spoke {

@@ -8,6 +8,7 @@ mod log_thread;
 pub mod member;
 pub mod network;
 pub mod purged;
+pub mod reconfig;
 mod sealed;
 pub mod snapshot_file;
 pub mod state_machine;
