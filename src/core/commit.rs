@@ -2,7 +2,6 @@
 //! txn changes it), then everyone is told, in this order: the watchers of what changed, the
 //! session table, the waiting client's reply, and the reads queued behind that write.
 
-use super::conns::Slot;
 use super::pending::{Awaiting, Waiter};
 use super::{reply, Core, Out};
 use crate::acl;
@@ -68,13 +67,8 @@ impl Core {
         at: std::time::Instant,
     ) {
         self.record_update(at);
-        if let Some(c) = self.conns.get(&conn) {
-            debug_assert!(
-                matches!(c.queue.iter().find(|s| matches!(s, Slot::Write(_))), Some(Slot::Write(x)) if *x == txn.header.cxid),
-                "a write's reply out of its connection's order"
-            );
-        }
-        self.write_answered(conn, reply::write_reply(txn, effects), txn.header.zxid);
+        let frame = reply::write_reply(txn, effects);
+        self.write_answered(conn, txn.header.cxid, frame, txn.header.zxid);
     }
 
     /// A createSession committed: its connection (if still open) is attached to the session

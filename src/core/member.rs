@@ -289,9 +289,10 @@ impl Core {
         })
     }
 
-    /// Votes that make a quorum (None: standalone).
+    /// mntr's zk_quorum_size: ZooKeeper's getQuorumSize, the number of voting members (not
+    /// a majority of them). None: standalone.
     pub(crate) fn quorum_size(&self) -> Option<usize> {
-        self.member.as_ref().map(|m| m.config.quorum_size())
+        self.member.as_ref().map(|m| m.config.voters().len())
     }
 
     /// `conf`'s lines for a member (None: standalone).
@@ -419,7 +420,7 @@ impl Core {
                 match w.awaiting {
                     Awaiting::Sync(r) => {
                         let frame = super::read::sync_reply(cxid, applied, r);
-                        self.write_answered(w.conn, frame, applied);
+                        self.write_answered(w.conn, cxid, frame, applied);
                     }
                     Awaiting::Revalidate(h) => {
                         let h = *h;

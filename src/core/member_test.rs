@@ -457,3 +457,25 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
         "not SESSIONEXPIRED"
     );
 }
+
+/// A leader killed and back in the same term (its vote was committed) shows followers no
+/// leader change: a write it took and lost is never committed. The client's next write must
+/// not be answered in the lost one's place (kazoo: "xids do not match"): the client is dropped.
+#[test]
+fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order() {
+    let mut p = Pair::new(1);
+    let (mut c, _, _) = session_on_follower(&mut p, 10);
+    request(&mut p.nodes[1], &c, 1, create("/lost", 0));
+    p.nodes[1].core.flush_forwards();
+    // The leader took the forward and went away before proposing it.
+    while p.nodes[1].to_leader.try_recv().is_ok() {}
+    request(&mut p.nodes[1], &c, 2, create("/next", 0));
+    p.settle();
+    let r = replies(&mut c);
+    assert_eq!(
+        r.iter().map(|x| x.0).collect::<Vec<_>>(),
+        [i32::MAX],
+        "{r:?}"
+    );
+    assert!(p.nodes[1].core.state.tree.lookup("/next").is_some());
+}

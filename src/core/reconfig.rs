@@ -178,6 +178,12 @@ impl Core {
         // A standalone server cannot reconfigure (ZooKeeper: UnimplementedException).
         let m = self.member.as_ref().ok_or(ErrorCode::Unimplemented)?;
         if m.config_pending.is_some() || m.view.config_version != m.config.version {
+            tracing::info!(
+                pending = ?m.config_pending,
+                in_force = format_args!("{:#x}", m.view.config_version),
+                committed = format_args!("{:#x}", m.config.version),
+                "reconfig refused: another one is in progress"
+            );
             return Err(ErrorCode::ReconfigInProgress);
         }
         if r.cur_config_id != -1 && r.cur_config_id != m.config.version {
@@ -229,7 +235,7 @@ impl Core {
     pub(super) fn answer_reconfig(&mut self, w: Waiter, txn: &Txn, err: i32) {
         let (xid, zxid) = (txn.header.cxid, txn.header.zxid);
         if err != 0 || !sets_config(txn) {
-            self.write_answered(w.conn, reply::header(xid, zxid, err), zxid);
+            self.write_answered(w.conn, xid, reply::header(xid, zxid, err), zxid);
             return;
         }
         self.record_update(w.at);
@@ -247,10 +253,13 @@ impl Core {
             .as_ref()
             .is_none_or(|m| m.view.config_version >= zxid);
         if in_force {
-            self.write_answered(w.conn, frame, zxid);
+            self.write_answered(w.conn, xid, frame, zxid);
             return;
         }
         // Its slot waits; the connection's later writes are answered behind it.
+        if !self.first_write_is(w.conn, xid) {
+            return;
+        }
         let Some(conn) = self.conns.get_mut(&w.conn) else {
             return;
         };

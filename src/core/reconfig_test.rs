@@ -173,7 +173,11 @@ fn a_reconfig_is_checked_in_zookeepers_order_and_answered_once_in_force() {
         )
     );
     assert_eq!((st.mzxid, st.version), (zxid, -1));
-    assert_eq!(p.nodes[1].core.quorum_size(), Some(2));
+    assert_eq!(
+        p.nodes[1].core.quorum_size(),
+        Some(2),
+        "voters, as ZooKeeper counts"
+    );
     // A reconfig now is in progress until then.
     p.nodes[0]
         .core
@@ -214,7 +218,7 @@ fn a_plain_set_data_of_the_node_changes_its_data_not_the_configuration() {
     request(&mut p.nodes[1], &c, 1, set);
     p.settle();
     assert_eq!(replies(&mut c)[0].2, 0);
-    assert_eq!(p.nodes[1].core.quorum_size(), Some(2), "still 3 voters");
+    assert_eq!(p.nodes[1].core.quorum_size(), Some(3), "still 3 voters");
     assert!(p.nodes[1]
         .core
         .config_text()

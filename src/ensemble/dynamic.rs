@@ -90,11 +90,6 @@ impl DynConfig {
         self.members.iter().find(|m| m.id == id)
     }
 
-    /// Votes that make a quorum.
-    pub fn quorum_size(&self) -> usize {
-        self.voters().len() / 2 + 1
-    }
-
     /// ZooKeeper's incremental reconfig: `leaving` ids (comma-separated) removed, then each
     /// `joining` server (`server.N=spec`, comma-separated, with a client port) put in,
     /// replacing one of the same id. The result's version is for the caller to set.

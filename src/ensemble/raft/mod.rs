@@ -19,3 +19,7 @@ pub mod vote;
 #[cfg(test)]
 #[path = "cluster_test.rs"]
 mod cluster_test;
+
+#[cfg(test)]
+#[path = "churn_test.rs"]
+mod churn_test;
