@@ -7,7 +7,7 @@ whole new member list, zkCli.sh's reconfig -remove/-add and config, a member res
 its original zoo.cfg coming back in the current configuration, and leader kills in the
 middle of reconfigs. Sessions, ephemerals and sequential suffixes go on through all of it.
 
-Cost on this machine: see tests/ensemble/README.md (about 25 s per server kind)."""
+Cost on this machine: Palisade about 7 s, ZooKeeper about 20 s (tests/ensemble/README.md)."""
 
 import os
 import random
@@ -80,6 +80,21 @@ def wait_config(c, members, version, timeout=30):
             assert ok, c.diagnose("%r does not serve config version %x" % (m, version))
         finally:
             c.release(zk)
+
+
+def zkcli_reconfig(j, args):
+    """`reconfig <args>` in zkCli.sh: the match of its "Committed new configuration" (lines,
+    version). Asked once more after RECONFIGINPROGRESS: Palisade's leader may see the last
+    change in force a few ms after the member that answered it (docs/ENSEMBLE.md)."""
+    done = r"Committed new configuration:\n((?:server\.\d+=.*\n)+)version=([0-9a-f]+)"
+    busy = r"Another reconfiguration is in progress"
+    for _ in range(2):
+        m = j.run("reconfig " + args, "%s|(%s)" % (done, busy), 30)
+        assert m, "zkCli.sh reconfig %s: %r" % (args, j.buf[-800:])
+        if m.group(1) is not None:
+            return m
+        time.sleep(0.5)
+    raise AssertionError("zkCli.sh reconfig %s: still in progress" % args)
 
 
 def test_config_node_and_reconfig_disabled_without_reconfig_enabled(ensemble):
@@ -187,27 +202,22 @@ def test_reconfig_adds_removes_and_changes_roles_as_zookeeper(ensemble, kind, fi
     assert c.wait_formed(30) is not None
     wait_config(c, c.members, v4)
 
-    # zkCli.sh: remove a follower, add it back, read the configuration.
+    # zkCli.sh: remove a follower, add it back, the same servers as a whole list, config.
     if os.path.exists(ZKCLI):
         f = [m for m in rest if m is not c.leader()][0]
         j = ZkCli(c.hosts(rest))
         try:
             assert j.expect(r"WatchedEvent state:SyncConnected", 30), "zkCli.sh did not connect"
             j.p.stdin.write("addauth digest super:secret\n")  # it prints nothing
-            m = j.run("reconfig -remove %d" % f.myid, r"Committed new configuration:\n"
-                      r"((?:server\.\d+=.*\n)+)version=([0-9a-f]+)", 30)
-            assert m, "zkCli.sh reconfig -remove: %r" % j.buf[-800:]
+            m = zkcli_reconfig(j, "-remove %d" % f.myid)
             assert "server.%d=" % f.myid not in m.group(1)
             spec = line(f, client=True)
-            done = r"Committed new configuration:\n((?:server\.\d+=.*\n)+)version=([0-9a-f]+)"
-            busy = r"Another reconfiguration is in progress"
-            m = j.run("reconfig -add %s" % spec, "%s|%s" % (done, busy), 30)
-            if m and m.group(1) is None:
-                # Palisade's leader may see the last change in force a few ms after the
-                # member that answered it (docs/ENSEMBLE.md): asked again, as clients do.
-                time.sleep(0.5)
-                m = j.run("reconfig -add %s" % spec, done, 30)
-            assert m and spec in m.group(1), "zkCli.sh reconfig -add: %r" % j.buf[-800:]
+            m = zkcli_reconfig(j, "-add %s" % spec)
+            assert spec in m.group(1)
+            current = m.group(1).strip().split("\n")
+            m = zkcli_reconfig(j, "-members %s" % ",".join(current))
+            by_id = sorted(current, key=lambda s: int(s.split("=")[0].split(".")[1]))
+            assert m.group(1).strip().split("\n") == by_id, m.group(1)
             v5 = int(m.group(2), 16)
             assert j.run("config", r"version=%x" % v5, 20), j.buf[-800:]
         finally:
@@ -231,10 +241,17 @@ def test_reconfig_adds_removes_and_changes_roles_as_zookeeper(ensemble, kind, fi
     assert_members_equal(c, "/rc")
 
 
-def test_leader_kills_in_the_middle_of_reconfigs(ensemble, figures):
+def test_leader_kills_in_the_middle_of_reconfigs(ensemble, kind, figures):
     """Reconfigs removing and adding a voter, the leader killed at a random moment of some
     (openraft #1544's scenario, black box), writers going on: every acknowledged write kept,
-    one configuration on every member at the end, trees equal."""
+    one configuration on every member serving at the end, trees equal.
+
+    ZooKeeper 3.8 sometimes wedges here: once in about four runs two of its members stayed
+    LOOKING for good (seeing the leader, of a later epoch, and never following it; one had a
+    `zoo.cfg.dynamic.next` it never committed). So on ZooKeeper only a quorum of the final
+    voters must serve at the end; on Palisade every member must."""
+    import threading
+
     from kazoo.exceptions import KazooException
     from kazoo.handlers.threading import KazooTimeoutError
     c = reconfig_cluster(ensemble, running=4, spare=0)
@@ -243,17 +260,17 @@ def test_leader_kills_in_the_middle_of_reconfigs(ensemble, figures):
     zk.create("/churn")
     writers = Writers(c, "/churn", n=2)
     writers.start()
-    admin = None
+    admin = super_client(c)
     t0 = time.monotonic()
-    kills = done = 0
+    kills = 0
+    rounds = 6
     try:
-        for round_ in range(6):
-            leader = c.wait_formed(60, members=c.running())
-            if admin is None:
-                admin = super_client(c)
-            _, version, _ = config(admin)
-            cur = [m for m in c.members if "server.%d=" % m.myid in
-                   "\n".join(config(admin)[0])]
+        for _ in range(rounds):
+            leader = wait_until(lambda: c.leader(), 60)
+            assert leader is not None, c.diagnose("no leader")
+            lines = config(admin)[0]
+            cur = [m for m in c.members if any(x.startswith("server.%d=" % m.myid)
+                                               for x in lines)]
             if len(cur) == 4:
                 victim = rng.choice([m for m in cur if m is not leader])
                 args = (None, str(victim.myid), None)
@@ -262,12 +279,9 @@ def test_leader_kills_in_the_middle_of_reconfigs(ensemble, figures):
                 args = (line(gone, client=True), None, None)
             kill = rng.random() < 0.5
             if kill:
-                import threading
-                delay = rng.uniform(0, 0.05)
-                threading.Timer(delay, leader.kill).start()
+                threading.Timer(rng.uniform(0, 0.05), leader.kill).start()
             try:
                 admin.reconfig(*args)
-                done += 1
             except (KazooException, KazooTimeoutError):
                 pass
             if kill:
@@ -276,12 +290,26 @@ def test_leader_kills_in_the_middle_of_reconfigs(ensemble, figures):
                 leader.start()
     finally:
         writers.stop()
-    c.wait_formed(60)
-    figures("%d reconfig rounds, %d leader kills" % (6, kills), time.monotonic() - t0)
+    figures("%d reconfig rounds, %d leader kills" % (rounds, kills), time.monotonic() - t0)
+    assert wait_until(lambda: c.leader(), 60), c.diagnose("no leader at the end")
     probe = c.client()
     assert write_until_ok(probe, "/churn/end", 30) is not None
     lines, version, _ = config(probe)
-    wait_config(c, c.members, version)
-    common = assert_members_equal(c, "/churn")
+    voters = [m for m in c.members if any(x.startswith("server.%d=" % m.myid)
+                                          and x.endswith(("participant", "participant;127.0.0.1:%d"
+                                                          % m.client_port)) for x in lines)]
+
+    def serving():
+        return [m for m in c.members if m.mode(1.0) in ("leader", "follower", "observer")]
+    wait_until(lambda: len(serving()) == len(c.members), 30)
+    up = serving()
+    if kind == "zookeeper":
+        figures("ZooKeeper members not serving at the end", len(c.members) - len(up), "members")
+        assert len([m for m in voters if m in up]) > len(voters) // 2, c.diagnose("no quorum")
+    else:
+        assert len(up) == len(c.members), c.diagnose("members not serving: %s"
+                                                     % [m for m in c.members if m not in up])
+    wait_config(c, up, version)
+    common = assert_members_equal(c, "/churn", members=up)
     lost = [p for p in writers.all_acked() if p not in common]
     assert not lost, c.diagnose("acknowledged writes lost: %s" % lost[:10])
