@@ -26,6 +26,7 @@ pub mod config;
 pub mod core;
 pub mod durability;
 pub mod ensemble;
+pub mod faults;
 pub mod limits;
 pub mod metrics;
 pub mod migrate;

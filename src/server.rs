@@ -206,8 +206,8 @@ async fn start_member(
             core.run(core_rx);
             let _ = core_done_tx.send(());
         })?;
-    let running = crate::ensemble::raft::member::start(
-        &settings,
+    let running = crate::ensemble::raft::member::spawn(
+        settings,
         myid,
         info,
         core_tx,

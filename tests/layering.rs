@@ -17,8 +17,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("auth", &[]),
     ("limits", &[]),
     ("spin", &[]),
+    // The negative controls' fault switches (issue 15): a leaf, one-line call sites.
+    ("faults", &[]),
     ("state", &["acl", "path", "limits"]),
-    ("prep", &["acl", "path", "state", "limits"]),
+    ("prep", &["acl", "path", "state", "limits", "faults"]),
     ("durability", &["acl", "state", "metrics", "spin", "limits"]),
     (
         "core",
@@ -32,6 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "metrics",
             "spin",
             "limits",
+            "faults",
         ],
     ),
     ("net", &["core", "limits", "metrics", "acl"]),

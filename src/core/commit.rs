@@ -28,7 +28,9 @@ impl Core {
         self.after_apply(zxid);
         self.notify(&effects.changes);
         let session = txn.header.client_id;
-        let waiter = self.pending.take(session, txn.header.cxid, zxid);
+        let waiter = self
+            .pending
+            .take(session, txn.header.cxid, zxid, txn.header.type_);
         match effects.session {
             SessionEffect::Created { timeout } => {
                 let now = self.now_ms();
@@ -38,12 +40,14 @@ impl Core {
                 }
             }
             SessionEffect::Closed => {
+                // Every connection of the session goes: the one attached to it now, and the
+                // one that asked for the close if another took the session over meanwhile.
                 let attached = self.liveness.remove(session).and_then(|s| s.conn);
                 let own = waiter.map(|w| {
                     self.answer(w.conn, &txn, &effects, w.at);
                     w.conn
                 });
-                if let Some(c) = own.or(attached) {
+                for c in [own, attached].into_iter().flatten() {
                     self.drop_conn(c, true);
                 }
             }

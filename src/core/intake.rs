@@ -30,13 +30,22 @@ impl Core {
             self.refuse_write(conn_id, xid, close);
             return;
         }
-        if let (Request::Sync(r), true) = (&req, forwards) {
+        let stale = crate::faults::on(crate::faults::Fault::StaleRead);
+        if let (Request::Sync(r), true, false) = (&req, forwards, stale) {
             // A follower's sync waits for the leader's point (member.rs), in its write order.
             conn.queue.push_back(Slot::Write(xid));
             let awaiting = Awaiting::Sync(r.clone());
             self.forward(conn_id, session, xid, Forwarded::Sync, awaiting);
             return;
         }
+        if let Request::Sync(r) = &req {
+            if self.leader_sync_waits(conn_id, session, xid, r) {
+                return;
+            }
+        }
+        let Some(conn) = self.conns.get_mut(&conn_id) else {
+            return;
+        };
         if !req.is_write() {
             // Over its output budget, a read waits (held) in its connection's queue.
             if conn.queue.is_empty() && !conn.out.budget.over() {

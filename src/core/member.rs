@@ -15,6 +15,7 @@
 //! ephemerals and, through setWatches, its watches. Sessions are replicated txns; only the
 //! leader expires them, from its followers' touches; a new leader re-arms every session.
 
+use super::conns::Slot;
 use super::leader::Leader;
 use super::pending::{Awaiting, PendingWrites, Waiter};
 use super::{wall_ms, Core};
@@ -390,6 +391,37 @@ impl Core {
         Some(points)
     }
 
+    /// On the leader, a client's sync: its point is every txn prepped so far, as a
+    /// follower's is. A follower may apply a commit and answer its client before the leader
+    /// applies it, so a read behind a sync answered at once could miss a write acknowledged
+    /// elsewhere. True when the sync waits (in its connection's order, answered by
+    /// `answer_syncs`); false when nothing is outstanding and it is answered as a read.
+    pub(super) fn leader_sync_waits(
+        &mut self,
+        conn: ConnId,
+        session: i64,
+        xid: i32,
+        r: &palisade_proto::SyncRequest,
+    ) -> bool {
+        let point = self.prep.last_zxid();
+        if point <= self.state.zxid() {
+            return false;
+        }
+        let (Some(m), Some(c)) = (self.member.as_mut(), self.conns.get_mut(&conn)) else {
+            return false;
+        };
+        c.queue.push_back(Slot::Write(xid));
+        m.syncs.entry(point).or_default().push((session, xid));
+        let waiter = Waiter {
+            conn,
+            zxid: None,
+            awaiting: Awaiting::Sync(r.clone()),
+            at: Instant::now(),
+        };
+        self.pending.add(session, xid, waiter);
+        true
+    }
+
     /// On a follower: the leader's points for its syncs.
     pub(super) fn sync_points(&mut self, points: Vec<SyncPoint>) {
         if let Some(m) = self.member.as_mut() {
@@ -553,6 +585,10 @@ impl Core {
                 Committed::Txn(t) => t,
             };
             let zxid = txn.header.zxid;
+            if zxid <= self.state.zxid() && crate::faults::on(crate::faults::Fault::EarlyAck) {
+                self.inflight.retain(|t| t.header.zxid != zxid); // applied at its prep
+                continue;
+            }
             if zxid <= self.state.zxid() {
                 tracing::error!(
                     zxid = format_args!("{zxid:#x}"),

@@ -193,6 +193,7 @@ pub(crate) fn replies(c: &mut Client) -> Vec<(i32, i64, i32, Bytes)> {
                 let (xid, zxid, err) = (b.get_i32(), b.get_i64(), b.get_i32());
                 out.push((xid, zxid, err, b));
             }
+            Out::Batch { .. } => panic!("a test's connection has no direct writes"),
         }
     }
     out
@@ -478,4 +479,154 @@ fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order
         "{r:?}"
     );
     assert!(p.nodes[1].core.state.tree.lookup("/next").is_some());
+}
+
+/// Commits whatever the leader proposed, on both members, without moving the follower's
+/// forwards (they stay pending on it).
+fn commit_proposed(p: &mut Pair) {
+    p.nodes[0].core.log.flush();
+    let mut stopped = [false; 2];
+    let batches: Vec<_> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok()).collect();
+    for prop in batches.into_iter().flatten() {
+        if let Proposed::Txn(b) = prop {
+            p.commit(
+                Committed::Txn(Txn::decode(b, usize::MAX).expect("txn")),
+                &mut stopped,
+            );
+        }
+    }
+}
+
+/// Found by the Jepsen harness (issue 15, session-expiry nemesis): a session is closed from
+/// another connection (its id and password), and its owner reconnects to the member where that
+/// close is in flight. ZooKeeper closes every connection of a closed session; Palisade's
+/// follower closed only the connection that sent the close (already replaced by the owner's),
+/// and went on serving the owner on a session that no longer existed.
+#[test]
+fn a_closed_session_loses_every_connection_even_one_that_took_it_over_meanwhile() {
+    let mut p = Pair::new(1);
+    let (_first, id, pw) = session_on_follower(&mut p, 10);
+    // The "expirer" attaches to the session on the follower and asks to close it.
+    let mut closer = connect(&mut p.nodes[1], 11, id, pw);
+    assert_eq!(replies(&mut closer).first().map(|x| x.1), Some(id));
+    request(&mut p.nodes[1], &closer, 1, Request::CloseSession);
+    // The owner comes back to that member before the close commits.
+    let mut owner = connect(&mut p.nodes[1], 12, id, pw);
+    p.settle();
+    let r = replies(&mut owner);
+    assert_eq!(
+        r.last().map(|x| x.0),
+        Some(i32::MAX),
+        "the owner's connection is closed: {r:?}"
+    );
+    assert!(!p.nodes[1].core.conns.contains_key(&12));
+    assert!(!p.nodes[1].core.state.sessions().contains_key(&id));
+}
+
+/// Found by the Jepsen harness too: a follower's pending sync is keyed by (session, cxid) like a
+/// write, and a closeSession of the same session with the same cxid, sent from another member,
+/// was taken for it: the client's sync was answered with the close's empty reply. A sync is
+/// answered by its sync point only, and a txn only by a waiter of its kind.
+#[test]
+fn a_txn_from_another_connection_with_the_same_cxid_answers_nobody_elses_request() {
+    let mut p = Pair::new(1);
+    let (mut owner, id, pw) = session_on_follower(&mut p, 10);
+    request(
+        &mut p.nodes[1],
+        &owner,
+        1,
+        Request::Sync(SyncRequest { path: "/".into() }),
+    );
+    request(&mut p.nodes[1], &owner, 2, create("/mine", 0));
+    // Someone with the session's password closes it on the leader, with cxid 1.
+    let mut closer = connect(&mut p.nodes[0], 20, id, pw);
+    let _ = replies(&mut closer);
+    request(&mut p.nodes[0], &closer, 1, Request::CloseSession);
+    commit_proposed(&mut p);
+    let r = replies(&mut owner);
+    assert!(
+        r.iter().all(|x| x.0 != 1 && x.0 != 2),
+        "the owner's requests were answered by the close: {r:?}"
+    );
+    assert_eq!(r.last().map(|x| x.0), Some(i32::MAX), "closed: {r:?}");
+    // The closer's own close is answered, then its connection closed.
+    let r = replies(&mut closer);
+    assert_eq!(
+        r.iter().map(|x| x.0).collect::<Vec<_>>(),
+        vec![1, i32::MAX],
+        "{r:?}"
+    );
+}
+
+/// Found by the Jepsen harness (a register read with sync + getData returned a value older than
+/// a write acknowledged before the read began): a follower can apply a commit, and answer its
+/// client, before the leader's own apply; a sync on the leader was answered at once, and the
+/// read behind it saw the leader's older tree. A sync on the leader now waits, as a
+/// follower's does, until every txn the leader has prepped is applied there (ZooKeeper's
+/// Leader.processSync: at once, or once the outstanding proposals commit).
+#[test]
+fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
+    let mut p = Pair::new(1);
+    let (mut writer, _, _) = session_on_follower(&mut p, 10);
+    let mut reader = connect(&mut p.nodes[0], 20, 0, [0; 16]);
+    p.settle();
+    let _ = replies(&mut reader);
+    request(&mut p.nodes[1], &writer, 1, create("/x", 0));
+    p.nodes[1].core.flush_forwards();
+    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
+    }
+    p.nodes[0].core.log.flush();
+    let txns: Vec<Txn> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok())
+        .flatten()
+        .filter_map(|prop| match prop {
+            Proposed::Txn(b) => Some(Txn::decode(b, usize::MAX).expect("txn")),
+            _ => None,
+        })
+        .collect();
+    let zxid = txns.last().map(|t| t.header.zxid).expect("the create");
+    // The follower applies first and answers its client.
+    let commit_to = |n: &mut Node, txns: &[Txn]| {
+        let (ack, _) = oneshot::channel();
+        let items = txns.iter().cloned().map(Committed::Txn).collect();
+        n.core.handle(CoreMsg::Committed {
+            items,
+            at: None,
+            ack,
+        })
+    };
+    commit_to(&mut p.nodes[1], &txns);
+    assert_eq!(
+        replies(&mut writer).first().map(|x| (x.0, x.2)),
+        Some((1, 0))
+    );
+    // Now a sync and a read on the leader, which has not applied the create yet.
+    request(
+        &mut p.nodes[0],
+        &reader,
+        1,
+        Request::Sync(SyncRequest { path: "/x".into() }),
+    );
+    request(
+        &mut p.nodes[0],
+        &reader,
+        2,
+        Request::Exists(ExistsRequest {
+            path: "/x".into(),
+            watch: false,
+        }),
+    );
+    assert_eq!(
+        replies(&mut reader),
+        vec![],
+        "answered before the leader applied /x"
+    );
+    commit_to(&mut p.nodes[0], &txns);
+    let r = replies(&mut reader);
+    assert_eq!(
+        r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
+        vec![(1, 0), (2, 0)],
+        "the sync, then exists finds /x"
+    );
+    assert!(r[0].1 >= zxid);
 }

@@ -19,6 +19,13 @@ pub enum Out {
     Event(Bytes),
     /// The reply to one request: frees one slot of the connection's outstanding budget.
     Reply(Bytes),
+    /// What the core staged in a turn and could not write itself (`staged.rs`): already
+    /// charged to the budget with `weight`; holds `replies` replies.
+    Batch {
+        bytes: Bytes,
+        replies: usize,
+        weight: (usize, usize),
+    },
     /// Flush what came before, then close.
     Close,
 }
@@ -29,6 +36,7 @@ impl Out {
         match self {
             Out::Bytes(b) | Out::Reply(b) => (b.len(), 0),
             Out::Event(b) => (b.len(), b.len()),
+            Out::Batch { weight, .. } => *weight,
             Out::Close => (0, 0),
         }
     }
@@ -75,6 +83,11 @@ pub struct OutBudget {
     written: AtomicU64,
     /// The core holds back reads of this connection until it is under its budget again.
     held: AtomicBool,
+    /// Requests read and not answered yet (the reader stops at `max_outstanding`).
+    outstanding: AtomicUsize,
+    /// Items in the writer task's hands (queued to it or being written): the core writes to
+    /// the socket itself only when there are none (`staged.rs`).
+    handed: AtomicUsize,
     /// Wakes the reader when output was written.
     pub freed: Notify,
     /// Ends the connection's tasks at once, whatever they wait on (a write to a client that
@@ -91,6 +104,8 @@ impl OutBudget {
             events: AtomicUsize::new(0),
             written: AtomicU64::new(0),
             held: AtomicBool::new(false),
+            outstanding: AtomicUsize::new(0),
+            handed: AtomicUsize::new(0),
             freed: Notify::new(),
             cancel: CancellationToken::new(),
         })
@@ -150,6 +165,41 @@ impl OutBudget {
         self.freed.notify_one();
     }
 
+    pub fn outstanding(&self) -> usize {
+        self.outstanding.load(Ordering::Acquire)
+    }
+
+    /// The reader passed a request to the core.
+    pub fn read_one(&self) {
+        self.outstanding.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// `n` replies reached the socket: their slots are free for the reader.
+    pub fn answered(&self, n: usize) {
+        if n > 0 {
+            let _ = self
+                .outstanding
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                    Some(v.saturating_sub(n))
+                });
+            self.freed.notify_one();
+        }
+    }
+
+    /// Items in the writer task's hands.
+    pub fn handed(&self) -> usize {
+        self.handed.load(Ordering::Acquire)
+    }
+
+    /// The writer task wrote (or dropped) `n` items.
+    pub fn done_with(&self, n: usize) {
+        let _ = self
+            .handed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                Some(v.saturating_sub(n))
+            });
+    }
+
     /// The core holds back this connection's reads (and, when the server's budget is the
     /// cause, says so there). Returns false when the budget freed up meanwhile: the core runs
     /// them now instead.
@@ -179,22 +229,51 @@ impl OutBudget {
     }
 }
 
-/// The core's end of a connection's writer: every frame is charged to the budget.
+/// The core's end of a connection's writer: every frame is charged to the budget. On the
+/// core thread, a plaintext connection's frames are staged and written at the end of the
+/// core's turn (`staged.rs`), by the core itself when the writer task has nothing in hand.
 #[derive(Debug, Clone)]
 pub struct OutTx {
     tx: mpsc::UnboundedSender<Out>,
     pub budget: Arc<OutBudget>,
+    direct: Option<Arc<super::staged::Direct>>,
 }
 
 impl OutTx {
     pub fn new(tx: mpsc::UnboundedSender<Out>, budget: Arc<OutBudget>) -> Self {
-        OutTx { tx, budget }
+        OutTx {
+            tx,
+            budget,
+            direct: None,
+        }
+    }
+
+    /// Lets the core write to the connection's socket itself (`sock`: a plaintext socket of
+    /// its own, a dup of the connection's).
+    pub fn with_direct(mut self, conn: ConnId, sock: std::net::TcpStream) -> Self {
+        self.direct = Some(Arc::new(super::staged::Direct::new(conn, sock)));
+        self
     }
 
     pub fn send(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
         let w = o.weight();
         self.budget.charge(w);
-        self.tx.send(o).inspect_err(|_| self.budget.release(w))
+        if let Some(d) = &self.direct {
+            if super::staged::stage(self, d, &o, w) {
+                return Ok(());
+            }
+        }
+        self.hand(o).inspect_err(|_| self.budget.release(w))
+    }
+
+    /// To the writer task (already charged).
+    pub(super) fn hand(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
+        self.budget.handed.fetch_add(1, Ordering::AcqRel);
+        self.tx.send(o).inspect_err(|_| self.budget.done_with(1))
+    }
+
+    pub(super) fn direct(&self) -> Option<&super::staged::Direct> {
+        self.direct.as_deref()
     }
 }
 

@@ -113,6 +113,7 @@ fn got(c: &mut Client) -> Vec<Got> {
     while let Ok(o) = c.rx.try_recv() {
         out.push(match o {
             Out::Close => Got::Closed,
+            Out::Batch { .. } => panic!("a test's connection has no direct writes"),
             Out::Bytes(mut b) if b.len() >= 40 => {
                 b.advance(4);
                 let r = ConnectResponse::decode(b, usize::MAX).expect("ConnectResponse");

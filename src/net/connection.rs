@@ -12,12 +12,11 @@ use bytes::BytesMut;
 use futures_util::StreamExt;
 use palisade_proto::{ConnectRequest, Frame, FrameCodec, Reader, Record, Request, RequestHeader};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
@@ -31,13 +30,13 @@ pub struct ConnParams {
 }
 
 struct Shared {
-    outstanding: AtomicUsize,
-    freed: Notify,
     cancel: CancellationToken,
     budget: Arc<OutBudget>,
 }
 
-/// A plaintext connection: the socket's own split halves (no lock between reader and writer).
+/// A plaintext connection: the socket's own split halves (no lock between reader and writer),
+/// and a dup of it for the core, which writes replies itself when the writer task holds
+/// nothing (`core/staged.rs`).
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
@@ -45,9 +44,15 @@ pub async fn serve(
     core: mpsc::Sender<CoreMsg>,
     p: Arc<ConnParams>,
 ) {
+    use std::os::fd::AsFd;
     let _ = stream.set_nodelay(true);
+    let direct = stream
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::net::TcpStream::from);
     let (rd, wr) = stream.into_split();
-    serve_halves(rd, wr, peer, conn, core, p, None).await
+    serve_inner(rd, wr, peer, conn, core, p, None, direct).await
 }
 
 /// Any byte stream split in two (a TLS stream through `tokio::io::split`); `x509` is the
@@ -64,15 +69,33 @@ pub async fn serve_halves<R, W>(
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_inner(rd, wr, peer, conn, core, p, x509, None).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve_inner<R, W>(
+    rd: R,
+    wr: W,
+    peer: SocketAddr,
+    conn: ConnId,
+    core: mpsc::Sender<CoreMsg>,
+    p: Arc<ConnParams>,
+    x509: Option<Box<str>>,
+    direct: Option<std::net::TcpStream>,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let budget = OutBudget::new(p.output_budget, p.global.clone());
     let shared = Arc::new(Shared {
-        outstanding: AtomicUsize::new(0),
-        freed: Notify::new(),
         cancel: budget.cancel.clone(),
         budget: budget.clone(),
     });
     let (tx, out_rx) = mpsc::unbounded_channel();
-    let out_tx = OutTx::new(tx, budget);
+    let mut out_tx = OutTx::new(tx, budget);
+    if let Some(sock) = direct {
+        out_tx = out_tx.with_direct(conn, sock);
+    }
     let writer = tokio::spawn(write_loop(wr, out_rx, shared.clone(), conn, core.clone()));
     // Until the handshake, one small frame: a ConnectRequest or a four-letter word.
     let mut frames = FramedRead::new(rd, FrameCodec::server(PRE_HANDSHAKE_FRAME));
@@ -135,11 +158,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
     loop {
         // Held back while too many requests are unanswered or too much output is unsent
         // (the writer wakes us; the server-wide budget is rechecked now and then).
-        while shared.outstanding.load(Ordering::Acquire) >= p.max_outstanding
-            || shared.budget.over()
-        {
+        while shared.budget.outstanding() >= p.max_outstanding || shared.budget.over() {
             tokio::select! {
-                _ = shared.freed.notified() => {}
                 _ = shared.budget.freed.notified() => {}
                 _ = tokio::time::sleep(READER_RECHECK) => {}
                 _ = shared.cancel.cancelled() => return,
@@ -180,7 +200,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 }
             }
         };
-        shared.outstanding.fetch_add(1, Ordering::AcqRel);
+        shared.budget.read_one();
         if core.send(msg).await.is_err() {
             return;
         }
@@ -205,8 +225,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             _ = shared.cancel.cancelled() => break,
         };
         let (mut close, mut replies, mut weight) = (false, 0usize, (0usize, 0usize));
+        let mut items = 0;
         let mut next = Some(first);
         while let Some(o) = next.take() {
+            items += 1;
             let w = o.weight();
             weight = (weight.0 + w.0, weight.1 + w.1);
             match o {
@@ -214,6 +236,12 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 Out::Reply(b) => {
                     replies += 1;
                     buf.extend_from_slice(&b);
+                }
+                Out::Batch {
+                    bytes, replies: r, ..
+                } => {
+                    replies += r;
+                    buf.extend_from_slice(&bytes);
                 }
                 Out::Close => close = true,
             }
@@ -228,10 +256,12 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         };
         if !written {
             budget.release(weight);
+            budget.done_with(items);
             break 'outer;
         }
         buf.clear();
         budget.wrote(weight);
+        budget.answered(replies);
         let (own, global) = budget.lifted();
         if own && core.send(CoreMsg::Drained(Some(conn))).await.is_err() {
             break;
@@ -239,14 +269,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         if global && core.send(CoreMsg::Drained(None)).await.is_err() {
             break;
         }
-        if replies > 0 {
-            let _ = shared
-                .outstanding
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                    Some(n.saturating_sub(replies))
-                });
-            shared.freed.notify_one();
-        }
+        // Last: only now may the core write to the socket itself again.
+        budget.done_with(items);
         if close {
             break;
         }

@@ -207,7 +207,10 @@ impl Check<'_> {
                 );
                 return Err(ErrorCode::QuotaExceeded);
             }
-            format!("{p}{:010}", parent.child_creates)
+            format!(
+                "{p}{:010}",
+                crate::faults::seq_counter(parent.child_creates, parent.num_children)
+            )
         } else {
             p.to_string()
         };
@@ -293,7 +296,7 @@ impl Check<'_> {
         }
         let parent = self.view(parent_path).ok_or(ErrorCode::NoNode)?;
         self.check_perm(&parent.acl, acl::DELETE)?;
-        let node = self.view(p).ok_or(ErrorCode::NoNode)?;
+        let node = self.view(p).ok_or_else(crate::faults::delete_missing)?;
         if container {
             // The reaper's delete: only a container or TTL node that is still empty.
             if !matches!(
@@ -332,7 +335,7 @@ impl Check<'_> {
         let p = self.valid_path(s.path.as_str())?;
         let mut node = self.view(p).ok_or(ErrorCode::NoNode)?;
         self.check_perm(&node.acl, acl::WRITE)?;
-        if s.version != -1 && s.version != node.version {
+        if crate::faults::version_refused(s.version, node.version) {
             return Err(ErrorCode::BadVersion);
         }
         node.version = node.version.wrapping_add(1);
@@ -392,6 +395,7 @@ impl Check<'_> {
                 .pending_owned_by(self.session)
                 .map(str::to_string),
         );
+        let mut paths = crate::faults::ephemerals_closed(paths);
         // Ephemerals have no children, so any order deletes them; sorted for determinism.
         paths.sort();
         paths.dedup();

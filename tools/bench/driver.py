@@ -3,6 +3,7 @@
 
     python3 tools/bench/driver.py [--quick] [--rounds N] [--seconds S] [--json OUT] [--markdown OUT]
                                   [--baseline BIN] [--light-only | --no-light] [--rates 100,1000]
+                                  [--independent] [--port-base P]
 
 Both servers start fresh (own data dir, forceSync on — ZooKeeper's default and Palisade's),
 listen on loopback, and run the same workloads from the same load generator
@@ -23,7 +24,17 @@ and heap used after a full GC), restart after kill -9 (process start -> a client
 node), snapshot time, write p99 during a snapshot (Palisade), memory per watch, and the
 physical bounds (fsync rate of the data dir's disk, loopback round trip).
 
-Bounded: each run is time-limited; the whole driver takes about 8 minutes, --quick about 2.
+Independent clients (`--independent`, tools/bench/independent.py): the same interleaved rounds
+with load from clients the project did not write — the third-party Rust `zookeeper-client`
+crate (tools/bench/zkc, built on demand), Curator's and kazoo's lock recipes. The 10M-znode
+run is tools/bench/scale.py.
+
+Before every measured run the driver records the 1-minute load average and an fdatasync probe
+on the data dir's disk (p50/p99 of 0.3 s of 512-byte writes + fdatasync), shown beside each
+figure: the machine is shared.
+
+Bounded: each run is time-limited; the whole driver takes about 25 minutes, --quick about 2.5,
+--independent about 12, --independent --quick under a minute on a quiet machine.
 """
 
 import argparse
@@ -68,7 +79,21 @@ def four(port, word, timeout=5):
         return ""
 
 
+# --port-base: servers take ports counting up from here (the first one free) instead of ports
+# the kernel picks, so runs on a shared machine stay in their own range.
+PORT_BASE = None
+
+
 def free_port():
+    global PORT_BASE
+    while PORT_BASE is not None and PORT_BASE < 65535:
+        port, PORT_BASE = PORT_BASE, PORT_BASE + 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -91,8 +116,8 @@ def proc_stat(pid):
 class Server:
     """One server process on its own data dir."""
 
-    def __init__(self, kind, work, extra=()):
-        self.kind, self.work = kind, work
+    def __init__(self, kind, work, extra=(), heap="6g"):
+        self.kind, self.work, self.heap = kind, work, heap
         self.dir = tempfile.mkdtemp(prefix=f"{kind}-", dir=work)
         self.port = free_port()
         self.proc = None
@@ -115,20 +140,32 @@ class Server:
         with open(self.cfg, "w") as f:
             f.write("\n".join(cfg) + "\n")
 
-    def start(self):
-        log = open(self.log_path, "a")
+    def command(self):
         if self.kind == "palisade":
-            cmd = [PALISADE, self.cfg]
-        elif self.kind == "baseline":
-            cmd = [BASELINE, self.cfg]
-        else:
-            cmd = ["java", "-Xms1g", "-Xmx6g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-                   "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
-                   "-cp", ZK_CP, "org.apache.zookeeper.server.ZooKeeperServerMain", self.cfg]
+            return [PALISADE, self.cfg]
+        if self.kind == "baseline":
+            return [BASELINE, self.cfg]
+        return ["java", "-Xms1g", f"-Xmx{self.heap}", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+                "-cp", ZK_CP, "org.apache.zookeeper.server.ZooKeeperServerMain", self.cfg]
+
+    def launch(self):
+        """Starts the process and returns at once (a restart times its own wait)."""
         self.started = time.time()
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
-        deadline = time.time() + 120
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=log)
+
+    def set_config(self, key, value):
+        """Sets `key=value` in zoo.cfg (read at the next start)."""
+        with open(self.cfg) as f:
+            lines = [ln for ln in f.read().splitlines() if not ln.startswith(key + "=")]
+        with open(self.cfg, "w") as f:
+            f.write("\n".join(lines + [f"{key}={value}"]) + "\n")
+
+    def start(self, limit=120):
+        self.launch()
+        deadline = time.time() + limit
         while time.time() < deadline:
             if "Mode:" in four(self.port, "srvr", 1):
                 return
@@ -198,16 +235,48 @@ def measured(server, *args):
     that writeback does not compete with this run's fdatasyncs. `run` commands get the
     server's pid and measure its CPU over their timed part only (setup excluded: the first
     get run's 10,000 creates would otherwise count); others are measured here, whole."""
-    os.sync()
-    RESULTS_LOADAVG.append(round(os.getloadavg()[0], 2))
+    env = conditions(server.work)
     _, cpu0 = server.stat()
     pid = ["--server-pid", str(server.proc.pid)] if args[0] == "run" else []
     out = bench(*args, *pid, "--server", f"127.0.0.1:{server.port}")
     _, cpu1 = server.stat()
+    out.update(env)
     if "server_cpu_s" not in out:
         out["server_cpu_s"] = round(cpu1 - cpu0, 2)
         out["server_cpu_us_per_op"] = round((cpu1 - cpu0) * 1e6 / max(out.get("ops", 0), 1), 2)
     return out
+
+
+# Seconds of the fdatasync probe before each measured run (--quick: shorter).
+PROBE_SECONDS = 0.3
+
+
+def fsync_probe(path, seconds):
+    """fdatasync latency on the data dir's disk right now: (p50 µs, p99 µs) of 512-byte
+    writes each followed by fdatasync, for `seconds` (at most 2,000 of them)."""
+    fd = os.open(os.path.join(path, "fsync-probe"), os.O_CREAT | os.O_WRONLY, 0o600)
+    times, t_end = [], time.perf_counter() + seconds
+    try:
+        while time.perf_counter() < t_end and len(times) < 2000:
+            t0 = time.perf_counter()
+            os.pwrite(fd, b"x" * 512, (len(times) % 64) * 512)
+            os.fdatasync(fd)
+            times.append((time.perf_counter() - t0) * 1e6)
+    finally:
+        os.close(fd)
+    times.sort()
+    return round(times[len(times) // 2]), round(times[min(len(times) - 1, int(len(times) * 0.99))])
+
+
+def conditions(work):
+    """The machine's state before a measured run (it is shared): dirty pages written back first
+    (the previous run's, often the other server's, would land in this run's fdatasyncs), then
+    the 1-minute load average and an fdatasync probe, kept beside the run's figure."""
+    os.sync()
+    load = round(os.getloadavg()[0], 2)
+    RESULTS_LOADAVG.append(load)
+    p50, p99 = fsync_probe(work, PROBE_SECONDS)
+    return {"loadavg": load, "fsync_p50_us": p50, "fsync_p99_us": p99}
 
 
 def fsync_rate(path, seconds=2.0):
@@ -266,11 +335,22 @@ WORKLOADS = [
 ]
 
 
-def record(results, kind, name, value, cpu_us_per_op=None):
-    """One round's figure, and the server CPU µs per operation of the run it came from."""
+def record(results, kind, name, value, cpu_us_per_op=None, run=None):
+    """One round's figure, the server CPU µs per operation of the run it came from, and the
+    machine's state before that run (load average, fdatasync probe; `run` is its JSON)."""
     results.setdefault(kind, {}).setdefault(name, []).append(value)
     if cpu_us_per_op is not None:
         results.setdefault(f"{kind}-cpu", {}).setdefault(name, []).append(cpu_us_per_op)
+    if run and "loadavg" in run:
+        results.setdefault("env", {}).setdefault(name, []).append(
+            [run["loadavg"], run["fsync_p50_us"], run["fsync_p99_us"]])
+
+
+def env_note(run):
+    """`load L, fdatasync p50/p99 A/B us` of a run, for the progress lines."""
+    if "loadavg" not in run:
+        return ""
+    return f"; load {run['loadavg']}, fdatasync p50/p99 {run['fsync_p50_us']}/{run['fsync_p99_us']} us"
 
 
 def round_of(kind, work, seconds, results):
@@ -285,12 +365,12 @@ def round_of(kind, work, seconds, results):
             if out.get("violations", 0):
                 raise RuntimeError(f"{kind}: lock safety violated: {out}")
             cpu = out.get("server_cpu_us_per_op")
-            record(results, kind, name, out[field], cpu)
+            record(results, kind, name, out[field], cpu, out)
             if name.startswith("set 32x64"):
-                record(results, kind, "set 32x64 p99 us", out["p99_us"])
+                record(results, kind, "set 32x64 p99 us", out["p99_us"], None, out)
             results.setdefault(f"{kind}-raw", []).append(out)
             print(f"  {kind:9} {name:36} {out[field]:>12} (server cpu {out['server_cpu_s']} s, "
-                  f"{cpu} us/op)", flush=True)
+                  f"{cpu} us/op{env_note(out)})", flush=True)
     finally:
         s.stop()
         shutil.rmtree(s.dir, ignore_errors=True)
@@ -321,7 +401,8 @@ def light_round(kind, work, seconds, rates, results):
                 r = results.setdefault(f"{kind}-light", {}).setdefault(name, {})
                 for k, v in (("cpu_per_s", out["server_cpu_s"] / out["seconds"]),
                              ("ops_per_s", out["ops_per_s"]), ("p50_us", out["p50_us"]),
-                             ("p99_us", out["p99_us"]), ("cpu_us_per_op", out.get("server_cpu_us_per_op"))):
+                             ("p99_us", out["p99_us"]), ("cpu_us_per_op", out.get("server_cpu_us_per_op")),
+                             ("loadavg", out["loadavg"]), ("fsync_p50_us", out["fsync_p50_us"])):
                     r.setdefault(k, []).append(v)
                 print(f"  {kind:9} {name:12} cpu {r['cpu_per_s'][-1]:.3f} s/s, "
                       f"{out['ops_per_s']:.0f} ops/s, p50 {out['p50_us']} us", flush=True)
@@ -375,16 +456,7 @@ def big(kind, work, nodes, results):
         if kind == "zookeeper":
             snaps_before = set(os.listdir(os.path.join(s.dir, "data", "version-2")))
         s.proc = None
-        t0 = time.time()
-        log = open(s.log_path, "a")
-        if kind == "palisade":
-            cmd = [PALISADE, s.cfg]
-        else:
-            cmd = ["java", "-Xms1g", "-Xmx6g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-                   "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
-                   "-cp", ZK_CP, "org.apache.zookeeper.server.ZooKeeperServerMain", s.cfg]
-        s.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
+        s.launch()
         wr = bench("wait-read", "--server", f"127.0.0.1:{s.port}", "--path", pop["last_path"])
         r["restart after kill -9 s"] = [wr["seconds"]]
         print(f"  {kind:9} restart with {nodes} znodes: {wr['seconds']} s", flush=True)
@@ -531,11 +603,15 @@ def table(results):
             if n not in names:
                 names.append(n)
     base = "baseline" in results
+    env = results.get("env", {})
     head = ("| figure | Palisade | ZooKeeper 3.8 | ratio (>1: Palisade better) | ratio over rounds "
             "| Palisade CPU µs/op | ZooKeeper CPU µs/op | CPU ratio (ZooKeeper/Palisade) |")
     if base:
         head += " baseline Palisade | this build vs baseline (>1: better) | baseline CPU µs/op |"
-    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if base else "")]
+    if env:
+        head += " load avg before the runs | fdatasync p50 µs (p99) before the runs |"
+    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if base else "")
+            + ("---:|---:|" if env else "")]
     for n in names:
         pm, zm = (median_of(values(results, k, n)) for k in ("palisade", "zookeeper"))
         pc, zc = (median_of(values(results, k, n, "-cpu")) for k in ("palisade", "zookeeper"))
@@ -545,6 +621,10 @@ def table(results):
         if base:
             bm, bc = median_of(values(results, "baseline", n)), median_of(values(results, "baseline", n, "-cpu"))
             row += f" {fmt(bm)} | {fx(ratio(pm, bm, lower_is_better(n)))} | {fmt(bc)} |"
+        if env:
+            e = env.get(n, [])
+            row += (f" {spread([x[0] for x in e])} | {spread([x[1] for x in e])} "
+                    f"({spread([x[2] for x in e])}) |")
         rows.append(row)
     return "\n".join(rows)
 
@@ -564,6 +644,7 @@ def light_table(results):
     if "baseline" in kinds and "palisade" in kinds:
         head += " baseline/Palisade CPU |"
     head += "".join(f" {LABEL[k]} p50 µs |" for k in kinds) + " ops/s achieved (Palisade) |"
+    head += " load avg before the runs | fdatasync p50 µs before the runs |"
     rows = [head, "|---|" + "---:|" * (head.count("|") - 2)]
     for n in names:
         get = lambda k, f: [v for v in results.get(f"{k}-light", {}).get(n, {}).get(f, []) if v is not None]
@@ -575,6 +656,7 @@ def light_table(results):
             row += f" {fx(ratio(med('palisade', 'cpu_per_s'), med('baseline', 'cpu_per_s'), True))} |"
         row += "".join(f" {fmt(med(k, 'p50_us'))} |" for k in kinds)
         row += f" {fmt(med('palisade', 'ops_per_s'))} |"
+        row += "".join(f" {spread([v for k in kinds for v in get(k, f)])} |" for f in ("loadavg", "fsync_p50_us"))
         rows.append(row)
     return "\n".join(rows)
 
@@ -600,15 +682,24 @@ def main():
     ap.add_argument("--light-seconds", type=float, default=5, help="seconds per light-load run")
     ap.add_argument("--rates", default=",".join(map(str, LIGHT_RATES)),
                     help="light-load request rates, requests/s, comma-separated")
+    ap.add_argument("--independent", action="store_true",
+                    help="only the independent-client rounds (zookeeper-client, Curator, kazoo; "
+                    "tools/bench/independent.py); --quick: one round of 1 s runs, about 45 s")
+    ap.add_argument("--port-base", type=int,
+                    help="servers listen on the first free ports from this one up (default: any)")
     a = ap.parse_args()
-    global BASELINE
+    global BASELINE, PORT_BASE, PROBE_SECONDS
     BASELINE = a.baseline
+    PORT_BASE = a.port_base
     if a.quick:
         a.rounds, a.seconds, a.nodes, a.light_seconds = 1, 2, 100_000, 2
+        PROBE_SECONDS = 0.1
+        if a.independent:
+            a.seconds = 1
     if a.light_only:
         a.rounds_only = True
     rates = [int(r) for r in a.rates.split(",") if r.strip()]
-    if a.only:
+    if a.only and not a.independent:
         WORKLOADS[:] = [w for w in WORKLOADS if re.search(a.only, w[0])]
     subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "palisade", "-p", "palisade-bench"],
                    cwd=ROOT, check=True)
@@ -624,6 +715,12 @@ def main():
         print(f"machine: {bounds['cores']} cores shared by clients and servers; fdatasync "
               f"{bounds['fsync_per_s']}/s on the data dir's disk; loopback round trip "
               f"{bounds['loopback_rtt_us']} us (Python echo, an upper bound)", flush=True)
+        if a.independent:
+            # independent.py imports this module by name: the same one, not a second copy.
+            sys.modules.setdefault("driver", sys.modules[__name__])
+            import independent
+            results = independent.main(a, bounds, work)
+            a.rounds_only, a.no_light = True, True
         if a.kazoo_only:
             a.rounds_only, a.no_light = True, True
             for r in range(a.rounds):
@@ -631,7 +728,7 @@ def main():
                 print(f"kazoo round {r + 1}/{a.rounds}", flush=True)
                 for kind in order if r % 2 == 0 else order[::-1]:
                     kazoo_round(kind, work, results)
-        for r in range(0 if a.big_only or a.light_only or a.kazoo_only else a.rounds):
+        for r in range(0 if a.big_only or a.light_only or a.kazoo_only or a.independent else a.rounds):
             order = ["palisade", "zookeeper"] + (["baseline"] if a.baseline else [])
             if r % 2:
                 order.reverse()

@@ -181,7 +181,9 @@ mod writer;
 pub use error::WalError;
 pub use recovered::{Records, Recovered};
 pub use report::{Cut, CutCause, RecoveryReport};
-pub use scan::{scan_segment, scan_segment_as, segment_format, End, SegmentScan};
+pub use scan::{
+    scan_open_segment_as, scan_segment, scan_segment_as, segment_format, End, SegmentScan,
+};
 pub use writer::Wal;
 
 use std::path::{Path, PathBuf};

@@ -379,7 +379,21 @@ pub fn scan_segment_as(
     max_payload: u32,
     format: LogFormat,
 ) -> Result<SegmentScan, WalError> {
-    let data = std::fs::read(path).map_err(|e| WalError::io(path, e))?;
+    let file = std::fs::File::open(path).map_err(|e| WalError::io(path, e))?;
+    scan_open_segment_as(file, path, max_payload, format)
+}
+
+/// [`scan_segment_as`] on a segment already open (named `path`): a tool that opens every
+/// segment of a live server's log first reads them all even if the server's retention
+/// deletes some meanwhile.
+pub fn scan_open_segment_as(
+    mut file: std::fs::File,
+    path: &Path,
+    max_payload: u32,
+    format: LogFormat,
+) -> Result<SegmentScan, WalError> {
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut data).map_err(|e| WalError::io(path, e))?;
     let name = path
         .file_name()
         .and_then(|n| n.to_str())

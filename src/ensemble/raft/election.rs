@@ -1,13 +1,21 @@
-//! When an ensemble elects: zoo.cfg's timing mapped to Raft's, and the prompt election once a
-//! silent leader's lease is over.
+//! When an ensemble elects: zoo.cfg's timing mapped to Raft's, and the one place that decides
+//! when a voter campaigns.
 //!
 //! openraft 0.9 has every voter refuse a candidate while the leader's lease lasts (the election
 //! timeout's maximum, counted from the leader's last message), and has a follower start its own
 //! election only a whole random election timeout *after* that lease. So the lease is the floor
-//! of a failover, and openraft's own timer adds 0.5–1 lease on top. `prompt` removes the
-//! second part: each follower looks at its own Raft state and asks for an election as soon as
-//! the lease it grants is over, staggered by its rank so that two followers do not split the
-//! vote. openraft's timer stays as the fallback (a rejected or split candidacy retries on it).
+//! of a failover, and openraft's own timer adds 0.5–1 lease on top. [`Driver`] removes the
+//! second part: each follower asks for an election as soon as the lease it grants is over,
+//! staggered by its rank so that two followers do not split the vote.
+//!
+//! openraft's own election timer is switched off (`enable_elect: false`) and [`Driver`] keeps
+//! its fallback rule (a random election timeout after the vote was last touched), because
+//! that timer measures silence by the wall clock: a member that was not running — SIGSTOPped,
+//! or starved of CPU — wakes up with every deadline passed and campaigns before it has read the
+//! heartbeats waiting in its socket. Its higher term then reaches the leader in an
+//! append-entries reply, and a healthy leader steps down (seen: a follower stopped for 1.5 s
+//! under load unseated the leader as it woke). The driver notices that it did not run (its
+//! sleep overran by more than half a lease) and counts silence only from then on.
 
 use super::types::{NodeId, TypeConfig};
 use openraft::{Raft, ServerState, SnapshotPolicy, Vote};
@@ -54,6 +62,8 @@ pub fn raft_config(
         // second of writes, and a follower that fell that far behind was sent snapshot after
         // snapshot and once stopped receiving (left open in the stop-26 note).
         max_in_snapshot_log_to_keep: snap_count.max(1),
+        // `Driver` decides when to campaign (see the module's comment).
+        enable_elect: false,
         ..Default::default()
     }
     .validate()
@@ -71,72 +81,177 @@ pub fn stagger(me: NodeId, leader: Option<NodeId>, voters: &[NodeId], heartbeat:
     Duration::from_millis(heartbeat / 2 + rank.saturating_mul(heartbeat))
 }
 
-/// Runs on every member for as long as its Raft does, acting only while it follows as a
-/// voter. It acts only for a leader that has been
-/// heard since this member took its vote: a member back from a restart (or told of a newer
-/// term by a reply) waits for the leader's first message, and if none comes, openraft's own
-/// timer decides — a prompt candidacy there would unseat a healthy leader still reconnecting.
-pub async fn prompt(raft: Raft<TypeConfig>, me: NodeId) {
-    let config = raft.config().clone();
-    let lease = Duration::from_millis(config.election_timeout_max);
-    let heartbeat = Duration::from_millis(config.heartbeat_interval);
-    // The committed vote last seen, when it was taken, and whether its leader spoke since.
-    let mut known: Option<(Vote<NodeId>, Instant, bool)> = None;
+/// One look at the local Raft, as the driver needs it.
+#[derive(Clone, Debug)]
+pub struct Look {
+    pub state: ServerState,
+    pub vote: Vote<NodeId>,
+    /// When the vote was last taken or refreshed (a leader's every message refreshes it).
+    pub touched: Option<Instant>,
+    /// The voters of the effective membership (both halves of a joint one).
+    pub voters: Vec<NodeId>,
+}
+
+/// What the driver wants done next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    Elect,
+    Wait(Duration),
+}
+
+/// When a voter campaigns: promptly once the lease of a leader it has heard is over, and
+/// otherwise (no leader heard since this member took its vote, a candidacy that failed) after
+/// a random election timeout, as openraft's own timer would — in both cases counting only
+/// time during which this member ran. Pure: the caller looks at Raft and sleeps.
+pub struct Driver {
+    me: NodeId,
+    lease: Duration,
+    heartbeat: Duration,
+    timeout_min: u64,
+    timeout_max: u64,
+    /// The fallback's random election timeout, drawn again after every candidacy.
+    timeout: Duration,
+    /// Silence counts from here at the earliest: the start, or the end of a stretch during
+    /// which this member did not run.
+    awake: Instant,
+    /// When the last `next` asked to be called again.
+    due: Option<Instant>,
+    /// The committed vote last seen, when it was taken, and whether its leader spoke since.
+    known: Option<(Vote<NodeId>, Instant, bool)>,
+}
+
+impl Driver {
+    pub fn new(me: NodeId, config: &openraft::Config, now: Instant) -> Driver {
+        let mut d = Driver {
+            me,
+            lease: Duration::from_millis(config.election_timeout_max),
+            heartbeat: Duration::from_millis(config.heartbeat_interval),
+            timeout_min: config.election_timeout_min,
+            timeout_max: config.election_timeout_max,
+            timeout: Duration::ZERO,
+            awake: now,
+            due: None,
+            known: None,
+        };
+        d.draw();
+        d
+    }
+
+    fn draw(&mut self) {
+        self.timeout = Duration::from_millis(fastrand::u64(
+            self.timeout_min..=self.timeout_max.max(self.timeout_min),
+        ));
+    }
+
+    /// Decides at `now`, given what Raft looks like.
+    pub fn next(&mut self, look: &Look, now: Instant) -> Act {
+        if self.due.is_some_and(|due| now > due + self.lease / 2) {
+            tracing::info!(
+                late_ms = self
+                    .due
+                    .map_or(0, |d| now.duration_since(d).as_millis() as u64),
+                "this member did not run for a while (stopped or starved): no election before \
+                 a lease has passed"
+            );
+            self.awake = now;
+        }
+        let act = self.decide(look, now);
+        self.due = Some(match act {
+            Act::Wait(d) => now + d,
+            Act::Elect => now,
+        });
+        if act == Act::Elect {
+            self.known = None;
+            self.draw();
+        }
+        act
+    }
+
+    fn decide(&mut self, look: &Look, now: Instant) -> Act {
+        let voter = look.voters.contains(&self.me);
+        if look.state == ServerState::Leader || !voter {
+            self.known = None;
+            return Act::Wait(self.heartbeat);
+        }
+        if look.voters.len() == 1 {
+            // The only voter: nobody to wait for (a candidacy in progress finishes alone).
+            return if look.state == ServerState::Candidate {
+                Act::Wait(self.heartbeat)
+            } else {
+                Act::Elect
+            };
+        }
+        let heard = look.touched.unwrap_or(self.awake).max(self.awake);
+        let following = look.state == ServerState::Follower && look.vote.is_committed();
+        let spoke = if following {
+            let vote = look.vote;
+            let spoke = match self.known {
+                Some((v, taken, spoke)) if v == vote => spoke || look.touched > Some(taken),
+                _ => false,
+            };
+            let taken = self
+                .known
+                .filter(|k| k.0 == vote)
+                .map_or(look.touched.unwrap_or(now), |k| k.1);
+            self.known = Some((vote, taken, spoke));
+            spoke
+        } else {
+            self.known = None;
+            false
+        };
+        let at = if spoke {
+            // A leader this member has heard since it took the vote went silent.
+            let leader = look.vote.leader_id().voted_for();
+            heard + self.lease + stagger(self.me, leader, &look.voters, self.heartbeat_ms())
+        } else {
+            // openraft's rule: a committed vote waits out its lease first.
+            let lease = if look.vote.is_committed() {
+                self.lease
+            } else {
+                Duration::ZERO
+            };
+            heard + lease + self.timeout
+        };
+        if now >= at {
+            let leader = look.vote.leader_id().voted_for();
+            tracing::info!(
+                leader = ?leader,
+                silent_ms = now.duration_since(heard).as_millis() as u64,
+                prompt = spoke,
+                "asking for an election"
+            );
+            Act::Elect
+        } else {
+            Act::Wait((at - now).min(self.heartbeat))
+        }
+    }
+
+    fn heartbeat_ms(&self) -> u64 {
+        self.heartbeat.as_millis() as u64
+    }
+}
+
+/// Runs on every member for as long as its Raft does; acts only while it is a voter.
+pub async fn run(raft: Raft<TypeConfig>, me: NodeId) {
+    let mut driver = Driver::new(me, raft.config(), Instant::now());
     loop {
-        let seen = raft
-            .with_raft_state(|st| {
-                let vote = st.vote_ref();
-                let following = st.server_state == ServerState::Follower && vote.is_committed();
-                following.then(|| (*vote, st.vote_last_modified()))
+        let look = raft
+            .with_raft_state(|st| Look {
+                state: st.server_state,
+                vote: *st.vote_ref(),
+                touched: st.vote_last_modified(),
+                voters: st.membership_state.effective().voter_ids().collect(),
             })
             .await;
-        let wait = match seen {
-            Err(_) => return,
-            // A leader, a candidate (openraft retries on its own timer), a learner.
-            Ok(None) | Ok(Some((_, None))) => {
-                known = None;
-                heartbeat
-            }
-            Ok(Some((vote, Some(heard)))) => {
-                let spoke = match known {
-                    Some((v, taken, spoke)) if v == vote => spoke || heard > taken,
-                    _ => false,
-                };
-                known = Some((
-                    vote,
-                    known.filter(|k| k.0 == vote).map_or(heard, |k| k.1),
-                    spoke,
-                ));
-                let leader = vote.leader_id().voted_for();
-                // The voters as they are now (a reconfig changes them).
-                let voters: Vec<NodeId> = raft
-                    .metrics()
-                    .borrow()
-                    .membership_config
-                    .membership()
-                    .voter_ids()
-                    .collect();
-                let at = heard + lease + stagger(me, leader, &voters, config.heartbeat_interval);
-                let now = Instant::now();
-                if !spoke {
-                    heartbeat
-                } else if now >= at {
-                    tracing::info!(
-                        leader = ?leader,
-                        silent_ms = now.duration_since(heard).as_millis() as u64,
-                        "the leader's lease is over: asking for an election"
-                    );
-                    if raft.trigger().elect().await.is_err() {
-                        return;
-                    }
-                    known = None;
-                    heartbeat
-                } else {
-                    (at - now).min(heartbeat)
+        let Ok(look) = look else { return };
+        match driver.next(&look, Instant::now()) {
+            Act::Wait(d) => tokio::time::sleep(d).await,
+            Act::Elect => {
+                if raft.trigger().elect().await.is_err() {
+                    return;
                 }
             }
-        };
-        tokio::time::sleep(wait).await;
+        }
     }
 }
 

@@ -37,3 +37,113 @@ fn followers_take_turns_after_the_lease_in_id_order() {
     assert_eq!(stagger(2, Some(3), &voters, 50).as_millis(), 75);
     assert_eq!(stagger(1, None, &voters, 50).as_millis(), 25);
 }
+
+fn config() -> openraft::Config {
+    // lease 300 ms, heartbeat 50 ms, election timeout 150..300 ms
+    raft_config(2000, 10, 5, 100_000).unwrap()
+}
+
+fn follower(leader: NodeId, touched: Instant) -> Look {
+    Look {
+        state: ServerState::Follower,
+        vote: Vote::new_committed(2, leader),
+        touched: Some(touched),
+        voters: vec![1, 2, 3],
+    }
+}
+
+/// Calls the driver as its loop would: at `now`, then again when it asked, until `until`;
+/// the time of the first election, if any.
+fn run_until(d: &mut Driver, look: &Look, mut now: Instant, until: Instant) -> Option<Instant> {
+    while now <= until {
+        match d.next(look, now) {
+            Act::Elect => return Some(now),
+            Act::Wait(w) => now += w,
+        }
+    }
+    None
+}
+
+#[test]
+fn a_silent_leader_is_replaced_once_its_lease_is_over_in_rank_order() {
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let mut d = Driver::new(3, &config(), t0);
+    // member 3 took leader 1's vote at t0 and heard it again 10 ms later
+    assert!(matches!(d.next(&follower(1, t0), t0), Act::Wait(_)));
+    let heard = t0 + ms(10);
+    let at = run_until(&mut d, &follower(1, heard), t0 + ms(10), t0 + ms(2000)).unwrap();
+    // lease 300 ms, then rank 1 among the others (2 goes first): 25 + 50 ms
+    assert!(at >= heard + ms(375), "{:?}", at - heard);
+    assert!(at < heard + ms(375) + ms(50), "{:?}", at - heard);
+}
+
+#[test]
+fn a_leader_never_heard_since_the_vote_is_left_to_the_random_timeout() {
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let mut d = Driver::new(2, &config(), t0);
+    // a member back from a restart: the vote is committed, its leader has not spoken since
+    let at = run_until(&mut d, &follower(1, t0), t0, t0 + ms(5000)).unwrap();
+    let waited = at - t0;
+    // lease + 150..300 ms (its loop looks at least every heartbeat)
+    assert!(waited >= ms(450) && waited <= ms(650), "{waited:?}");
+}
+
+#[test]
+fn a_member_that_did_not_run_waits_a_lease_from_when_it_runs_again() {
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let mut d = Driver::new(2, &config(), t0);
+    let heard = t0 + ms(10);
+    assert!(matches!(d.next(&follower(1, t0), t0), Act::Wait(_)));
+    let Act::Wait(w) = d.next(&follower(1, heard), heard) else {
+        panic!("elected while hearing the leader")
+    };
+    // stopped for 1.5 s: every deadline has passed when it runs again, but it waits
+    let woke = heard + w + ms(1500);
+    assert!(matches!(d.next(&follower(1, heard), woke), Act::Wait(_)));
+    // the leader's heartbeat, read from the socket after the wake-up, keeps it a follower
+    let after = woke + ms(40);
+    assert_eq!(
+        run_until(&mut d, &follower(1, after), after, after + ms(300)),
+        None
+    );
+    // a leader that really is gone: an election a lease (and its rank) after the wake-up
+    let at = run_until(&mut d, &follower(1, after), after, woke + ms(2000)).unwrap();
+    assert!(at >= woke + ms(300), "{:?}", at - woke);
+}
+
+#[test]
+fn a_failed_candidacy_retries_after_a_random_election_timeout() {
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let mut d = Driver::new(1, &config(), t0);
+    let look = Look {
+        state: ServerState::Candidate,
+        vote: Vote::new(5, 1),
+        touched: Some(t0),
+        voters: vec![1, 2, 3],
+    };
+    let at = run_until(&mut d, &look, t0, t0 + ms(2000)).unwrap();
+    let waited = at - t0;
+    assert!(waited >= ms(150) && waited <= ms(350), "{waited:?}");
+}
+
+#[test]
+fn leaders_learners_and_lone_voters() {
+    let t0 = Instant::now();
+    let far = t0 + Duration::from_secs(10);
+    let mut d = Driver::new(1, &config(), t0);
+    let mut look = follower(1, t0);
+    look.state = ServerState::Leader;
+    assert_eq!(run_until(&mut d, &look, t0, far), None);
+    // a learner (not among the voters) never campaigns
+    let mut d = Driver::new(4, &config(), t0);
+    assert_eq!(run_until(&mut d, &follower(1, t0), t0, far), None);
+    // the only voter elects at once
+    let mut d = Driver::new(1, &config(), t0);
+    let mut look = follower(1, t0);
+    look.voters = vec![1];
+    assert_eq!(d.next(&look, t0), Act::Elect);
+}

@@ -206,6 +206,8 @@ impl PeerHandler for Peer {
 pub struct Running {
     pub raft: Raft<TypeConfig>,
     stop: CancellationToken,
+    /// Ends the Raft runtime's thread ([`spawn`]), once Raft has shut down.
+    exit: Option<(oneshot::Sender<()>, std::thread::JoinHandle<()>)>,
 }
 
 impl Running {
@@ -214,7 +216,55 @@ impl Running {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "Raft did not shut down cleanly");
         }
+        if let Some((exit, thread)) = self.exit {
+            let _ = exit.send(());
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
     }
+}
+
+/// [`start`] on a runtime of its own: one thread ("palisade-raft") for openraft's tasks (its
+/// core, the replication streams, the state-machine worker), the peer links and this
+/// module's tasks. openraft hands every write across half a dozen tasks; on one thread those
+/// hand-offs are queue pushes, not wake-ups of another worker thread. Client connections stay
+/// on the main runtime.
+pub async fn spawn(
+    cfg: Settings,
+    myid: NodeId,
+    info: Arc<parking_lot::Mutex<RaftInfo>>,
+    core: mpsc::Sender<CoreMsg>,
+    from_core: Channels,
+) -> io::Result<Running> {
+    let (started_tx, started) = oneshot::channel();
+    let (exit_tx, exit_rx) = oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("palisade-raft".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = started_tx.send(Err(e));
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let r = start(&cfg, myid, info, core, from_core).await;
+                let ok = r.is_ok();
+                let _ = started_tx.send(r);
+                if ok {
+                    // Until the server has shut Raft down (or is gone).
+                    let _ = exit_rx.await;
+                }
+            });
+        })?;
+    let mut running = started
+        .await
+        .map_err(|_| io::Error::other("the Raft thread ended while starting"))??;
+    running.exit = Some((exit_tx, thread));
+    Ok(running)
 }
 
 /// What a member takes from zoo.cfg.
@@ -270,9 +320,15 @@ pub async fn start(
         cfg.snap_count,
     )?);
     let lease_ms = config.election_timeout_max;
-    let network = Network::new(myid, Duration::from_millis(config.heartbeat_interval));
+    let addrs = cfg
+        .members
+        .iter()
+        .filter_map(|m| Some((m.id, peer_addr(m)?)))
+        .collect();
+    let network =
+        Network::new(myid, Duration::from_millis(config.heartbeat_interval)).with_addrs(addrs);
     let contacts = network.contacts.clone();
-    let raft = Raft::new(myid, config, network, log, sm)
+    let raft = Raft::new(myid, config, network.clone(), log, sm)
         .await
         .map_err(|e| io::Error::other(format!("cannot start Raft: {e}")))?;
     let addr = peer_addr(me).ok_or_else(|| io::Error::other("server.N without an address"))?;
@@ -328,17 +384,23 @@ pub async fn start(
     ));
     tokio::spawn(super::reconfig::reconcile(
         raft.clone(),
+        network.clone(),
         desired,
         myid,
         cfg.reconfig,
         pause,
     ));
-    tokio::spawn(election::prompt(raft.clone(), myid));
+    tokio::spawn(election::run(raft.clone(), myid));
+    tokio::spawn(stop_with_raft(raft.clone(), core.clone(), stop.clone()));
     tokio::spawn(proposer(raft.clone(), propose));
     tokio::spawn(snapshots(raft.clone(), snapshot));
     let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
-    tokio::spawn(forwarder(raft.clone(), core, myid, to_leader, ttl));
-    Ok(Running { raft, stop })
+    tokio::spawn(forwarder(raft.clone(), network, core, myid, to_leader, ttl));
+    Ok(Running {
+        raft,
+        stop,
+        exit: None,
+    })
 }
 
 /// `caught_up`: the last log index when this member became leader (of this term): a
@@ -546,6 +608,34 @@ fn warn_if_zoo_cfg_differs(raft: &Raft<TypeConfig>, members: &[Member]) {
     }
 }
 
+/// openraft stops its core for good on a storage error or a fault it detects (a panic); the
+/// member then stops too, rather than go on serving clients from a tree that no longer follows
+/// the log (its process exits non-zero: `server.rs`, when the core stops).
+async fn stop_with_raft(
+    raft: Raft<TypeConfig>,
+    core: mpsc::Sender<CoreMsg>,
+    stop: CancellationToken,
+) {
+    let mut rx = raft.metrics();
+    loop {
+        let state = rx.borrow().running_state.clone();
+        if let Err(e) = state {
+            if !stop.is_cancelled() {
+                tracing::error!(error = %e, "Raft stopped: this member stops");
+                let _ = core.send(CoreMsg::Shutdown).await;
+            }
+            return;
+        }
+        if rx.changed().await.is_err() {
+            if !stop.is_cancelled() {
+                tracing::error!("Raft stopped: this member stops");
+                let _ = core.send(CoreMsg::Shutdown).await;
+            }
+            return;
+        }
+    }
+}
+
 /// What the core sends the Raft side.
 pub struct Channels {
     pub propose: mpsc::UnboundedReceiver<Vec<Proposed>>,
@@ -650,6 +740,7 @@ async fn leader_changes(raft: &Raft<TypeConfig>, leader: NodeId) {
 /// given-up writes fail with CONNECTIONLOSS (they may or may not commit, as ZooKeeper's).
 async fn forwarder(
     raft: Raft<TypeConfig>,
+    network: Network,
     core: mpsc::Sender<CoreMsg>,
     me: NodeId,
     mut rx: mpsc::UnboundedReceiver<ToLeader>,
@@ -665,12 +756,15 @@ async fn forwarder(
                 m.membership_config
                     .nodes()
                     .find(|(id, _)| **id == l)
-                    .map(|(_, n)| n.addr.clone())
+                    .map(|(id, n)| network.addr_of(*id, n))
             });
             (leader, addr)
         };
         if let (Some(l), Some(a)) = (leader, &addr) {
-            if link.as_ref().is_none_or(|c| c.target() != l) {
+            if link
+                .as_ref()
+                .is_none_or(|c| c.target() != l || c.addr() != a)
+            {
                 link = Some(PeerClient::new(me, l, a.clone()));
             }
         } else {
@@ -873,5 +967,78 @@ mod tests {
         assert!(prepped_in(&txn, 7));
         assert!(!prepped_in(&txn, 8));
         assert!(!prepped_in(&txn[..10], 7));
+    }
+
+    /// An applier that fails: openraft stops its core on the storage error this makes.
+    struct Broken;
+
+    impl Applier for Broken {
+        async fn apply(
+            &mut self,
+            _: Vec<(LogId<NodeId>, Proposal)>,
+            _: LogId<NodeId>,
+        ) -> io::Result<()> {
+            Err(io::Error::other("disk on fire"))
+        }
+        async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {
+            Err(io::Error::other("no"))
+        }
+        async fn install(&mut self, _: &[u8], _: Option<LogId<NodeId>>) -> io::Result<()> {
+            Err(io::Error::other("no"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_member_whose_raft_stops_stops_its_core() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, sm) = storage::open(dir.path(), 64 << 10, Broken).await.unwrap();
+        let config = Arc::new(election::raft_config(200, 10, 5, 1000).unwrap());
+        let raft = Raft::new(
+            1,
+            config,
+            Network::new(1, Duration::from_millis(10)),
+            log,
+            sm,
+        )
+        .await
+        .unwrap();
+        let (core, mut from) = mpsc::channel(8);
+        let stop = CancellationToken::new();
+        tokio::spawn(stop_with_raft(raft.clone(), core, stop.clone()));
+        raft.initialize(BTreeMap::from([(1, BasicNode::new("127.0.0.1:1"))]))
+            .await
+            .unwrap();
+        // the lone voter elects itself (the driver), then its first entry fails to apply
+        tokio::spawn(election::run(raft.clone(), 1));
+        let _ = raft.client_write(Proposal::Key([1; 16])).await;
+        let got = tokio::time::timeout(Duration::from_secs(10), from.recv()).await;
+        assert!(
+            matches!(got, Ok(Some(CoreMsg::Shutdown))),
+            "the core was not stopped"
+        );
+
+        // a Raft shut down on purpose stops nothing
+        let dir = tempfile::tempdir().unwrap();
+        let (log, sm) = storage::open(dir.path(), 64 << 10, Broken).await.unwrap();
+        let config = Arc::new(election::raft_config(200, 10, 5, 1000).unwrap());
+        let raft = Raft::new(
+            1,
+            config,
+            Network::new(1, Duration::from_millis(10)),
+            log,
+            sm,
+        )
+        .await
+        .unwrap();
+        let (core, mut from) = mpsc::channel(8);
+        let stop = CancellationToken::new();
+        let watch = tokio::spawn(stop_with_raft(raft.clone(), core, stop.clone()));
+        stop.cancel();
+        raft.shutdown().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(10), watch)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(from.try_recv().is_err());
     }
 }

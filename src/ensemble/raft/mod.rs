@@ -17,6 +17,9 @@ pub mod types;
 pub mod vote;
 
 #[cfg(test)]
+#[path = "chaos_test.rs"]
+mod chaos_test;
+#[cfg(test)]
 #[path = "cluster_test.rs"]
 mod cluster_test;
 

@@ -19,6 +19,7 @@ use openraft::raft::{
 };
 use openraft::BasicNode;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
@@ -252,6 +253,9 @@ pub struct Network {
     /// hear nothing for that long and campaign, unseating a healthy leader.
     pub retry: Duration,
     pub contacts: Contacts,
+    /// Where this member reaches each other member: its own zoo.cfg's `server.N` lines, then
+    /// (reconfigEnabled) the committed configuration's (`Network::follow`).
+    pub addrs: Arc<parking_lot::RwLock<BTreeMap<NodeId, String>>>,
 }
 
 impl Network {
@@ -260,7 +264,37 @@ impl Network {
             me,
             retry,
             contacts: Contacts::default(),
+            addrs: Default::default(),
         }
+    }
+
+    /// Reaches the members named here at these addresses, whatever the Raft membership says.
+    pub fn with_addrs(mut self, addrs: BTreeMap<NodeId, String>) -> Network {
+        self.addrs = Arc::new(parking_lot::RwLock::new(addrs));
+        self
+    }
+
+    /// With reconfigEnabled, a committed configuration's addresses replace zoo.cfg's for the
+    /// members it names, as ZooKeeper's dynamic configuration replaces its static one (a
+    /// reconfig may move a member, or add one no zoo.cfg names). Links made from now on use
+    /// them; openraft makes its replication links anew at every membership change.
+    pub fn follow(&self, config: impl IntoIterator<Item = (NodeId, String)>) {
+        let mut addrs = self.addrs.write();
+        for (id, addr) in config {
+            addrs.insert(id, addr);
+        }
+    }
+
+    /// The address of `target`: the local configuration's, as ZooKeeper reads each member's
+    /// from its own zoo.cfg, else the one the membership carries. The membership's addresses
+    /// are those of the member that formed the ensemble (or of a snapshot's sender), which
+    /// need not be how this member reaches them (a proxy, another network, another name).
+    pub fn addr_of(&self, target: NodeId, node: &BasicNode) -> String {
+        self.addrs
+            .read()
+            .get(&target)
+            .cloned()
+            .unwrap_or_else(|| node.addr.clone())
     }
 }
 
@@ -271,7 +305,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         PeerClient {
             me: self.me,
             target,
-            addr: node.addr.clone(),
+            addr: self.addr_of(target, node),
             link: None,
             retry: self.retry,
             down: false,
@@ -340,6 +374,11 @@ impl PeerClient {
             )),
             Err(e) => Err(e.into_io()),
         }
+    }
+
+    /// Where this client reaches its member.
+    pub fn addr(&self) -> &str {
+        &self.addr
     }
 
     /// Asks the member to let this server join (raft/reconfig.rs).

@@ -194,3 +194,20 @@ fn an_append_call_carries_at_most_its_byte_budget_but_always_one_entry() {
     assert_eq!(too_many(&[big(1), big(2)]), Some(1));
     assert_eq!(too_many(&[entry(1, b"a"), big(2), big(3), big(4)]), Some(2));
 }
+
+/// A member reaches the others where its own zoo.cfg says (the Jepsen harness puts a proxy
+/// there): the membership's addresses — the forming member's, or a snapshot sender's — only
+/// for members its configuration does not name.
+#[test]
+fn members_are_reached_at_the_local_configurations_addresses() {
+    let n = Network::new(1, Duration::from_millis(50)).with_addrs(
+        [
+            (2, "127.0.0.1:7002".to_string()),
+            (3, "127.0.0.1:7003".to_string()),
+        ]
+        .into(),
+    );
+    let from_membership = BasicNode::new("10.0.0.2:2888");
+    assert_eq!(n.addr_of(2, &from_membership), "127.0.0.1:7002");
+    assert_eq!(n.addr_of(4, &from_membership), "10.0.0.2:2888");
+}

@@ -15,7 +15,7 @@
 //!   voter); it never forms its own. Only when a majority of zoo.cfg's voters (itself
 //!   included) answer that none is formed does it form one with them, as at first start.
 
-use super::network::{JoinReply, PeerClient};
+use super::network::{JoinReply, Network, PeerClient};
 use super::types::{NodeId, TypeConfig};
 use crate::ensemble::dynamic::DynConfig;
 use crate::ensemble::members::{Member, Role};
@@ -91,17 +91,28 @@ pub fn membership(raft: &Raft<TypeConfig>) -> (BTreeSet<NodeId>, BTreeMap<NodeId
     (voters, nodes)
 }
 
-/// On the leader, one change at a time until the membership is the configuration's.
+/// On the leader, one change at a time until the membership is the configuration's. On
+/// every member (reconfigEnabled), links follow the committed configuration's addresses.
 pub async fn reconcile(
     raft: Raft<TypeConfig>,
+    network: Network,
     mut desired: watch::Receiver<Arc<DynConfig>>,
     me: NodeId,
     reconfig: bool,
     pause: Duration,
 ) {
     let mut metrics = raft.metrics();
+    let mut followed = 0;
     loop {
         let want = desired.borrow_and_update().clone();
+        if reconfig && want.version != 0 && want.version != followed {
+            followed = want.version;
+            network.follow(
+                want.members
+                    .iter()
+                    .filter_map(|m| Some((m.id, peer_addr(m)?))),
+            );
+        }
         let leads = {
             let m = metrics.borrow_and_update();
             m.state == ServerState::Leader

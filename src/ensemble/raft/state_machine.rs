@@ -72,6 +72,9 @@ struct Inner<A> {
     snapshot: Option<Stored>,
     /// Snapshots built by this process, to tell them apart in their ids.
     built: u64,
+    /// Snapshots installed by this process: a build that saw one installed meanwhile is
+    /// worth nothing.
+    installs: u64,
     /// Where the current snapshot is kept across restarts (None: in memory only, for tests).
     file: Option<SnapshotFile>,
 }
@@ -127,6 +130,7 @@ impl<A: Applier> StateMachine<A> {
                 memberships: VecDeque::from([StoredMembership::default()]),
                 snapshot: None,
                 built: 0,
+                installs: 0,
                 file: None,
             })),
         }
@@ -245,6 +249,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
             meta: meta.clone(),
             data,
         });
+        inner.installs += 1;
         Ok(())
     }
 
@@ -259,27 +264,48 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
 }
 
 impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
+    /// openraft 0.9 treats a failed build as fatal: its core stops, and the member with it
+    /// (`command_result.result?` in its notification handler). So a capture that a snapshot
+    /// installed meanwhile made worthless (the core drops it), or overtook, answers with the
+    /// installed snapshot, which openraft takes as "nothing newer" — only a core that is gone
+    /// is an error.
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
         let failed = |e: io::Error| {
             StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
         };
         // The lock is not held while the image is taken: entries go on applying.
-        let pending = {
+        let (pending, installs) = {
             let mut inner = self.inner.lock().await;
-            inner.applier.begin_snapshot().await.map_err(failed)?
+            let pending = inner.applier.begin_snapshot().await.map_err(failed)?;
+            (pending, inner.installs)
         };
-        let (data, at) = pending.await.map_err(failed)?;
+        let taken = pending.await;
         let mut inner = self.inner.lock().await;
-        if inner
-            .snapshot
+        let overtaken = match &taken {
+            Ok((_, at)) => inner
+                .snapshot
+                .as_ref()
+                .is_some_and(|s| s.meta.last_log_id > *at),
+            Err(_) => false,
+        };
+        let membership = taken
             .as_ref()
-            .is_some_and(|s| s.meta.last_log_id > at)
-        {
-            return Err(failed(io::Error::other(
-                "a newer snapshot was installed while this one was taken",
-            )));
+            .ok()
+            .and_then(|(_, at)| inner.membership_at(*at));
+        if inner.installs != installs || overtaken || (taken.is_ok() && membership.is_none()) {
+            if let Some(s) = &inner.snapshot {
+                tracing::info!(
+                    snapshot = %s.meta.snapshot_id,
+                    "a snapshot was installed while one was taken: the installed one stands"
+                );
+                return Ok(Snapshot {
+                    meta: s.meta.clone(),
+                    snapshot: Box::new(Cursor::new(s.data.clone())),
+                });
+            }
         }
-        let Some(last_membership) = inner.membership_at(at) else {
+        let (data, at) = taken.map_err(failed)?;
+        let Some(last_membership) = membership else {
             return Err(failed(io::Error::other(
                 "the membership the snapshot stands at is no longer known",
             )));

@@ -144,3 +144,96 @@ fn a_damaged_snapshot_is_refused() {
         }
     });
 }
+
+/// An applier whose capture stays open until the test says, and which drops it when a
+/// snapshot is installed — as the core does (`Core::install`).
+#[derive(Default)]
+struct SlowApplier {
+    inner: StateApplier,
+    open: Arc<parking_lot::Mutex<Option<oneshot::Sender<()>>>>,
+}
+
+use tokio::sync::oneshot;
+
+impl Applier for SlowApplier {
+    async fn apply(
+        &mut self,
+        txns: Vec<(LogId<NodeId>, Proposal)>,
+        upto: LogId<NodeId>,
+    ) -> io::Result<()> {
+        self.inner.apply(txns, upto).await
+    }
+
+    async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {
+        let (tx, rx) = oneshot::channel();
+        *self.open.lock() = Some(tx);
+        let image = (image::encode(&self.inner.state), self.inner.upto);
+        Ok(Box::pin(async move {
+            rx.await
+                .map_err(|_| io::Error::other("the core dropped the snapshot capture"))?;
+            Ok(image)
+        }))
+    }
+
+    async fn install(&mut self, snapshot: &[u8], at: Option<LogId<NodeId>>) -> io::Result<()> {
+        self.open.lock().take();
+        self.inner.install(snapshot, at).await
+    }
+}
+
+/// How: a capture is under way on a member when the leader installs a newer snapshot on it
+/// (the member had fallen behind); the capture is dropped, or it ends after the install.
+/// openraft 0.9 stops a member's Raft for good when a build fails, so the build must answer
+/// with the installed snapshot instead (the stop-26 stall: a follower capturing under load was
+/// sent a snapshot and never received anything again).
+#[test]
+fn a_capture_overtaken_by_an_installed_snapshot_answers_with_the_installed_one() {
+    let mut w = Workload::new(11);
+    for _ in 0..300 {
+        w.step();
+    }
+    let entries = log_of(&w);
+    let (head, _) = entries.split_at(100);
+    tokio::task::LocalSet::new().block_on(&rt(), async {
+        // the leader's snapshot of the whole log
+        let mut leader = StateMachine::new(StateApplier::default());
+        leader.apply(entries.clone()).await.unwrap();
+        let snap = leader
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .unwrap();
+        for drop_it in [true, false] {
+            let mut follower = StateMachine::new(SlowApplier::default());
+            follower.apply(head.to_vec()).await.unwrap();
+            let open = follower.with_applier(|a| a.open.clone()).await;
+            let mut builder = follower.get_snapshot_builder().await;
+            let build = tokio::task::spawn_local(async move { builder.build_snapshot().await });
+            while open.lock().is_none() {
+                tokio::task::yield_now().await;
+            }
+            if !drop_it {
+                // the capture ends before the install, but its builder resumes only after it
+                if let Some(tx) = open.lock().take() {
+                    tx.send(()).unwrap();
+                }
+            }
+            let mut data = follower.begin_receiving_snapshot().await.unwrap();
+            *data = Cursor::new(snap.snapshot.get_ref().clone());
+            follower.install_snapshot(&snap.meta, data).await.unwrap();
+            if let Some(tx) = open.lock().take() {
+                tx.send(()).unwrap();
+            }
+            let built = build
+                .await
+                .unwrap()
+                .expect("a build overtaken by an install");
+            assert_eq!(built.meta, snap.meta, "drop_it={drop_it}");
+            assert_eq!(
+                follower.applied_state().await.unwrap().0,
+                snap.meta.last_log_id
+            );
+        }
+    });
+}

@@ -15,6 +15,8 @@ pub struct Load {
     pub sessions: u64,
     pub inflight: usize,
     pub duration: Duration,
+    /// Keep every request's completion time (see `Latencies::with_timeline`).
+    pub timeline: bool,
 }
 
 /// The load generator's randomness, seeded per session.
@@ -63,16 +65,17 @@ pub async fn run_sessions(
     let mut tasks = Vec::new();
     for k in 0..load.sessions {
         let (server, inflight, make) = (load.server.clone(), load.inflight, make.clone());
+        let timeline = load.timeline;
         tasks.push(tokio::spawn(async move {
             let mut s = Session::connect(&server, 30_000).await?;
             let mut rng = Rng::with_seed(k + 1);
-            let mut lat = Latencies::default();
+            let mut lat = Latencies::with_timeline(timeline);
             s.pipeline(
                 inflight,
                 Some(stop),
                 |i| Some(make(i, &mut rng)),
                 |_, r| {
-                    lat.record(r.latency);
+                    lat.record_at(r.latency, start);
                     lat.errors += u64::from(r.header.err != 0);
                 },
             )
@@ -148,9 +151,11 @@ pub async fn create_seq(load: &Load, ephemeral: bool, size: usize) -> io::Result
     run_sessions(load, move |_, _| create(path.clone(), data.clone(), flags)).await
 }
 
-/// `nodes` persistent znodes of `size` bytes under `parents` parents; returns the last path.
+/// `nodes` persistent znodes of `size` bytes under `parents` parents, numbered from `start`;
+/// returns the last path.
 pub async fn populate(
     load: &Load,
+    start_at: u64,
     nodes: u64,
     parents: u64,
     size: usize,
@@ -174,7 +179,7 @@ pub async fn populate(
                 None,
                 |j| {
                     let i = j * sessions + k;
-                    (i < nodes).then(|| create(path(i), data.clone(), 0))
+                    (i < nodes).then(|| create(path(start_at + i), data.clone(), 0))
                 },
                 |_, r| {
                     lat.record(r.latency);
@@ -192,6 +197,6 @@ pub async fn populate(
     Ok((
         all,
         start.elapsed().as_secs_f64(),
-        path(nodes.saturating_sub(1)),
+        path((start_at + nodes).saturating_sub(1)),
     ))
 }

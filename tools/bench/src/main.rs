@@ -78,13 +78,21 @@ enum Cmd {
         /// the pids) and the CPU µs per operation.
         #[arg(long, value_delimiter = ',')]
         server_pid: Vec<u32>,
+        /// get, set, mixed, create-seq (closed loop): write every request's completion time
+        /// (ms since the run's start) and latency (µs) to this file as little-endian u32 pairs;
+        /// the JSON line then has the run's start as `start_unix_ms` (within a millisecond).
+        #[arg(long)]
+        timeline: Option<std::path::PathBuf>,
     },
-    /// Creates --nodes persistent znodes of --size bytes under --parents parents.
+    /// Creates --nodes persistent znodes of --size bytes under --parents parents, numbered from
+    /// --start (a large population made in chunks: the next chunk starts where one ended).
     Populate {
         #[arg(long, default_value = "127.0.0.1:2181")]
         server: String,
         #[arg(long, default_value_t = 1_000_000)]
         nodes: u64,
+        #[arg(long, default_value_t = 0)]
+        start: u64,
         #[arg(long, default_value_t = 300)]
         parents: u64,
         #[arg(long, default_value_t = 100)]
@@ -129,13 +137,30 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
             rounds,
             rate,
             server_pid,
+            timeline,
         } => {
             let load = Load {
                 server,
                 sessions,
                 inflight,
                 duration: Duration::from_secs_f64(seconds),
+                timeline: timeline.is_some(),
             };
+            if timeline.is_some()
+                && (rate.is_some()
+                    || !matches!(
+                        workload,
+                        Workload::Get
+                            | Workload::Set
+                            | Workload::Mixed
+                            | Workload::CreateSeq
+                            | Workload::CreateSeqEphemeral
+                    ))
+            {
+                return Err(session::err(
+                    "--timeline is for get, set, mixed and create-seq without --rate",
+                ));
+            }
             let name = workload
                 .to_possible_value()
                 .map_or("?".into(), |v| v.get_name().to_string());
@@ -143,6 +168,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                 Workload::Get | Workload::Set | Workload::Mixed => {
                     kv::prepare_kv(&load.server, keys, size).await?;
                     let meter = cpu::Meter::start(&server_pid);
+                    let started = unix_ms();
                     let (lat, secs) = match rate {
                         Some(rate) => {
                             let make = kv::maker(workload_kv(workload), keys, size);
@@ -159,6 +185,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                         },
                     };
                     let mut extra = meter.json(lat.count());
+                    extra.push_str(&timeline_json(&lat, timeline.as_deref(), started)?);
                     let inflight = match rate {
                         Some(r) => {
                             extra.push_str(&format!(",\"rate\":{r}"));
@@ -172,8 +199,10 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                 Workload::CreateSeq | Workload::CreateSeqEphemeral => {
                     let eph = matches!(workload, Workload::CreateSeqEphemeral);
                     let meter = cpu::Meter::start(&server_pid);
+                    let started = unix_ms();
                     let (lat, secs) = kv::create_seq(&load, eph, size).await?;
-                    let extra = meter.json(lat.count());
+                    let mut extra = meter.json(lat.count());
+                    extra.push_str(&timeline_json(&lat, timeline.as_deref(), started)?);
                     Ok(lat.report(&name, sessions, inflight, secs, &extra))
                 }
                 Workload::Lock | Workload::Rwlock => {
@@ -202,6 +231,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
         Cmd::Populate {
             server,
             nodes,
+            start,
             parents,
             size,
             sessions,
@@ -212,8 +242,9 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                 sessions,
                 inflight,
                 duration: Duration::ZERO,
+                timeline: false,
             };
-            let (lat, secs, last) = kv::populate(&load, nodes, parents, size).await?;
+            let (lat, secs, last) = kv::populate(&load, start, nodes, parents, size).await?;
             Ok(lat.report(
                 "populate",
                 sessions,
@@ -238,6 +269,28 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
             Ok(format!("{{\"workload\":\"hold-watches\",\"watches\":{n}}}"))
         }
     }
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+/// Writes the run's timeline if one was asked for: `,"start_unix_ms":…,"timeline":…`.
+fn timeline_json(
+    lat: &stats::Latencies,
+    path: Option<&std::path::Path>,
+    started: u128,
+) -> std::io::Result<String> {
+    let Some(path) = path else {
+        return Ok(String::new());
+    };
+    let n = lat.write_timeline(path)?;
+    Ok(format!(
+        ",\"start_unix_ms\":{started},\"timeline\":\"{}\",\"timeline_entries\":{n}",
+        path.display()
+    ))
 }
 
 /// The key-value request mix of a workload (get, set or mixed).

@@ -12,10 +12,11 @@
 use crate::datadir::{list_segments, MAX_PAYLOAD};
 use crate::error::InspectError;
 use palisade_wal::{
-    scan_segment_as, segment_format, End, LogFormat, RecordKind, RecordRef, WalError,
-    SEGMENT_HEADER_BYTES,
+    scan_open_segment_as, segment_format, End, LogFormat, RecordKind, RecordRef, SegmentScan,
+    WalError, SEGMENT_HEADER_BYTES,
 };
-use std::io::ErrorKind;
+use std::fs::File;
+use std::io::{ErrorKind, Seek, SeekFrom};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -153,6 +154,48 @@ impl LogScan {
     }
 }
 
+/// Opens every segment listed in `log_dir`, oldest first. An open segment stays readable
+/// when a live server's retention deletes it; one deleted before it was opened means every
+/// older one is being deleted too (retention goes oldest first): the log starts after it.
+fn open_segments(log_dir: &Path) -> Result<Vec<(i64, PathBuf, File)>, InspectError> {
+    let mut out = Vec::new();
+    for (name, path) in list_segments(log_dir)? {
+        match File::open(&path) {
+            Ok(f) => out.push((name, path, f)),
+            Err(e) if e.kind() == ErrorKind::NotFound => out.clear(),
+            Err(e) => return Err(wal_io(&path, e).into()),
+        }
+    }
+    Ok(out)
+}
+
+/// Scans `file` until its end is clean or two scans in a row end the same way at the same
+/// offset. A live server appends while the segment is read: zeros read at a record's start,
+/// then the rest of the batch written before the check that nothing follows, look like
+/// damage that is not a tear. Real damage stays where it is; a race moves on (bounded: a
+/// server writing on every rescan still ends after a few).
+fn scan_settled(file: &File, path: &Path, format: LogFormat) -> Result<SegmentScan, WalError> {
+    let read = || {
+        let mut f = file.try_clone().map_err(|e| wal_io(path, e))?;
+        f.seek(SeekFrom::Start(0)).map_err(|e| wal_io(path, e))?;
+        scan_open_segment_as(f, path, MAX_PAYLOAD, format)
+    };
+    let mut scan = read()?;
+    for _ in 0..8 {
+        if matches!(scan.end, End::Clean { .. }) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let again = read()?;
+        let settled = again.end == scan.end;
+        scan = again;
+        if settled {
+            break;
+        }
+    }
+    Ok(scan)
+}
+
 /// The format of the log at `path` (a segment file, or a directory of them): that of the
 /// first segment whose header is usable; a standalone log (format 2) if none is.
 pub fn detect_format(path: &Path) -> Result<LogFormat, InspectError> {
@@ -188,22 +231,17 @@ pub fn walk_as(
     format: LogFormat,
     mut visit: impl FnMut(RecordRef<'_>) -> ControlFlow<()>,
 ) -> Result<LogScan, InspectError> {
-    let listed = list_segments(log_dir)?;
+    let listed = open_segments(log_dir)?;
     let mut out = LogScan {
         format,
         ..LogScan::default()
     };
     let mut prev_txn: Option<i64> = None;
     let count = listed.len();
-    for (i, (name, path)) in listed.into_iter().enumerate() {
+    for (i, (name, path, file)) in listed.into_iter().enumerate() {
         let is_last = i.saturating_add(1) == count;
-        let scan = match scan_segment_as(&path, MAX_PAYLOAD, format) {
-            Ok(s) => s,
-            // A live server's purge removed it since the listing (oldest first): the log
-            // simply starts later.
-            Err(WalError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => continue,
-            Err(e) => return Err(e.into()),
-        };
+        let scan = scan_settled(&file, &path, format)?;
+        drop(file);
         let state = classify(
             format,
             scan.first_zxid.is_some(),
@@ -347,7 +385,8 @@ pub fn walk_file_as(
     format: LogFormat,
     mut visit: impl FnMut(RecordRef<'_>) -> ControlFlow<()>,
 ) -> Result<LogScan, InspectError> {
-    let scan = scan_segment_as(path, MAX_PAYLOAD, format)?;
+    let file = File::open(path).map_err(|e| wal_io(path, e))?;
+    let scan = scan_settled(&file, path, format)?;
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -397,4 +436,11 @@ pub fn walk_file_as(
     }
     out.segments.push(report);
     Ok(out)
+}
+
+fn wal_io(path: &Path, source: std::io::Error) -> WalError {
+    WalError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }

@@ -68,7 +68,26 @@ pub struct Replayed {
 }
 
 /// The tree as of `to` (the end of the valid log if `None`). Read-only.
+///
+/// On a live server the end of the log is a moving target: a snapshot taken after the scan
+/// can end after it (and retention purge the snapshot that served it), or the walk can read
+/// a record being written. Without `to`, a state that cannot be rebuilt is looked for again,
+/// a few times, before the failure is reported; damage stays where it is and fails each time.
 pub fn replay(dir: &DataDir, to: Option<i64>) -> Result<Replayed, InspectError> {
+    let mut attempt = replay_once(dir, to);
+    for _ in 0..4 {
+        match attempt {
+            Err(InspectError::Cannot(_)) if to.is_none() => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                attempt = replay_once(dir, to);
+            }
+            _ => break,
+        }
+    }
+    attempt
+}
+
+fn replay_once(dir: &DataDir, to: Option<i64>) -> Result<Replayed, InspectError> {
     let log = logscan::scan(&dir.log_dir)?;
     let mut passed_over = Vec::new();
     let mut opened = Vec::new();

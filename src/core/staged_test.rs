@@ -1,0 +1,151 @@
+use super::*;
+use crate::core::msg::{GlobalBudget, OutBudget};
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+/// A connected loopback pair: (the server's socket, non-blocking as tokio's are; the client).
+fn pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (server, _) = l.accept().unwrap();
+    server.set_nonblocking(true).unwrap();
+    (server, client)
+}
+
+fn frame(n: u8, len: usize) -> Bytes {
+    Bytes::from(vec![n; len])
+}
+
+fn read_exactly(c: &mut TcpStream, n: usize) -> Vec<u8> {
+    let mut v = vec![0; n];
+    c.read_exact(&mut v).unwrap();
+    v
+}
+
+/// How: replies and an event staged in a turn reach the client in one write of the core's,
+/// with the budget released and the reader's slots freed; nothing goes to the writer task.
+#[test]
+fn a_turns_output_is_written_by_the_core_when_the_writer_holds_nothing() {
+    let (server, mut client) = pair();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let budget = OutBudget::new(1 << 20, GlobalBudget::new(1 << 30));
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
+    budget.read_one();
+    budget.read_one();
+    begin();
+    out.send(Out::Reply(frame(1, 10))).unwrap();
+    out.send(Out::Event(frame(2, 5))).unwrap();
+    out.send(Out::Reply(frame(3, 10))).unwrap();
+    assert_eq!(budget.queued(), 25, "charged when staged");
+    let lifted = flush();
+    assert!(lifted.is_empty());
+    assert_eq!(budget.queued(), 0);
+    assert_eq!(budget.queued_events(), 0);
+    assert_eq!(budget.outstanding(), 0);
+    assert_eq!(budget.written(), 25);
+    assert!(rx.try_recv().is_err(), "the writer task was not involved");
+    let got = read_exactly(&mut client, 25);
+    assert_eq!(got[..10], [1; 10]);
+    assert_eq!(got[10..15], [2; 5]);
+    assert_eq!(got[15..], [3; 10]);
+}
+
+/// How: while the writer task holds something, a turn's output goes to it, behind that;
+/// once it has written everything, the core writes itself again.
+#[test]
+fn output_goes_behind_what_the_writer_holds() {
+    let (server, mut client) = pair();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let budget = OutBudget::new(1 << 20, GlobalBudget::new(1 << 30));
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
+    begin();
+    out.hand(Out::Bytes(frame(9, 4))).unwrap();
+    budget.read_one();
+    out.send(Out::Reply(frame(1, 10))).unwrap();
+    flush();
+    assert!(matches!(rx.try_recv(), Ok(Out::Bytes(b)) if b.len() == 4));
+    // as it was sent: nothing is copied while the writer is busy
+    assert!(matches!(rx.try_recv(), Ok(Out::Reply(b)) if b.len() == 10));
+    assert_eq!(budget.handed(), 2);
+    // the writer wrote both
+    budget.wrote((10, 0));
+    budget.answered(1);
+    budget.done_with(2);
+    out.send(Out::Reply(frame(5, 3))).unwrap();
+    flush();
+    assert!(rx.try_recv().is_err());
+    assert_eq!(read_exactly(&mut client, 3), [5; 3]);
+}
+
+/// How: a client that does not read: the core's write fills the socket's buffers and stops
+/// short; the rest goes to the writer task as one batch with the whole weight and every reply.
+#[test]
+fn what_the_socket_does_not_take_goes_to_the_writer() {
+    let (server, _client) = pair();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let budget = OutBudget::new(1 << 30, GlobalBudget::new(1 << 30));
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
+    begin();
+    let big = 64 << 20;
+    out.send(Out::Reply(frame(1, big))).unwrap();
+    out.send(Out::Reply(frame(2, 10))).unwrap();
+    flush();
+    let written = budget.written() as usize;
+    assert!(written < big, "the socket took all {written} bytes");
+    match rx.try_recv() {
+        Ok(Out::Batch {
+            bytes,
+            replies,
+            weight,
+        }) => {
+            assert_eq!(bytes.len(), big + 10 - written);
+            assert_eq!((replies, weight), (2, (big + 10, 0)));
+        }
+        other => panic!("expected the rest, got {other:?}"),
+    }
+    assert_eq!(
+        budget.queued(),
+        big + 10,
+        "still charged until the writer writes it"
+    );
+}
+
+/// How: a Close staged with a reply goes to the writer task (which writes, then closes);
+/// outside the core's loop nothing is staged.
+#[test]
+fn a_close_and_output_outside_a_turn_go_to_the_writer() {
+    let (server, _client) = pair();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let budget = OutBudget::new(1 << 20, GlobalBudget::new(1 << 30));
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
+    begin();
+    out.send(Out::Reply(frame(1, 10))).unwrap();
+    out.send(Out::Close).unwrap();
+    flush();
+    assert!(matches!(rx.try_recv(), Ok(Out::Batch { replies: 1, .. })));
+    assert!(matches!(rx.try_recv(), Ok(Out::Close)));
+    // another thread, not the core's loop: straight to the writer
+    let out2 = out.clone();
+    std::thread::spawn(move || out2.send(Out::Reply(frame(4, 2))).unwrap())
+        .join()
+        .unwrap();
+    assert!(matches!(rx.try_recv(), Ok(Out::Reply(b)) if b.len() == 2));
+}
+
+/// How: a connection over its budget, whose reads the core held, is brought back under by the
+/// core's own write: the flush says so, as the writer's Drained would.
+#[test]
+fn a_direct_write_lifts_a_hold() {
+    let (server, mut client) = pair();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let budget = OutBudget::new(16, GlobalBudget::new(1 << 30));
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
+    begin();
+    out.send(Out::Reply(frame(1, 20))).unwrap();
+    assert!(budget.over());
+    assert!(budget.hold());
+    let lifted = flush();
+    assert_eq!(lifted.conns, [7]);
+    assert_eq!(read_exactly(&mut client, 20), [1; 20]);
+}

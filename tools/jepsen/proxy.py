@@ -1,0 +1,123 @@
+"""The peer-link proxy: every member reaches every other member through a listener of its own
+(one per ordered pair and port kind), so the harness can cut a link, or one direction of it.
+
+A blocked direction stalls: bytes already read are held, nothing more is read from that side
+(its kernel buffers fill, as with packets dropped and retransmitted), and a new connection on a
+blocked pair is accepted but not connected onwards until the pair heals (a SYN into a black
+hole). Nothing is ever dropped from the middle of a stream: a real network loses packets, not
+bytes of a TCP stream.
+"""
+
+import asyncio
+import threading
+
+
+class Proxy:
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        self.gates = {}  # (src, dst) -> asyncio.Event, set while src -> dst flows
+        self.servers = []
+        self.upstream_ports = set()  # local ports of the proxy's own connections to members
+        self.conns = 0
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def _gate(self, src, dst):
+        g = self.gates.get((src, dst))
+        if g is None:
+            g = self.gates[(src, dst)] = asyncio.Event()
+            g.set()
+        return g
+
+    def _call(self, coro, timeout=10):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def listen(self, port, src, dst, target_port):
+        """Member `src` reaches member `dst`'s `target_port` at 127.0.0.1:`port`."""
+        async def start():
+            self._gate(src, dst)
+            self._gate(dst, src)
+            srv = await asyncio.start_server(
+                lambda r, w: self._serve(r, w, src, dst, target_port), "127.0.0.1", port)
+            self.servers.append(srv)
+        self._call(start())
+
+    async def _pump(self, reader, writer, src, dst):
+        gate = self._gate(src, dst)
+        try:
+            while True:
+                await gate.wait()
+                data = await reader.read(65536)
+                if not data:
+                    break
+                await gate.wait()  # read just before a cut: delivered at the heal
+                writer.write(data)
+                await writer.drain()
+        except (OSError, asyncio.CancelledError):
+            pass
+        finally:
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    async def _serve(self, creader, cwriter, src, dst, target_port):
+        self.conns += 1
+        try:
+            await self._gate(src, dst).wait()
+            ureader, uwriter = await asyncio.open_connection("127.0.0.1", target_port)
+        except (OSError, asyncio.CancelledError):
+            cwriter.close()
+            return
+        sock = uwriter.get_extra_info("sockname")
+        if sock:
+            self.upstream_ports.add(sock[1])
+        await asyncio.gather(self._pump(creader, uwriter, src, dst),
+                             self._pump(ureader, cwriter, dst, src))
+
+    def set_blocked(self, pairs):
+        """Exactly the directed (src, dst) pairs in `pairs` are cut; every other one flows."""
+        pairs = set(pairs)
+
+        async def apply():
+            for k, g in self.gates.items():
+                if k in pairs:
+                    g.clear()
+                else:
+                    g.set()
+        self._call(apply())
+
+    def heal(self):
+        self.set_blocked(())
+
+    def close(self):
+        async def stop():
+            for s in self.servers:
+                s.close()
+        try:
+            self._call(stop(), 5)
+        except Exception:
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def bypassing(real_ports, proxy_ports):
+    """Established loopback connections to a member's real peer/election port that did not
+    come from the proxy (a member that learnt another's real address, e.g. from a Raft
+    snapshot's membership): the partitions would not hold for them. Read from /proc/net/tcp."""
+    out = []
+    try:
+        with open("/proc/net/tcp") as f:
+            next(f)
+            for line in f:
+                parts = line.split()
+                local, remote, st = parts[1], parts[2], parts[3]
+                if st != "01":  # ESTABLISHED
+                    continue
+                lport = int(local.split(":")[1], 16)
+                rport = int(remote.split(":")[1], 16)
+                if rport in real_ports and lport not in proxy_ports:
+                    out.append((lport, rport))
+    except OSError:
+        pass
+    return out
