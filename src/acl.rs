@@ -174,9 +174,21 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Result<Vec<Entry>, ErrorCo
     Ok(out)
 }
 
-/// ZooKeeper's checkACL: allowed when the list is empty, the caller is super, or some entry
-/// granting one of `perm`'s bits matches one of the caller's identities.
+/// `skipACL=yes`: ZooKeeper's process-wide switch (a static it reads once at start) that
+/// makes every ACL check pass.
+static SKIP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets `skipACL` for the process (the server, once, at start).
+pub fn set_skip(on: bool) {
+    SKIP.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// ZooKeeper's checkACL: allowed when ACLs are skipped, the list is empty, the caller is
+/// super, or some entry granting one of `perm`'s bits matches one of the caller's identities.
 pub fn check(acl: &[Entry], perm: i32, auth: &[AuthId]) -> bool {
+    if SKIP.load(std::sync::atomic::Ordering::Relaxed) {
+        return true;
+    }
     if acl.is_empty() || auth.iter().any(|a| &*a.scheme == "super") {
         return true;
     }

@@ -63,6 +63,13 @@ pub struct Config {
     /// taken from SERVER_JVMFLAGS/JVMFLAGS too): a member cut off from its quorum serves
     /// reads to clients that ask for a read-only session (core/read_only.rs).
     pub read_only_mode: bool,
+    /// `reconfigEnabled`: the `reconfig` request is served (docs/ENSEMBLE.md); otherwise it is
+    /// answered RECONFIGDISABLED, as ZooKeeper's default.
+    pub reconfig_enabled: bool,
+    /// `standaloneEnabled` (default true): a reconfig must leave at least 2 voters.
+    pub standalone_enabled: bool,
+    /// `skipACL=yes` (ZooKeeper's `zookeeper.skipACL`): no ACL is checked at all.
+    pub skip_acl: bool,
 }
 
 /// `admin.*` and `metricsProvider.*`, with ZooKeeper 3.8's defaults except where noted.
@@ -117,6 +124,9 @@ impl Default for Config {
             init_limit: 10,
             sync_limit: 5,
             read_only_mode: false,
+            reconfig_enabled: false,
+            standalone_enabled: true,
+            skip_acl: false,
             tick_time: 3000,
             client_port: 2181,
             client_port_address: "127.0.0.1".into(),
@@ -237,6 +247,9 @@ impl Config {
                 return Err(format!("invalid line in config: {line:?}"));
             };
             kv.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        if let Some(path) = kv.get("dynamicConfigFile").cloned() {
+            self.read_dynamic_file(&path, &mut kv)?;
         }
         for (k, v) in &kv {
             let key = k.strip_prefix("zookeeper.").unwrap_or(k);
@@ -360,10 +373,14 @@ impl Config {
                 "initLimit" => self.init_limit = ticks(k, v)?,
                 "readonlymode.enabled" => self.read_only_mode = parse_bool(k, v)?,
                 "syncLimit" => self.sync_limit = ticks(k, v)?,
-                // Accepted for compatibility; they have no effect on a standalone server.
-                "standaloneEnabled"
-                | "reconfigEnabled"
-                | "audit.enable" => {}
+                        "reconfigEnabled" => self.reconfig_enabled = parse_bool(k, v)?,
+                "standaloneEnabled" => self.standalone_enabled = parse_bool(k, v)?,
+                // ZooKeeper skips ACLs only for the exact value "yes".
+                "skipACL" => self.skip_acl = v == "yes",
+                // Its server.N lines were read in above.
+                "dynamicConfigFile" => {}
+                // Accepted for compatibility; it has no effect.
+                "audit.enable" => {}
                 // Checked as a whole below.
                 k if k.starts_with("server.") => {}
                 _ => unknown.push(k.clone()),
@@ -378,6 +395,40 @@ impl Config {
         Ok(unknown)
     }
 
+    /// `dynamicConfigFile`: the server.N lines of a ZooKeeper 3.5+ dynamic configuration file
+    /// (ZooKeeper moves them there from zoo.cfg when reconfigEnabled is on). Read, never
+    /// rewritten: once an ensemble runs, its committed configuration is in its Raft log.
+    fn read_dynamic_file(
+        &mut self,
+        path: &str,
+        kv: &mut BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("dynamicConfigFile={path}: {e}"))?;
+        if kv.keys().any(|k| k.starts_with("server.")) {
+            return Err(format!(
+                "dynamicConfigFile={path} is given and zoo.cfg has server.N lines too"
+            ));
+        }
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            match line.split_once('=') {
+                Some((k, v)) if k.trim().starts_with("server.") => {
+                    kv.insert(k.trim().to_string(), v.trim().to_string());
+                }
+                Some((k, _)) if k.trim() == "version" => {}
+                _ => {
+                    return Err(format!(
+                        "dynamicConfigFile={path}: unexpected line {line:?}"
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Takes the SASL settings among the `-D` flags of SERVER_JVMFLAGS and JVMFLAGS (what
     /// zkServer.sh passes to ZooKeeper's JVM, SERVER_JVMFLAGS first). Apply before zoo.cfg,
     /// which wins, as in ZooKeeper.
@@ -386,6 +437,9 @@ impl Config {
         for f in flags.split_whitespace() {
             if let Some(v) = f.strip_prefix("-Dreadonlymode.enabled=") {
                 self.read_only_mode = parse_bool("readonlymode.enabled", v)?;
+            }
+            if let Some(v) = f.strip_prefix("-Dzookeeper.skipACL=") {
+                self.skip_acl = v == "yes";
             }
         }
         self.sasl.apply_jvm_flags(&flags)
@@ -468,6 +522,37 @@ mod tests {
         c.apply_zoo_cfg("readonlymode.enabled=true\n").unwrap();
         assert!(c.read_only_mode);
         assert!(c.apply_zoo_cfg("readonlymode.enabled=sometimes\n").is_err());
+    }
+
+    #[test]
+    fn reconfig_keys_and_a_dynamic_config_file() {
+        let mut c = Config::default();
+        assert!(!c.reconfig_enabled && c.standalone_enabled && !c.skip_acl);
+        c.apply_zoo_cfg("reconfigEnabled=true\nstandaloneEnabled=false\nskipACL=yes\n")
+            .unwrap();
+        assert!(c.reconfig_enabled && !c.standalone_enabled && c.skip_acl);
+        c.apply_zoo_cfg("skipACL=true\n").unwrap();
+        assert!(!c.skip_acl, "ZooKeeper skips only for \"yes\"");
+        let dir = std::env::temp_dir().join(format!("palisade-dyncfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("zoo.cfg.dynamic.100000000");
+        std::fs::write(
+            &f,
+            "server.1=127.0.0.1:2888:3888:participant;0.0.0.0:2181\n\
+             server.2=127.0.0.1:2889:3889:participant;0.0.0.0:2182\nversion=100000000\n",
+        )
+        .unwrap();
+        let mut c = Config::default();
+        c.apply_zoo_cfg(&format!("dynamicConfigFile={}\n", f.display()))
+            .unwrap();
+        assert_eq!(c.members.len(), 2);
+        let mut c = Config::default();
+        let both = format!("dynamicConfigFile={}\nserver.3=h:1:2\n", f.display());
+        assert!(c.apply_zoo_cfg(&both).is_err());
+        assert!(c
+            .apply_zoo_cfg("dynamicConfigFile=/nonexistent/x\n")
+            .is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

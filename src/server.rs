@@ -165,6 +165,7 @@ async fn start_member(
         snap_count: cfg.snap_count,
         segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
         spin_wait: std::time::Duration::from_micros(cfg.spin_wait_micros),
+        reconfig: cfg.reconfig_enabled,
     };
     let (propose_tx, propose_rx) = mpsc::unbounded_channel();
     let (leader_tx, leader_rx) = mpsc::unbounded_channel();
@@ -174,16 +175,13 @@ async fn start_member(
         Box::new(crate::core::member::Proposer::new(propose_tx.clone())),
     );
     let info = std::sync::Arc::new(parking_lot::Mutex::new(Default::default()));
+    let initial = std::sync::Arc::new(crate::ensemble::dynamic::DynConfig::from_static(
+        &cfg.members,
+    ));
+    let (desired_tx, desired_rx) = tokio::sync::watch::channel(initial);
     core.join(crate::core::member::MemberLinks {
         myid,
-        quorum_size: cfg
-            .members
-            .iter()
-            .filter(|m| m.role == crate::ensemble::members::Role::Participant)
-            .count()
-            / 2
-            + 1,
-        conf: crate::ensemble::members::conf_lines(
+        conf: crate::ensemble::members::conf_header(
             &cfg.members,
             myid,
             cfg.init_limit,
@@ -198,6 +196,8 @@ async fn start_member(
         read_only: cfg
             .read_only_mode
             .then(|| std::time::Duration::from_millis(cfg.tick_time.max(2000))),
+        members: cfg.members.clone(),
+        desired: desired_tx,
     });
     let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()
@@ -215,6 +215,7 @@ async fn start_member(
             propose: propose_rx,
             to_leader: leader_rx,
             snapshot: snapshot_rx,
+            desired: desired_rx,
         },
     )
     .await?;
@@ -361,6 +362,10 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     let secret = datadir::load_secret(&cfg.data_dir)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
     let spin_wait = Duration::from_micros(cfg.spin_wait_micros);
+    if cfg.skip_acl {
+        tracing::warn!("skipACL=yes: no ACL is checked");
+    }
+    crate::acl::set_skip(cfg.skip_acl);
     let core_cfg = CoreConfig {
         tick_ms: cfg.tick_time,
         min_session_timeout: cfg.min_timeout(),
@@ -384,6 +389,8 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
         spin_wait,
         zookeeper_sessions: crate::migrate::import::imported_sessions(&cfg.data_dir),
         auth,
+        reconfig_enabled: cfg.reconfig_enabled,
+        standalone_enabled: cfg.standalone_enabled,
     };
     let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
     let (core_thread, mut core_done, member) = if cfg.members.len() > 1 {

@@ -2,7 +2,6 @@
 //! txn changes it), then everyone is told, in this order: the watchers of what changed, the
 //! session table, the waiting client's reply, and the reads queued behind that write.
 
-use super::conns::Slot;
 use super::pending::{Awaiting, Waiter};
 use super::{reply, Core, Out};
 use crate::acl;
@@ -25,6 +24,7 @@ impl Core {
         let zxid = txn.header.zxid;
         let effects = self.state.apply(&txn);
         self.prep.applied(zxid);
+        self.config_applied(&txn);
         self.after_apply(zxid);
         self.notify(&effects.changes);
         let session = txn.header.client_id;
@@ -51,11 +51,14 @@ impl Core {
                     self.drop_conn(c, true);
                 }
             }
-            SessionEffect::None => {
-                if let Some(w) = waiter {
-                    self.answer(w.conn, &txn, &effects, w.at);
+            SessionEffect::None => match waiter {
+                Some(w) if matches!(w.awaiting, Awaiting::Reconfig) => {
+                    let err = effects.single().map_or(0, |o| o.err);
+                    self.answer_reconfig(w, &txn, err);
                 }
-            }
+                Some(w) => self.answer(w.conn, &txn, &effects, w.at),
+                None => {}
+            },
         }
     }
 
@@ -68,13 +71,8 @@ impl Core {
         at: std::time::Instant,
     ) {
         self.record_update(at);
-        if let Some(c) = self.conns.get(&conn) {
-            debug_assert!(
-                matches!(c.queue.iter().find(|s| matches!(s, Slot::Write(_))), Some(Slot::Write(x)) if *x == txn.header.cxid),
-                "a write's reply out of its connection's order"
-            );
-        }
-        self.write_answered(conn, reply::write_reply(txn, effects), txn.header.zxid);
+        let frame = reply::write_reply(txn, effects);
+        self.write_answered(conn, txn.header.cxid, frame, txn.header.zxid);
     }
 
     /// A createSession committed: its connection (if still open) is attached to the session

@@ -16,6 +16,9 @@ use std::time::Instant;
 pub(crate) enum Slot {
     /// A write whose txn is in flight (its cxid).
     Write(i32),
+    /// A reconfig that committed, answered once Raft's membership is its configuration
+    /// (core/reconfig.rs); the connection's later replies wait behind it.
+    Held(i32),
     /// A write that committed while an earlier request of its connection was still held
     /// back: its reply, sent in its turn.
     Answered { frame: Bytes, zxid: i64 },
@@ -107,13 +110,45 @@ impl Core {
         self.watches.remove_conn(conn);
     }
 
+    /// Whether write `xid` is the connection's first write waiting, as it must be: a
+    /// connection's writes commit in the order they came. Otherwise an earlier one was lost —
+    /// a leader took it and went away without a leader change showing (it came back in the
+    /// same term), or its proposals were superseded — and will never be answered: the client
+    /// is dropped (CONNECTIONLOSS, as for any write cut off by a failover) rather than
+    /// answered out of order, which ZooKeeper clients take for a broken server.
+    pub(super) fn first_write_is(&mut self, conn_id: ConnId, xid: i32) -> bool {
+        let Some(conn) = self.conns.get(&conn_id) else {
+            return false;
+        };
+        match conn.queue.iter().find(|s| matches!(s, Slot::Write(_))) {
+            Some(Slot::Write(x)) if *x == xid => true,
+            first => {
+                let lost = match first {
+                    Some(Slot::Write(x)) => Some(*x),
+                    _ => None,
+                };
+                tracing::warn!(
+                    conn = conn_id,
+                    session = format_args!("{:#x}", conn.session),
+                    answered = xid,
+                    lost,
+                    "an earlier write of this client was lost; dropping it"
+                );
+                self.drop_conn(conn_id, true);
+                false
+            }
+        }
+    }
+
     /// A write of this connection committed: its reply goes out now if nothing before it is
     /// still waiting, else in its turn; then the requests behind it run.
-    pub(super) fn write_answered(&mut self, conn_id: ConnId, frame: Bytes, zxid: i64) {
+    pub(super) fn write_answered(&mut self, conn_id: ConnId, xid: i32, frame: Bytes, zxid: i64) {
+        if !self.first_write_is(conn_id, xid) {
+            return;
+        }
         let Some(conn) = self.conns.get_mut(&conn_id) else {
             return;
         };
-        // A connection's writes commit in the order they came, so this is its first one.
         if let Some(slot) = conn.queue.iter_mut().find(|s| matches!(s, Slot::Write(_))) {
             *slot = Slot::Answered { frame, zxid };
         }
@@ -136,7 +171,7 @@ impl Core {
                         return;
                     }
                 }
-                Some(Slot::Write(_)) | None => return,
+                Some(Slot::Write(_)) | Some(Slot::Held(_)) | None => return,
             }
             match conn.queue.pop_front() {
                 Some(Slot::Answered { frame, zxid }) => {

@@ -58,6 +58,8 @@ pub(super) fn cfg() -> CoreConfig {
         spin_wait: std::time::Duration::ZERO,
         zookeeper_sessions: Default::default(),
         auth: Default::default(),
+        reconfig_enabled: false,
+        standalone_enabled: true,
     }
 }
 
@@ -995,3 +997,32 @@ fn over_the_server_wide_budget_every_connections_reads_wait_until_it_drains() {
 
 #[path = "sasl_test.rs"]
 mod sasl;
+
+/// A standalone server cannot reconfigure: RECONFIGDISABLED, and UNIMPLEMENTED with
+/// reconfigEnabled=true — what ZooKeeper 3.8's standalone server answers (kazoo against
+/// both, docs/ENSEMBLE.md "Dynamic reconfiguration"). Each is a failed write taking a zxid.
+#[test]
+fn a_standalone_server_refuses_reconfig_as_zookeepers_does() {
+    let reconfig = || {
+        Request::Reconfig(ReconfigRequest {
+            joining_servers: JStr::null(),
+            leaving_servers: JStr::from("3"),
+            new_members: JStr::null(),
+            cur_config_id: -1,
+        })
+    };
+    let mut h = Harness::new();
+    let mut a = h.connect();
+    h.send(&a, 1, reconfig());
+    h.durable();
+    h.core.cfg.reconfig_enabled = true;
+    h.send(&a, 2, reconfig());
+    h.durable();
+    assert_eq!(
+        errs(&a.drain()),
+        vec![
+            (1, ErrorCode::ReconfigDisabled.code()),
+            (2, ErrorCode::Unimplemented.code())
+        ]
+    );
+}

@@ -233,7 +233,11 @@ impl Core {
                 let _ = writeln!(out, "minSessionTimeout={}", self.cfg.min_session_timeout);
                 let _ = writeln!(out, "maxSessionTimeout={}", self.cfg.max_session_timeout);
                 match self.member_conf() {
-                    Some(lines) => out.push_str(lines),
+                    Some(lines) => {
+                        out.push_str(lines);
+                        // ZooKeeper ends with the version, no newline after it.
+                        out.push_str(&self.config_text().unwrap_or_default());
+                    }
                     None => {
                         let _ = writeln!(out, "serverId=0");
                     }

@@ -64,6 +64,7 @@ impl Core {
         if forwards {
             let awaiting = match req {
                 Request::CloseSession => Awaiting::Close,
+                Request::Reconfig(_) => Awaiting::Reconfig,
                 _ => Awaiting::Reply,
             };
             let what = Forwarded::Request(req.encode(xid).freeze());
@@ -78,6 +79,13 @@ impl Core {
             self.submit_for(conn_id, txn, Awaiting::Reply);
         } else if let Request::CloseSession = req {
             self.close_session(session, xid, Some(conn_id));
+        } else if let Request::Reconfig(r) = &req {
+            let auth = self
+                .conns
+                .get(&conn_id)
+                .map_or(Vec::new(), |c| c.auth.clone());
+            let txn = self.prep_reconfig(session, xid, r, &auth);
+            self.submit_for(conn_id, txn, Awaiting::Reconfig);
         } else {
             let auth = self.conns.get(&conn_id).map_or(&[][..], |c| &c.auth[..]);
             let caller = Caller { session, auth };

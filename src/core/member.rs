@@ -107,11 +107,18 @@ pub struct RoleView {
     /// clients (as a ZooKeeper leader that lost its followers), but keeps what it prepped.
     pub quorum: bool,
     /// On the leader: the other voters and observers it replicates to, and of them the
-    /// ones that have matched its log (ZooKeeper's synced followers and observers).
+    /// ones that have matched its log (ZooKeeper's synced followers and observers). Raft
+    /// learners outside the configuration (a server joining, or one a reconfig removed) are
+    /// ZooKeeper's non-voting followers: counted among the followers and apart.
     pub followers: u16,
     pub observers: u16,
     pub synced_followers: u16,
     pub synced_observers: u16,
+    pub non_voting: u16,
+    pub synced_non_voting: u16,
+    /// The version of the configuration whose membership Raft has applied on this member
+    /// (-1: none yet): a reconfig is answered once it reaches the reconfig's zxid.
+    pub config_version: i64,
 }
 
 /// Raft's state as `lgif` prints it, kept current by the role task.
@@ -125,6 +132,9 @@ pub struct RaftInfo {
     pub last_snapshot: Option<(u64, u64)>,
     pub purged: Option<(u64, u64)>,
     pub millis_since_quorum_ack: Option<u64>,
+    /// On the leader: the members in touch with it that have its log, itself included
+    /// (ZooKeeper's synced learners; a reconfig needs a quorum of the new voters among them).
+    pub synced: Vec<u64>,
 }
 
 impl RaftInfo {
@@ -155,8 +165,6 @@ pub struct MemberLinks {
     pub myid: u64,
     /// What `conf` adds for a member (serverId, limits, membership), from members.rs.
     pub conf: String,
-    /// Votes that make a quorum (mntr's zk_quorum_size).
-    pub quorum_size: usize,
     pub info: std::sync::Arc<parking_lot::Mutex<RaftInfo>>,
     pub propose: UnboundedSender<Vec<Proposed>>,
     pub to_leader: UnboundedSender<ToLeader>,
@@ -168,11 +176,15 @@ pub struct MemberLinks {
     /// readonlymode.enabled: how long this member must be without a quorum before it serves
     /// read-only clients (ZooKeeper's max(2 s, tickTime)); None: never.
     pub read_only: Option<std::time::Duration>,
+    /// zoo.cfg's server.N lines: the configuration until one is committed (reconfig.rs).
+    pub members: Vec<crate::ensemble::members::Member>,
+    /// This member's configuration, for Raft's side to bring the membership to (its leader).
+    pub desired: tokio::sync::watch::Sender<std::sync::Arc<crate::ensemble::dynamic::DynConfig>>,
 }
 
 pub(super) struct Member {
     pub(super) links: MemberLinks,
-    view: RoleView,
+    pub(super) view: RoleView,
     /// Forwards queued this turn, sent with the turn's batch.
     queued: Vec<Forward>,
     pub(super) key: Option<[u8; 16]>,
@@ -189,6 +201,12 @@ pub(super) struct Member {
     snapshot_due: u64,
     /// Read-only mode (read_only.rs).
     pub(super) ro: super::read_only::ReadOnly,
+    /// The configuration (reconfig.rs): committed, or zoo.cfg's (version 0).
+    pub(super) config: std::sync::Arc<crate::ensemble::dynamic::DynConfig>,
+    /// On the leader: the zxid of a configuration txn prepped and not applied yet.
+    pub(super) config_pending: Option<i64>,
+    /// Reconfigs committed here, answered once their configuration is in force.
+    pub(super) parked: Vec<super::reconfig::Parked>,
 }
 
 /// When the next snapshot is due: snapCount/2 .. snapCount txns.
@@ -232,6 +250,9 @@ impl Core {
         self.liveness.set_server_id(links.myid);
         self.leader = None;
         let snapshot_due = next_due(links.snap_count);
+        let config = std::sync::Arc::new(crate::ensemble::dynamic::DynConfig::from_static(
+            &links.members,
+        ));
         self.member = Some(Member {
             links,
             view: RoleView::default(),
@@ -244,7 +265,11 @@ impl Core {
             since_snapshot: 0,
             snapshot_due,
             ro: Default::default(),
+            config,
+            config_pending: None,
+            parked: Vec::new(),
         });
+        self.reload_config();
     }
 
     /// Whether writes go to a leader instead of being prepped here.
@@ -265,9 +290,10 @@ impl Core {
         })
     }
 
-    /// Votes that make a quorum (None: standalone).
+    /// mntr's zk_quorum_size: ZooKeeper's getQuorumSize, the number of voting members (not
+    /// a majority of them). None: standalone.
     pub(crate) fn quorum_size(&self) -> Option<usize> {
-        self.member.as_ref().map(|m| m.links.quorum_size)
+        self.member.as_ref().map(|m| m.config.voters().len())
     }
 
     /// `conf`'s lines for a member (None: standalone).
@@ -293,7 +319,9 @@ impl Core {
         match &self.member {
             None => "standalone",
             Some(m) if m.ro.active => "read-only",
-            Some(m) if m.view.learner => "observer",
+            Some(m) if m.config.observers().contains(&m.links.myid) => "observer",
+            // A learner outside the configuration is ZooKeeper's non-voting follower.
+            Some(m) if m.view.learner && m.config.get(m.links.myid).is_some() => "observer",
             Some(m) if m.view.leader == Some(m.links.myid) => "leader",
             Some(_) => "follower",
         }
@@ -424,7 +452,7 @@ impl Core {
                 match w.awaiting {
                     Awaiting::Sync(r) => {
                         let frame = super::read::sync_reply(cxid, applied, r);
-                        self.write_answered(w.conn, frame, applied);
+                        self.write_answered(w.conn, cxid, frame, applied);
                     }
                     Awaiting::Revalidate(h) => {
                         let h = *h;
@@ -476,6 +504,11 @@ impl Core {
                                 id: id.into(),
                             })
                             .collect();
+                        if let Request::Reconfig(r) = &req {
+                            let txn = self.prep_reconfig(session, cxid, r, &auth);
+                            self.submit(txn, None);
+                            return;
+                        }
                         let caller = Caller {
                             session,
                             auth: &auth,
@@ -644,6 +677,7 @@ impl Core {
         self.leader = None;
         if let Some(m) = self.member.as_mut() {
             m.view.ready = false;
+            m.config_pending = None;
         }
     }
 
@@ -656,6 +690,10 @@ impl Core {
         if old == v {
             return;
         }
+        let was_serving = self.serving();
+        let Some(m) = self.member.as_mut() else {
+            return;
+        };
         m.view = v;
         let changed = old.leader != v.leader || old.term != v.term;
         // A candidate alone raises its term at every try: its read-only clients stay.
@@ -677,11 +715,19 @@ impl Core {
             self.inflight.clear();
             self.prep = Prepper::new(self.state.zxid(), self.cfg.ttl_enabled);
             self.leader = None;
+            if let Some(m) = self.member.as_mut() {
+                m.config_pending = None;
+                m.parked.clear();
+            }
         }
-        if !changed && old.quorum && !v.quorum {
+        if v.config_version != old.config_version {
+            // Before any drop below: a reconfig that removed this leader is answered first.
+            self.release_parked();
+        }
+        if !changed && ((old.quorum && !v.quorum) || (was_serving && !self.serving())) {
             tracing::warn!(
                 clients = self.conns.len(),
-                "no quorum acknowledges this leader; dropping clients until one does"
+                "no quorum acknowledges this leader, or it steps down; dropping clients"
             );
             let conns: Vec<ConnId> = self.conns.keys().copied().collect();
             for c in conns {
@@ -721,6 +767,7 @@ impl Core {
                 let _ = m.links.propose.send(vec![Proposed::Key(k)]);
             }
         }
+        self.commit_first_config(term);
     }
 
     /// `csnp` on a member: asks Raft for a snapshot now. None for a standalone server.
@@ -759,7 +806,9 @@ impl Core {
             // A capture of the state just replaced is worth nothing: its builder fails and
             // openraft builds again later.
             m.capture = None;
+            m.config_pending = None;
         }
+        self.reload_config();
         tracing::info!(
             zxid = format_args!("{:#x}", self.state.zxid()),
             znodes = self.state.tree.znode_count(),
@@ -778,4 +827,4 @@ fn decode_request(bytes: Bytes, max: usize) -> Option<Request> {
 
 #[cfg(test)]
 #[path = "member_test.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -11,28 +11,38 @@ use palisade_proto::*;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::oneshot;
 
-struct Node {
-    core: Core,
-    proposals: UnboundedReceiver<Vec<Proposed>>,
-    to_leader: UnboundedReceiver<ToLeader>,
+pub(crate) struct Node {
+    pub(crate) core: Core,
+    pub(crate) proposals: UnboundedReceiver<Vec<Proposed>>,
+    pub(crate) to_leader: UnboundedReceiver<ToLeader>,
 }
 
 use crate::core::tests::cfg;
 
 fn node(myid: u64) -> Node {
+    node_with(myid, cfg(), Vec::new())
+}
+
+/// A member with this core configuration and these zoo.cfg servers.
+pub(crate) fn node_with(
+    myid: u64,
+    cfg: crate::core::CoreConfig,
+    members: Vec<crate::ensemble::members::Member>,
+) -> Node {
     let (p_tx, proposals) = unbounded_channel();
     let (l_tx, to_leader) = unbounded_channel();
-    let mut core = Core::new(cfg(), Box::new(Proposer::new(p_tx.clone())));
+    let mut core = Core::new(cfg, Box::new(Proposer::new(p_tx.clone())));
     core.join(MemberLinks {
         myid,
         conf: String::new(),
-        quorum_size: 2,
         info: Default::default(),
         propose: p_tx,
         to_leader: l_tx,
         snapshot: unbounded_channel().0,
         snap_count: 100_000,
         read_only: None,
+        members,
+        desired: tokio::sync::watch::channel(Default::default()).0,
     });
     Node {
         core,
@@ -41,7 +51,7 @@ fn node(myid: u64) -> Node {
     }
 }
 
-fn role(leader: u64, term: u64, ready: bool) -> CoreMsg {
+pub(crate) fn role(leader: u64, term: u64, ready: bool) -> CoreMsg {
     CoreMsg::Role(RoleView {
         leader: Some(leader),
         term,
@@ -52,16 +62,21 @@ fn role(leader: u64, term: u64, ready: bool) -> CoreMsg {
 }
 
 /// Two members: 1 leads `term`, 2 follows.
-struct Pair {
-    nodes: [Node; 2],
+pub(crate) struct Pair {
+    pub(crate) nodes: [Node; 2],
     /// Committed so far, in order (what the test's "Raft log" holds).
-    log: Vec<Committed>,
+    pub(crate) log: Vec<Committed>,
 }
 
 impl Pair {
     fn new(term: u64) -> Self {
+        Pair::of(term, [node(1), node(2)])
+    }
+
+    /// These two members: the first leads `term`, the second follows.
+    pub(crate) fn of(term: u64, nodes: [Node; 2]) -> Self {
         let mut p = Pair {
-            nodes: [node(1), node(2)],
+            nodes,
             log: Vec::new(),
         };
         p.nodes[0].core.handle(role(1, term, true));
@@ -72,7 +87,7 @@ impl Pair {
 
     /// Moves messages until nothing is left: forwards to the leader, proposals committed to
     /// both members. Returns each member's handle() stop flags (true: it stopped).
-    fn settle(&mut self) -> [bool; 2] {
+    pub(crate) fn settle(&mut self) -> [bool; 2] {
         let mut stopped = [false; 2];
         loop {
             self.nodes[0].core.log.flush();
@@ -135,12 +150,12 @@ impl Pair {
     }
 }
 
-struct Client {
-    conn: ConnId,
+pub(crate) struct Client {
+    pub(crate) conn: ConnId,
     rx: tokio::sync::mpsc::UnboundedReceiver<Out>,
 }
 
-fn connect(n: &mut Node, conn: ConnId, session: i64, passwd: [u8; 16]) -> Client {
+pub(crate) fn connect(n: &mut Node, conn: ConnId, session: i64, passwd: [u8; 16]) -> Client {
     let (tx, rx) = unbounded_channel();
     let (ready, _r) = oneshot::channel();
     let req = ConnectRequest {
@@ -162,7 +177,7 @@ fn connect(n: &mut Node, conn: ConnId, session: i64, passwd: [u8; 16]) -> Client
 
 /// The replies and the ConnectResponse the client got: (xid, zxid, err, body); a
 /// ConnectResponse is (i32::MIN, session, 0, passwd), a Close is (i32::MAX, 0, 0, empty).
-fn replies(c: &mut Client) -> Vec<(i32, i64, i32, Bytes)> {
+pub(crate) fn replies(c: &mut Client) -> Vec<(i32, i64, i32, Bytes)> {
     let mut out = Vec::new();
     while let Ok(o) = c.rx.try_recv() {
         match o {
@@ -184,7 +199,7 @@ fn replies(c: &mut Client) -> Vec<(i32, i64, i32, Bytes)> {
     out
 }
 
-fn create(path: &str, flags: i32) -> Request {
+pub(crate) fn create(path: &str, flags: i32) -> Request {
     Request::Create(CreateRequest {
         path: path.into(),
         data: Some(Bytes::from_static(b"d")),
@@ -199,7 +214,7 @@ fn create(path: &str, flags: i32) -> Request {
     })
 }
 
-fn request(n: &mut Node, c: &Client, xid: i32, req: Request) {
+pub(crate) fn request(n: &mut Node, c: &Client, xid: i32, req: Request) {
     n.core.handle(CoreMsg::Request {
         conn: c.conn,
         xid,
@@ -208,7 +223,7 @@ fn request(n: &mut Node, c: &Client, xid: i32, req: Request) {
 }
 
 /// A session made on the follower: returns its id and password.
-fn session_on_follower(p: &mut Pair, conn: ConnId) -> (Client, i64, [u8; 16]) {
+pub(crate) fn session_on_follower(p: &mut Pair, conn: ConnId) -> (Client, i64, [u8; 16]) {
     let mut c = connect(&mut p.nodes[1], conn, 0, [0; 16]);
     p.settle();
     let r = replies(&mut c);
@@ -442,6 +457,28 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
         vec![(1, 0)],
         "not SESSIONEXPIRED"
     );
+}
+
+/// A leader killed and back in the same term (its vote was committed) shows followers no
+/// leader change: a write it took and lost is never committed. The client's next write must
+/// not be answered in the lost one's place (kazoo: "xids do not match"): the client is dropped.
+#[test]
+fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order() {
+    let mut p = Pair::new(1);
+    let (mut c, _, _) = session_on_follower(&mut p, 10);
+    request(&mut p.nodes[1], &c, 1, create("/lost", 0));
+    p.nodes[1].core.flush_forwards();
+    // The leader took the forward and went away before proposing it.
+    while p.nodes[1].to_leader.try_recv().is_ok() {}
+    request(&mut p.nodes[1], &c, 2, create("/next", 0));
+    p.settle();
+    let r = replies(&mut c);
+    assert_eq!(
+        r.iter().map(|x| x.0).collect::<Vec<_>>(),
+        [i32::MAX],
+        "{r:?}"
+    );
+    assert!(p.nodes[1].core.state.tree.lookup("/next").is_some());
 }
 
 /// Commits whatever the leader proposed, on both members, without moving the follower's

@@ -32,6 +32,7 @@ mod pending;
 mod raft_snapshot;
 pub(crate) mod read;
 mod read_only;
+mod reconfig;
 pub(crate) mod reply;
 mod sample;
 mod sasl;
@@ -86,6 +87,9 @@ pub struct CoreConfig {
     pub zookeeper_sessions: std::collections::HashSet<i64>,
     /// SASL and enforced authentication (auth/, core/sasl.rs).
     pub auth: crate::auth::AuthPolicy,
+    /// `reconfigEnabled`, `standaloneEnabled` (core/reconfig.rs).
+    pub reconfig_enabled: bool,
+    pub standalone_enabled: bool,
 }
 
 pub struct Core {

@@ -14,6 +14,8 @@ use tokio::sync::oneshot;
 pub(crate) enum Awaiting {
     /// Answer the request on its connection.
     Reply,
+    /// A reconfig: answered with /zookeeper/config once its configuration is in force.
+    Reconfig,
     /// A createSession: attach the connection to the new session and answer the handshake.
     NewSession {
         ready: oneshot::Sender<bool>,
@@ -43,7 +45,7 @@ impl Awaiting {
             Awaiting::Sync(_) | Awaiting::Revalidate(_) => false,
             Awaiting::NewSession { .. } => op == create,
             Awaiting::Close => op == close || op == OpCode::Error as i32,
-            Awaiting::Reply => op != create && op != close,
+            Awaiting::Reply | Awaiting::Reconfig => op != create && op != close,
         }
     }
 }

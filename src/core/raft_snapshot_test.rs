@@ -26,13 +26,14 @@ fn member_asking(myid: u64, snap_count: u64) -> (Core, tokio::sync::mpsc::Unboun
     core.join(MemberLinks {
         myid,
         conf: String::new(),
-        quorum_size: 2,
         info: Default::default(),
         propose: p_tx,
         to_leader: l_tx,
         snapshot: s_tx,
         snap_count,
         read_only: None,
+        members: Vec::new(),
+        desired: tokio::sync::watch::channel(Default::default()).0,
     });
     (core, s_rx)
 }

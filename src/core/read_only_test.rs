@@ -21,13 +21,14 @@ fn member(grace: Option<Duration>) -> Core {
     core.join(MemberLinks {
         myid: 3,
         conf: String::new(),
-        quorum_size: 2,
         info: Default::default(),
         propose: p_tx,
         to_leader: l_tx,
         snapshot: unbounded_channel().0,
         snap_count: 100_000,
         read_only: grace,
+        members: Vec::new(),
+        desired: tokio::sync::watch::channel(Default::default()).0,
     });
     core
 }

@@ -77,7 +77,7 @@ impl Core {
             let n = |x: u16| Value::Gauge(i64::from(x));
             s.push("learners", n(v.followers + v.observers));
             s.push("synced_followers", n(v.synced_followers));
-            s.push("synced_non_voting_followers", Value::Gauge(0));
+            s.push("synced_non_voting_followers", n(v.synced_non_voting));
             s.push("synced_observers", n(v.synced_observers));
             s.push("pending_syncs", Value::Gauge(0));
             s.push("followers", n(v.followers + v.observers));

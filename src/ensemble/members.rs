@@ -177,10 +177,9 @@ pub fn members(kv: &BTreeMap<String, String>) -> Result<Vec<Member>, MemberError
     Ok(members)
 }
 
-/// The lines ZooKeeper 3.8's `conf` prints for a quorum member after its session bounds:
-/// serverId, the limits, the election settings of `myid`, then the membership as
-/// `server.N=host:peer:election:role;clientAddr:clientPort`.
-pub fn conf_lines(members: &[Member], myid: u64, init_limit: u64, sync_limit: u64) -> String {
+/// A member as ZooKeeper 3.8 prints it (QuorumServer.toString):
+/// `host:peer:election[|...]:role[;clientAddr:clientPort]`.
+pub fn spec(m: &Member) -> String {
     let host = |h: &str| {
         if h.contains(':') {
             format!("[{h}]")
@@ -188,37 +187,35 @@ pub fn conf_lines(members: &[Member], myid: u64, init_limit: u64, sync_limit: u6
             h.to_string()
         }
     };
+    let addrs: Vec<String> = m
+        .addrs
+        .iter()
+        .map(|a| format!("{}:{}:{}", host(&a.host), a.peer_port, a.election_port))
+        .collect();
+    let role = match m.role {
+        Role::Participant => "participant",
+        Role::Observer => "observer",
+    };
+    let client = match &m.client {
+        Some((addr, port)) => format!(";{}:{port}", addr.as_deref().map_or("0.0.0.0".into(), host)),
+        None => String::new(),
+    };
+    format!("{}:{role}{client}", addrs.join("|"))
+}
+
+/// The lines ZooKeeper 3.8's `conf` prints for a quorum member after its session bounds:
+/// serverId, the limits, the election settings of `myid`, then `membership: ` — after which
+/// the configuration's text follows (`DynConfig::text`, core/reconfig.rs).
+pub fn conf_header(members: &[Member], myid: u64, init_limit: u64, sync_limit: u64) -> String {
     let me = members.iter().find(|m| m.id == myid);
     let first = me.and_then(|m| m.addrs.first());
-    let mut out = format!(
+    format!(
         "serverId={myid}\ninitLimit={init_limit}\nsyncLimit={sync_limit}\nelectionAlg=3\n\
          electionPort={}\nquorumPort={}\npeerType={}\nmembership: \n",
         first.map_or(0, |a| a.election_port),
         first.map_or(0, |a| a.peer_port),
         u8::from(me.is_some_and(|m| m.role == Role::Observer)),
-    );
-    for m in members {
-        let addrs: Vec<String> = m
-            .addrs
-            .iter()
-            .map(|a| format!("{}:{}:{}", host(&a.host), a.peer_port, a.election_port))
-            .collect();
-        let role = match m.role {
-            Role::Participant => "participant",
-            Role::Observer => "observer",
-        };
-        let client = match &m.client {
-            Some((addr, port)) => format!(";{}:{port}", addr.as_deref().unwrap_or("0.0.0.0")),
-            None => String::new(),
-        };
-        out.push_str(&format!(
-            "server.{}={}:{role}{client}\n",
-            m.id,
-            addrs.join("|")
-        ));
-    }
-    out.push_str("version=0\n");
-    out
+    )
 }
 
 /// The contents of `dataDir/myid`: the local member's N, with surrounding whitespace (as

@@ -91,12 +91,14 @@ fn conf_lists_the_members_as_zookeeper_does() {
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     let m = members(&kv).expect("members");
-    let text = conf_lines(&m, 2, 10, 5);
+    let text =
+        conf_header(&m, 2, 10, 5) + &crate::ensemble::dynamic::DynConfig::from_static(&m).text();
     assert_eq!(
         text,
         "serverId=2\ninitLimit=10\nsyncLimit=5\nelectionAlg=3\nelectionPort=3889\n\
          quorumPort=2889\npeerType=1\nmembership: \n\
          server.1=127.0.0.1:2888:3888:participant\n\
-         server.2=127.0.0.1:2889:3889:observer;0.0.0.0:2182\nversion=0\n"
+         server.2=127.0.0.1:2889:3889:observer;0.0.0.0:2182\nversion=0",
+        "ZooKeeper ends conf without a newline after the version"
     );
 }

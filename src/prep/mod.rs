@@ -131,6 +131,13 @@ impl Prepper {
         self.seal(session, cxid, OpCode::CloseSession, body, time)
     }
 
+    /// A txn the caller builds for the next zxid, without checks (a configuration:
+    /// core/reconfig.rs, which checks a reconfig itself).
+    pub fn seal_built(&mut self, build: impl FnOnce(i64) -> Txn) -> Txn {
+        self.last_zxid += 1;
+        build(self.last_zxid)
+    }
+
     /// The createSession txn of a new session with its negotiated timeout.
     pub fn create_session(&mut self, session: i64, timeout: i32, time: i64) -> Txn {
         let body = TxnBody::CreateSession(CreateSessionTxn { time_out: timeout });

@@ -88,7 +88,7 @@ def test_a_member_cut_off_serves_read_only_clients(ensemble, kind, left, figures
     rw = KazooClient(hosts=a.host, timeout=5)
     try:
         with pytest.raises(Exception):
-            rw.start(timeout=4)
+            rw.start(timeout=2)
     finally:
         rw.stop()
         rw.close()

@@ -10,7 +10,9 @@
 //! - the role task turns Raft's metrics into the core's `RoleView`.
 
 use super::election;
-use super::network::{serve, Network, PeerClient, PeerHandler};
+use super::network::Contacts;
+use super::network::{serve, JoinReply, Network, PeerClient, PeerHandler};
+use super::reconfig::peer_addr;
 use super::state_machine::{Applier, PendingImage};
 use super::storage;
 use super::types::{NodeId, Proposal, TypeConfig};
@@ -18,6 +20,7 @@ use crate::core::member::{
     Committed, Forward, LogPos, Proposed, RaftInfo, RoleView, SyncPoint, ToLeader,
 };
 use crate::core::CoreMsg;
+use crate::ensemble::dynamic::DynConfig;
 use crate::ensemble::members::{Member, Role};
 use bytes::Bytes;
 use openraft::error::{InstallSnapshotError, RaftError};
@@ -27,12 +30,12 @@ use openraft::raft::{
 };
 use openraft::{BasicNode, CommittedLeaderId, LogId, Raft, RaftMetrics, ServerState};
 use palisade_proto::Txn;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 /// The state machine's applier in a server: the core thread.
@@ -158,6 +161,7 @@ struct Peer {
     raft: Raft<TypeConfig>,
     core: mpsc::Sender<CoreMsg>,
     me: NodeId,
+    reconfig: bool,
 }
 
 impl PeerHandler for Peer {
@@ -192,6 +196,9 @@ impl PeerHandler for Peer {
     }
     async fn touch(&self, ids: Vec<(i64, u64)>) {
         let _ = self.core.send(CoreMsg::Touched(ids)).await;
+    }
+    async fn join(&self, id: NodeId, addr: String) -> JoinReply {
+        super::reconfig::answer_join(&self.raft, self.me, self.reconfig, id, addr).await
     }
 }
 
@@ -260,16 +267,6 @@ pub async fn spawn(
     Ok(running)
 }
 
-fn peer_addr(m: &Member) -> Option<String> {
-    m.addrs.first().map(|a| {
-        if a.host.contains(':') {
-            format!("[{}]:{}", a.host, a.peer_port)
-        } else {
-            format!("{}:{}", a.host, a.peer_port)
-        }
-    })
-}
-
 /// What a member takes from zoo.cfg.
 pub struct Settings {
     pub members: Vec<Member>,
@@ -284,6 +281,9 @@ pub struct Settings {
     pub spin_wait: Duration,
     /// The data dir's identity, which the Raft log's segments carry.
     pub identity: u64,
+    /// reconfigEnabled: the membership follows /zookeeper/config, and a server with an empty
+    /// log joins an existing ensemble (raft/reconfig.rs).
+    pub reconfig: bool,
 }
 
 /// Starts the member `myid`: opens its Raft storage under `dataLogDir/raft` (the core must
@@ -300,6 +300,7 @@ pub async fn start(
         propose,
         to_leader,
         snapshot,
+        desired,
     } = from_core;
     let me =
         cfg.members.iter().find(|m| m.id == myid).ok_or_else(|| {
@@ -326,6 +327,7 @@ pub async fn start(
         .collect();
     let network =
         Network::new(myid, Duration::from_millis(config.heartbeat_interval)).with_addrs(addrs);
+    let contacts = network.contacts.clone();
     let raft = Raft::new(myid, config, network.clone(), log, sm)
         .await
         .map_err(|e| io::Error::other(format!("cannot start Raft: {e}")))?;
@@ -338,14 +340,13 @@ pub async fn start(
         raft: raft.clone(),
         core: core.clone(),
         me: myid,
+        reconfig: cfg.reconfig,
     };
     tokio::spawn(serve(listener, Arc::new(peer), stop.clone()));
 
-    let mut nodes = BTreeMap::new();
     let mut voters = BTreeMap::new();
     for m in &cfg.members {
         let Some(a) = peer_addr(m) else { continue };
-        nodes.insert(m.id, (BasicNode::new(a.clone()), m.role));
         if m.role == Role::Participant {
             voters.insert(m.id, BasicNode::new(a));
         }
@@ -354,21 +355,40 @@ pub async fn start(
         .is_initialized()
         .await
         .map_err(|e| io::Error::other(e.to_string()))?;
-    if !initialized && !learner {
+    let pause = Duration::from_millis(lease_ms);
+    if !initialized && cfg.reconfig {
+        // It may be joining an ensemble that runs without it: never form one alone.
+        tokio::spawn(super::reconfig::join(
+            raft.clone(),
+            myid,
+            cfg.members.clone(),
+            pause,
+        ));
+    } else if !initialized && !learner {
         // Every voter forms the ensemble with the same membership (openraft allows it).
         if let Err(e) = raft.initialize(voters).await {
             tracing::info!(error = %e, "ensemble already formed");
         }
+    } else if initialized {
+        warn_if_zoo_cfg_differs(&raft, &cfg.members);
     }
-    tracing::info!(myid, peer = %addr, members = cfg.members.len(), learner, "ensemble member started");
+    tracing::info!(myid, peer = %addr, members = cfg.members.len(), learner, reconfig = cfg.reconfig, "ensemble member started");
     tokio::spawn(roles(
         raft.clone(),
         core.clone(),
         myid,
-        learner,
-        nodes,
+        desired.clone(),
+        contacts,
         info,
         lease_ms,
+    ));
+    tokio::spawn(super::reconfig::reconcile(
+        raft.clone(),
+        network.clone(),
+        desired,
+        myid,
+        cfg.reconfig,
+        pause,
     ));
     tokio::spawn(election::run(raft.clone(), myid));
     tokio::spawn(stop_with_raft(raft.clone(), core.clone(), stop.clone()));
@@ -386,48 +406,71 @@ pub async fn start(
 /// `caught_up`: the last log index when this member became leader (of this term): a
 /// leader preps only once it has applied its log up to there and an entry of its own term —
 /// every entry an earlier leader (or this one before a restart in the same term) ordered.
+/// `want` is the configuration (for the learners it counts and the version in force);
+/// `synced` the members that answered the leader within the lease.
 fn view(
     m: &RaftMetrics<NodeId, BasicNode>,
     me: NodeId,
-    learner: bool,
     caught_up: Option<u64>,
     lease_ms: u64,
+    want: &DynConfig,
+    synced: &BTreeSet<NodeId>,
 ) -> RoleView {
     let leads = m.state == ServerState::Leader && m.current_leader == Some(me);
     let applied = m.last_applied.is_some_and(|l| {
         l.leader_id.term == m.current_term && caught_up.is_some_and(|c| l.index >= c)
     });
+    let membership = m.membership_config.membership();
+    let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
+    let nodes: BTreeMap<NodeId, String> = membership
+        .nodes()
+        .map(|(id, n)| (*id, n.addr.clone()))
+        .collect();
+    // Applied means committed: a reconfig is answered once its membership is.
+    let membership_applied = m
+        .membership_config
+        .log_id()
+        .as_ref()
+        .is_none_or(|l| m.last_applied.as_ref().is_some_and(|a| a.index >= l.index));
+    let in_force = membership_applied && super::reconfig::matches(want, &voters, &nodes);
     let mut v = RoleView {
         leader: m.current_leader,
         term: m.current_term,
+        // (A leader a reconfig left out of the voters steps down: `roles`.)
         ready: leads && applied,
-        learner,
+        learner: !voters.contains(&me),
         quorum: !leads || m.millis_since_quorum_ack.is_some_and(|ms| ms <= lease_ms),
+        config_version: if in_force { want.version } else { -1 },
         ..RoleView::default()
     };
     if let (true, Some(r)) = (leads, m.replication.as_ref()) {
-        let voters: Vec<NodeId> = m.membership_config.membership().voter_ids().collect();
         for (id, matched) in r.iter().filter(|(id, _)| **id != me) {
-            let synced = u16::from(matched.is_some());
+            let synced = u16::from(matched.is_some() && synced.contains(id));
             if voters.contains(id) {
                 v.followers += 1;
                 v.synced_followers += synced;
-            } else {
+            } else if want.observers().contains(id) {
                 v.observers += 1;
                 v.synced_observers += synced;
+            } else {
+                // Outside the configuration: ZooKeeper's non-voting follower.
+                v.followers += 1;
+                v.synced_followers += synced;
+                v.non_voting += 1;
+                v.synced_non_voting += synced;
             }
         }
     }
     v
 }
 
-/// Raft's metrics → the core's role; on the leader, observers are added as learners.
+/// Raft's metrics → the core's role; on the leader, who is synced (for a reconfig).
 async fn roles(
     raft: Raft<TypeConfig>,
     core: mpsc::Sender<CoreMsg>,
     me: NodeId,
-    learner: bool,
-    nodes: BTreeMap<NodeId, (BasicNode, Role)>,
+    mut desired: watch::Receiver<Arc<DynConfig>>,
+    contacts: Contacts,
     info: Arc<parking_lot::Mutex<RaftInfo>>,
     lease_ms: u64,
 ) {
@@ -435,8 +478,13 @@ async fn roles(
     let mut last = None;
     // (term, last log index) when this member became leader of that term.
     let mut led: Option<(u64, u64)> = None;
+    // The last configuration version seen in force (kept while a later one is on its way).
+    let mut in_force = -1i64;
+    let mut heartbeats = true;
+    let mut left_out: Option<std::time::Instant> = None;
     loop {
-        let (v, missing) = {
+        let want = desired.borrow_and_update().clone();
+        let v = {
             let m = rx.borrow_and_update();
             let leads = m.state == ServerState::Leader && m.current_leader == Some(me);
             if !leads {
@@ -444,7 +492,67 @@ async fn roles(
             } else if led.is_none_or(|(t, _)| t != m.current_term) {
                 led = Some((m.current_term, m.last_log_index.unwrap_or(0)));
             }
+            let fresh = Duration::from_millis(lease_ms);
+            let mut synced: BTreeSet<NodeId> = contacts
+                .lock()
+                .iter()
+                .filter(|(_, t)| t.elapsed() <= fresh)
+                .map(|(id, _)| *id)
+                .collect();
+            if let Some(r) = m.replication.as_ref() {
+                synced.retain(|id| r.get(id).is_some_and(|x| x.is_some()));
+            } else {
+                synced.clear();
+            }
             let log_id = |l: Option<LogId<NodeId>>| l.map(|l| (l.leader_id.term, l.index));
+            let mut v = view(&m, me, led.map(|(_, i)| i), lease_ms, &want, &synced);
+            // openraft's acknowledgement time restarts when the membership changes (the new
+            // quorum has not acknowledged yet): members that answered within the lease count
+            // too, a majority of each configuration of a joint one.
+            if leads && !v.quorum {
+                let answered = |ids: &BTreeSet<NodeId>| {
+                    let n = ids
+                        .iter()
+                        .filter(|id| **id == me || synced.contains(id))
+                        .count();
+                    n > ids.len() / 2
+                };
+                v.quorum = m
+                    .membership_config
+                    .membership()
+                    .get_joint_config()
+                    .iter()
+                    .all(answered);
+            }
+            if v.config_version >= 0 {
+                in_force = v.config_version;
+            }
+            // openraft 0.9 lets a leader that is no voter go on leading (its heartbeats keep
+            // the voters' leases): once a reconfig that leaves it out is in force, it stops
+            // sending them, so the voters elect one of theirs (election.rs) as ZooKeeper's
+            // do when their leader is removed — after two heartbeats more, which tell the
+            // followers that the change committed, so they answer their reconfig clients.
+            let out = leads && v.learner && v.config_version >= 0;
+            left_out = if out {
+                left_out.or(Some(std::time::Instant::now()))
+            } else {
+                None
+            };
+            let step_down =
+                left_out.is_some_and(|t| t.elapsed() >= Duration::from_millis(lease_ms / 3));
+            if step_down == heartbeats {
+                heartbeats = !step_down;
+                raft.runtime_config().heartbeat(heartbeats);
+                if step_down {
+                    tracing::info!(
+                        "this leader is no voter of the configuration in force: stepping down"
+                    );
+                }
+            }
+            // It preps no more, and its clients go.
+            v.ready &= !step_down;
+            v.config_version = in_force;
+            synced.insert(me);
             *info.lock() = RaftInfo {
                 state: format!("{:?}", m.state),
                 term: m.current_term,
@@ -454,15 +562,13 @@ async fn roles(
                 last_snapshot: log_id(m.snapshot),
                 purged: log_id(m.purged),
                 millis_since_quorum_ack: m.millis_since_quorum_ack,
+                synced: if leads {
+                    synced.into_iter().collect()
+                } else {
+                    Vec::new()
+                },
             };
-            let v = view(&m, me, learner, led.map(|(_, i)| i), lease_ms);
-            let members: Vec<NodeId> = m.membership_config.nodes().map(|(id, _)| *id).collect();
-            let missing: Vec<(NodeId, BasicNode)> = nodes
-                .iter()
-                .filter(|(id, (_, role))| *role == Role::Observer && !members.contains(id))
-                .map(|(id, (n, _))| (*id, n.clone()))
-                .collect();
-            (v, missing)
+            v
         };
         if last != Some(v) {
             if core.send(CoreMsg::Role(v)).await.is_err() {
@@ -470,21 +576,35 @@ async fn roles(
             }
             last = Some(v);
         }
-        if v.ready {
-            for (id, node) in missing {
-                if let Err(e) = raft.add_learner(id, node, false).await {
-                    tracing::warn!(observer = id, error = %e, "cannot add the observer yet");
-                }
-            }
-        }
         // Metrics change when something happens; a quorum that falls silent changes nothing,
         // so the view is also looked at again every lease / 4.
         tokio::select! {
             r = rx.changed() => if r.is_err() {
                 return;
             },
+            r = desired.changed() => if r.is_err() {
+                return;
+            },
             _ = tokio::time::sleep(Duration::from_millis((lease_ms / 4).max(10))) => {}
         }
+    }
+}
+
+/// A restarted member runs in the membership its log holds; zoo.cfg's server.N lines only
+/// formed the ensemble (and find it when joining). Say so when they disagree.
+fn warn_if_zoo_cfg_differs(raft: &Raft<TypeConfig>, members: &[Member]) {
+    let (voters, _) = super::reconfig::membership(raft);
+    let cfg: BTreeSet<NodeId> = members
+        .iter()
+        .filter(|m| m.role == Role::Participant)
+        .map(|m| m.id)
+        .collect();
+    if voters != cfg {
+        tracing::warn!(
+            ?voters,
+            zoo_cfg = ?cfg,
+            "zoo.cfg's server.N lines differ from the committed membership, which holds"
+        );
     }
 }
 
@@ -521,6 +641,8 @@ pub struct Channels {
     pub propose: mpsc::UnboundedReceiver<Vec<Proposed>>,
     pub to_leader: mpsc::UnboundedReceiver<ToLeader>,
     pub snapshot: mpsc::UnboundedReceiver<()>,
+    /// The member's configuration (core/reconfig.rs), which the leader brings Raft to.
+    pub desired: watch::Receiver<Arc<DynConfig>>,
 }
 
 /// The core's snapshot requests, to Raft (which ignores one while it builds another).
@@ -639,7 +761,10 @@ async fn forwarder(
             (leader, addr)
         };
         if let (Some(l), Some(a)) = (leader, &addr) {
-            if link.as_ref().is_none_or(|c| c.target() != l) {
+            if link
+                .as_ref()
+                .is_none_or(|c| c.target() != l || c.addr() != a)
+            {
                 link = Some(PeerClient::new(me, l, a.clone()));
             }
         } else {
@@ -702,25 +827,105 @@ mod tests {
     /// after the snapshot had already used; followers then refused the txns and stopped.
     #[test]
     fn a_leader_is_ready_only_once_its_log_at_election_is_applied() {
-        assert!(!view(&metrics(3, 1399), 1, false, Some(1509), 1000).ready);
-        assert!(view(&metrics(3, 1509), 1, false, Some(1509), 1000).ready);
-        assert!(!view(&metrics(3, 1509), 1, false, None, 1000).ready);
+        assert!(
+            !view(
+                &metrics(3, 1399),
+                1,
+                Some(1509),
+                1000,
+                &DynConfig::default(),
+                &BTreeSet::new()
+            )
+            .ready
+        );
+        assert!(
+            view(
+                &metrics(3, 1509),
+                1,
+                Some(1509),
+                1000,
+                &DynConfig::default(),
+                &BTreeSet::new()
+            )
+            .ready
+        );
+        assert!(
+            !view(
+                &metrics(3, 1509),
+                1,
+                None,
+                1000,
+                &DynConfig::default(),
+                &BTreeSet::new()
+            )
+            .ready
+        );
         let mut follower = metrics(3, 1509);
         follower.state = ServerState::Follower;
         follower.current_leader = Some(2);
-        assert!(!view(&follower, 1, false, Some(0), 1000).ready);
-        assert!(view(&follower, 1, false, Some(0), 1000).quorum);
+        assert!(
+            !view(
+                &follower,
+                1,
+                Some(0),
+                1000,
+                &DynConfig::default(),
+                &BTreeSet::new()
+            )
+            .ready
+        );
+        assert!(
+            view(
+                &follower,
+                1,
+                Some(0),
+                1000,
+                &DynConfig::default(),
+                &BTreeSet::new()
+            )
+            .quorum
+        );
     }
 
     #[test]
     fn a_leader_without_a_quorum_within_its_lease_says_so() {
         let mut m = metrics(3, 10);
         m.millis_since_quorum_ack = Some(900);
-        assert!(view(&m, 1, false, Some(10), 1000).quorum);
+        assert!(
+            view(
+                &m,
+                1,
+                Some(10),
+                1000,
+                &DynConfig::default(),
+                &BTreeSet::new()
+            )
+            .quorum
+        );
         m.millis_since_quorum_ack = Some(1001);
-        assert!(!view(&m, 1, false, Some(10), 1000).quorum);
+        assert!(
+            !view(
+                &m,
+                1,
+                Some(10),
+                1000,
+                &DynConfig::default(),
+                &BTreeSet::new()
+            )
+            .quorum
+        );
         m.millis_since_quorum_ack = None;
-        assert!(!view(&m, 1, false, Some(10), 1000).quorum);
+        assert!(
+            !view(
+                &m,
+                1,
+                Some(10),
+                1000,
+                &DynConfig::default(),
+                &BTreeSet::new()
+            )
+            .quorum
+        );
     }
 
     #[test]

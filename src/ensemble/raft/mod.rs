@@ -8,6 +8,7 @@ mod log_thread;
 pub mod member;
 pub mod network;
 pub mod purged;
+pub mod reconfig;
 mod sealed;
 pub mod snapshot_file;
 pub mod state_machine;
@@ -21,3 +22,7 @@ mod chaos_test;
 #[cfg(test)]
 #[path = "cluster_test.rs"]
 mod cluster_test;
+
+#[cfg(test)]
+#[path = "churn_test.rs"]
+mod churn_test;

@@ -41,6 +41,12 @@ pub enum PeerRequest {
     Forward(Vec<Forward>),
     /// Sessions alive on a follower (its clients' pings, in one message a tick).
     Touch(Vec<(i64, u64)>),
+    /// A member not yet in the ensemble (reconfigEnabled) asks to be replicated to
+    /// (raft/reconfig.rs): its id and peer address.
+    Join {
+        id: NodeId,
+        addr: String,
+    },
 }
 
 type SnapshotResult =
@@ -54,6 +60,22 @@ pub enum PeerResponse {
     /// The points of the forwarded syncs (None: this member does not lead).
     Forward(Option<Vec<SyncPoint>>),
     Touch,
+    Join(JoinReply),
+}
+
+/// What a member answers a server asking to join (raft/reconfig.rs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JoinReply {
+    /// This member has formed no ensemble yet.
+    NotFormed,
+    /// The asker is in this member's membership already: the leader replicates to it.
+    Member,
+    /// This member leads and has made the asker a learner.
+    Added,
+    /// Ask the leader, here.
+    Leader { id: NodeId, addr: String },
+    /// Formed, but no leader is known (or joining is off): ask again later.
+    Later,
 }
 
 /// What answers a peer's calls: the local Raft (below), or a test's stand-in.
@@ -76,6 +98,9 @@ pub trait PeerHandler: Send + Sync + 'static {
     }
     fn touch(&self, _sessions: Vec<(i64, u64)>) -> impl Future<Output = ()> + Send {
         async {}
+    }
+    fn join(&self, _id: NodeId, _addr: String) -> impl Future<Output = JoinReply> + Send {
+        async { JoinReply::Later }
     }
 }
 
@@ -181,6 +206,7 @@ async fn serve_link<H: PeerHandler>(mut stream: TcpStream, handler: &H) -> io::R
                 handler.touch(ids).await;
                 PeerResponse::Touch
             }
+            PeerRequest::Join { id, addr } => PeerResponse::Join(handler.join(id, addr).await),
         };
         write_frame(&mut stream, &resp).await?;
     }
@@ -213,6 +239,10 @@ pub fn too_many(entries: &[openraft::Entry<TypeConfig>]) -> Option<u64> {
     None
 }
 
+/// When each member last answered a call (the leader's heartbeats keep it fresh): who is
+/// in touch, for a reconfig's synced-quorum check.
+pub type Contacts = Arc<parking_lot::Mutex<std::collections::BTreeMap<NodeId, std::time::Instant>>>;
+
 /// Makes one [`PeerClient`] per target, as openraft asks.
 #[derive(Clone)]
 pub struct Network {
@@ -222,8 +252,10 @@ pub struct Network {
     /// few tries. Its default (500 ms) outlasts the lease: a member back from a restart would
     /// hear nothing for that long and campaign, unseating a healthy leader.
     pub retry: Duration,
-    /// Where this member reaches each other member: its own zoo.cfg's `server.N` lines.
-    pub addrs: Arc<BTreeMap<NodeId, String>>,
+    pub contacts: Contacts,
+    /// Where this member reaches each other member: its own zoo.cfg's `server.N` lines, then
+    /// (reconfigEnabled) the committed configuration's (`Network::follow`).
+    pub addrs: Arc<parking_lot::RwLock<BTreeMap<NodeId, String>>>,
 }
 
 impl Network {
@@ -231,14 +263,26 @@ impl Network {
         Network {
             me,
             retry,
+            contacts: Contacts::default(),
             addrs: Default::default(),
         }
     }
 
     /// Reaches the members named here at these addresses, whatever the Raft membership says.
     pub fn with_addrs(mut self, addrs: BTreeMap<NodeId, String>) -> Network {
-        self.addrs = Arc::new(addrs);
+        self.addrs = Arc::new(parking_lot::RwLock::new(addrs));
         self
+    }
+
+    /// With reconfigEnabled, a committed configuration's addresses replace zoo.cfg's for the
+    /// members it names, as ZooKeeper's dynamic configuration replaces its static one (a
+    /// reconfig may move a member, or add one no zoo.cfg names). Links made from now on use
+    /// them; openraft makes its replication links anew at every membership change.
+    pub fn follow(&self, config: impl IntoIterator<Item = (NodeId, String)>) {
+        let mut addrs = self.addrs.write();
+        for (id, addr) in config {
+            addrs.insert(id, addr);
+        }
     }
 
     /// The address of `target`: the local configuration's, as ZooKeeper reads each member's
@@ -247,6 +291,7 @@ impl Network {
     /// need not be how this member reaches them (a proxy, another network, another name).
     pub fn addr_of(&self, target: NodeId, node: &BasicNode) -> String {
         self.addrs
+            .read()
             .get(&target)
             .cloned()
             .unwrap_or_else(|| node.addr.clone())
@@ -264,6 +309,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             link: None,
             retry: self.retry,
             down: false,
+            contacts: Some(self.contacts.clone()),
         }
     }
 }
@@ -276,6 +322,7 @@ pub struct PeerClient {
     retry: Duration,
     /// The member could not be reached at the last try (logged once, and once when back).
     down: bool,
+    contacts: Option<Contacts>,
 }
 
 enum CallError {
@@ -305,6 +352,7 @@ impl PeerClient {
             link: None,
             retry: Duration::from_millis(500),
             down: false,
+            contacts: None,
         }
     }
 
@@ -328,6 +376,23 @@ impl PeerClient {
         }
     }
 
+    /// Where this client reaches its member.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Asks the member to let this server join (raft/reconfig.rs).
+    pub async fn join(&mut self, id: NodeId, addr: String, ttl: Duration) -> io::Result<JoinReply> {
+        match self.call(PeerRequest::Join { id, addr }, ttl).await {
+            Ok(PeerResponse::Join(r)) => Ok(r),
+            Ok(_) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "reply of another kind",
+            )),
+            Err(e) => Err(e.into_io()),
+        }
+    }
+
     pub async fn touch(&mut self, ids: Vec<(i64, u64)>, ttl: Duration) -> io::Result<()> {
         match self.call(PeerRequest::Touch(ids), ttl).await {
             Ok(_) => Ok(()),
@@ -343,6 +408,8 @@ impl PeerClient {
         };
         if r.is_err() {
             self.link = None;
+        } else if let Some(c) = &self.contacts {
+            c.lock().insert(self.target, std::time::Instant::now());
         }
         r
     }

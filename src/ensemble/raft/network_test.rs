@@ -211,3 +211,26 @@ fn members_are_reached_at_the_local_configurations_addresses() {
     assert_eq!(n.addr_of(2, &from_membership), "127.0.0.1:7002");
     assert_eq!(n.addr_of(4, &from_membership), "10.0.0.2:2888");
 }
+
+/// With reconfigEnabled a committed configuration's addresses replace zoo.cfg's for the
+/// members it names (a member a reconfig moved, or added and no zoo.cfg names), in every
+/// clone of the network (openraft's factory, the forwarder).
+#[test]
+fn a_committed_configuration_moves_members_for_every_clone() {
+    let n = Network::new(1, Duration::from_millis(50)).with_addrs(
+        [
+            (2, "127.0.0.1:7002".to_string()),
+            (3, "127.0.0.1:7003".to_string()),
+        ]
+        .into(),
+    );
+    let clone = n.clone();
+    n.follow([
+        (3, "127.0.0.1:8003".to_string()),
+        (4, "127.0.0.1:8004".to_string()),
+    ]);
+    let from_membership = BasicNode::new("10.0.0.9:2888");
+    assert_eq!(clone.addr_of(2, &from_membership), "127.0.0.1:7002");
+    assert_eq!(clone.addr_of(3, &from_membership), "127.0.0.1:8003");
+    assert_eq!(clone.addr_of(4, &from_membership), "127.0.0.1:8004");
+}

@@ -1,0 +1,314 @@
+//! Dynamic reconfiguration (`reconfig`, opcode 16, with `reconfigEnabled=true`), as ZooKeeper
+//! 3.8's clients see it (docs/ENSEMBLE.md "Dynamic reconfiguration"):
+//!
+//! - `/zookeeper/config` holds the configuration (`server.N=...` lines, `version=<hex>`).
+//!   Until a configuration is committed each member shows its zoo.cfg one, version 0, set
+//!   locally as ZooKeeper does; with reconfigEnabled the first ready leader of term T commits
+//!   it with version T << 32 (ZooKeeper's NEWLEADER zxid), a txn at that very zxid.
+//! - The leader preps a reconfig in ZooKeeper's check order (disabled, in progress, version,
+//!   arguments, voters, a synced quorum of the new voters, WRITE on /zookeeper/config) into a
+//!   setData of /zookeeper/config with version -1 — ZooKeeper's own txn — whose data carries
+//!   the txn's zxid as version. Committed, it is every member's configuration; Raft's
+//!   membership is then brought to it by the leader (`ensemble/raft/reconfig.rs`), and the
+//!   client is answered (data and Stat of /zookeeper/config) once this member sees that
+//!   membership applied, as a ZooKeeper client is once the new configuration is in force.
+//! - A plain setData of the node (a super user may) changes its data only, as in ZooKeeper:
+//!   only a txn with version -1 is a configuration.
+
+use super::conns::Slot;
+use super::pending::Waiter;
+use super::{reply, wall_ms, Core};
+use crate::acl::{self, AuthId};
+use crate::core::watch::ConnId;
+use crate::ensemble::dynamic::{ChangeError, DynConfig};
+use bytes::Bytes;
+use palisade_proto::*;
+use std::sync::Arc;
+
+/// The configuration node's path.
+pub const CONFIG_NODE: &str = "/zookeeper/config";
+
+/// A reconfig answered once Raft's membership is the new configuration.
+pub(crate) struct Parked {
+    conn: ConnId,
+    xid: i32,
+    version: i64,
+    frame: Bytes,
+}
+
+/// The setData txn of /zookeeper/config that a configuration is (ZooKeeper's reconfig txn
+/// body): version -1, the data `config` with `zxid` as its version.
+pub fn config_txn(config: &DynConfig, session: i64, cxid: i32, zxid: i64, time: i64) -> Txn {
+    let mut c = config.clone();
+    c.version = zxid;
+    Txn {
+        header: TxnHeader {
+            client_id: session,
+            cxid,
+            zxid,
+            time,
+            type_: OpCode::SetData.code(),
+        },
+        body: TxnBody::SetData(SetDataTxn {
+            path: JStr::from(CONFIG_NODE),
+            data: Some(Bytes::from(c.text().into_bytes())),
+            version: -1,
+        }),
+    }
+}
+
+/// Whether a committed txn sets the configuration (not a client's setData of the node).
+fn sets_config(txn: &Txn) -> bool {
+    matches!(&txn.body, TxnBody::SetData(s) if s.version == -1 && s.path.as_str() == Some(CONFIG_NODE))
+}
+
+impl Core {
+    /// The configuration node's data and Stat.
+    fn config_node(&self) -> Option<(Vec<u8>, Stat)> {
+        let id = self.state.tree.lookup(CONFIG_NODE)?;
+        let n = self.state.tree.node(id)?;
+        Some((n.data().unwrap_or(&[]).to_vec(), self.state.tree.stat(id)))
+    }
+
+    /// After a join, an installed snapshot or a committed configuration: the member's
+    /// configuration is the node's when one was committed (mzxid not 0), else zoo.cfg's,
+    /// which the node then shows (set locally, as ZooKeeper's initConfigInZKDatabase).
+    pub(super) fn reload_config(&mut self) {
+        let Some(m) = self.member.as_ref() else {
+            return;
+        };
+        let fallback = DynConfig::from_static(&m.links.members);
+        let committed = self
+            .config_node()
+            .filter(|(_, st)| st.mzxid != 0)
+            .and_then(|(data, _)| std::str::from_utf8(&data).ok().and_then(DynConfig::parse));
+        let config = match committed {
+            Some(c) => c,
+            None => {
+                if let Some(id) = self.state.tree.lookup(CONFIG_NODE) {
+                    let text = fallback.text();
+                    self.state
+                        .tree
+                        .apply_set_data(id, Some(text.as_bytes()), -1, 0, wall_ms());
+                }
+                fallback
+            }
+        };
+        let Some(m) = self.member.as_mut() else {
+            return;
+        };
+        if *m.config != config {
+            tracing::info!(
+                version = format_args!("{:#x}", config.version),
+                members = config.members.len(),
+                voters = config.voters().len(),
+                "configuration"
+            );
+        }
+        m.config = Arc::new(config);
+        let _ = m.links.desired.send(m.config.clone());
+    }
+
+    /// A txn was applied: a configuration txn makes the new configuration this member's.
+    pub(super) fn config_applied(&mut self, txn: &Txn) {
+        if self.member.is_none() || !sets_config(txn) {
+            return;
+        }
+        if let Some(m) = self.member.as_mut() {
+            if m.config_pending.is_some_and(|z| z <= txn.header.zxid) {
+                m.config_pending = None;
+            }
+        }
+        self.reload_config();
+        self.release_parked();
+    }
+
+    /// On a ready leader of `term`, with reconfigEnabled: the zoo.cfg configuration is
+    /// committed with version term << 32 (ZooKeeper's first leader does the same with its
+    /// NEWLEADER zxid), at that zxid when the log is below it.
+    pub(super) fn commit_first_config(&mut self, term: u64) {
+        let Some(m) = self.member.as_ref() else {
+            return;
+        };
+        if !self.cfg.reconfig_enabled || m.config.version != 0 || m.config_pending.is_some() {
+            return;
+        }
+        let config = (*m.config).clone();
+        let epoch = (term.min(i32::MAX as u64) as i64) << 32;
+        let txn = if self.state.zxid() < epoch && self.prep.last_zxid() == epoch {
+            config_txn(&config, 0, 0, epoch, wall_ms())
+        } else {
+            self.prep
+                .seal_built(|zxid| config_txn(&config, 0, 0, zxid, wall_ms()))
+        };
+        if let Some(m) = self.member.as_mut() {
+            m.config_pending = Some(txn.header.zxid);
+        }
+        self.submit(txn, None);
+    }
+
+    /// The txn of a reconfig request, or its error txn, in ZooKeeper 3.8's check order.
+    pub(super) fn prep_reconfig(
+        &mut self,
+        session: i64,
+        cxid: i32,
+        r: &ReconfigRequest,
+        auth: &[AuthId],
+    ) -> Txn {
+        let time = wall_ms();
+        let err = match self.check_reconfig(r, auth) {
+            Ok(config) => {
+                let txn = self
+                    .prep
+                    .seal_built(|zxid| config_txn(&config, session, cxid, zxid, time));
+                if let Some(m) = self.member.as_mut() {
+                    m.config_pending = Some(txn.header.zxid);
+                }
+                return txn;
+            }
+            Err(e) => e,
+        };
+        self.prep.error(session, cxid, err, time)
+    }
+
+    fn check_reconfig(&self, r: &ReconfigRequest, auth: &[AuthId]) -> Result<DynConfig, ErrorCode> {
+        if !self.cfg.reconfig_enabled {
+            return Err(ErrorCode::ReconfigDisabled);
+        }
+        // A standalone server cannot reconfigure (ZooKeeper: UnimplementedException).
+        let m = self.member.as_ref().ok_or(ErrorCode::Unimplemented)?;
+        if m.config_pending.is_some() || m.view.config_version != m.config.version {
+            tracing::info!(
+                pending = ?m.config_pending,
+                in_force = format_args!("{:#x}", m.view.config_version),
+                committed = format_args!("{:#x}", m.config.version),
+                "reconfig refused: another one is in progress"
+            );
+            return Err(ErrorCode::ReconfigInProgress);
+        }
+        if r.cur_config_id != -1 && r.cur_config_id != m.config.version {
+            return Err(ErrorCode::BadVersion);
+        }
+        let next = match r.new_members.as_str() {
+            Some(members) => DynConfig::replace(members),
+            None => m
+                .config
+                .incremental(r.joining_servers.as_str(), r.leaving_servers.as_str()),
+        }
+        .and_then(|c| c.check_voters(self.cfg.standalone_enabled).map(|()| c))
+        .map_err(|e| {
+            tracing::warn!(error = ?e, "reconfig refused");
+            match e {
+                ChangeError::BadArguments(_) => ErrorCode::BadArguments,
+                ChangeError::Marshalling(_) => ErrorCode::MarshallingError,
+            }
+        })?;
+        // ZooKeeper's isQuorumSynced: the new voters this leader is in touch with and that
+        // have its log (itself included) must be a quorum of the new configuration.
+        let synced = m.links.info.lock().synced.clone();
+        let voters = next.voters();
+        let up = voters
+            .iter()
+            .filter(|id| **id == m.links.myid || synced.contains(id))
+            .count();
+        if up < voters.len() / 2 + 1 {
+            tracing::warn!(
+                ?voters,
+                ?synced,
+                "reconfig refused: no synced quorum in the new configuration"
+            );
+            return Err(ErrorCode::NewConfigNoQuorum);
+        }
+        let node_acl = self
+            .state
+            .tree
+            .lookup(CONFIG_NODE)
+            .map_or(&[][..], |id| self.state.tree.acl_of(id));
+        if !acl::check(node_acl, acl::WRITE, auth) {
+            return Err(ErrorCode::NoAuth);
+        }
+        Ok(next)
+    }
+
+    /// The reply to a committed reconfig: the node's data and Stat. It goes out once Raft's
+    /// membership is that configuration (or at once, for an error).
+    pub(super) fn answer_reconfig(&mut self, w: Waiter, txn: &Txn, err: i32) {
+        let (xid, zxid) = (txn.header.cxid, txn.header.zxid);
+        if err != 0 || !sets_config(txn) {
+            self.write_answered(w.conn, xid, reply::header(xid, zxid, err), zxid);
+            return;
+        }
+        self.record_update(w.at);
+        let (data, stat) = self.config_node().unwrap_or_default();
+        let frame = reply::record(
+            xid,
+            zxid,
+            &GetDataResponse {
+                data: Some(Bytes::from(data)),
+                stat,
+            },
+        );
+        let in_force = self
+            .member
+            .as_ref()
+            .is_none_or(|m| m.view.config_version >= zxid);
+        if in_force {
+            self.write_answered(w.conn, xid, frame, zxid);
+            return;
+        }
+        // Its slot waits; the connection's later writes are answered behind it.
+        if !self.first_write_is(w.conn, xid) {
+            return;
+        }
+        let Some(conn) = self.conns.get_mut(&w.conn) else {
+            return;
+        };
+        if let Some(slot) = conn.queue.iter_mut().find(|s| matches!(s, Slot::Write(_))) {
+            *slot = Slot::Held(xid);
+        }
+        if let Some(m) = self.member.as_mut() {
+            m.parked.push(Parked {
+                conn: w.conn,
+                xid,
+                version: zxid,
+                frame,
+            });
+        }
+    }
+
+    /// Answers the reconfigs whose configuration Raft now has in force.
+    pub(super) fn release_parked(&mut self) {
+        let Some(m) = self.member.as_mut() else {
+            return;
+        };
+        let in_force = m.view.config_version;
+        let (ready, waiting): (Vec<Parked>, Vec<Parked>) =
+            m.parked.drain(..).partition(|p| p.version <= in_force);
+        m.parked = waiting;
+        for p in ready {
+            let Some(conn) = self.conns.get_mut(&p.conn) else {
+                continue;
+            };
+            if let Some(slot) = conn
+                .queue
+                .iter_mut()
+                .find(|s| matches!(s, Slot::Held(x) if *x == p.xid))
+            {
+                *slot = Slot::Answered {
+                    frame: p.frame,
+                    zxid: p.version,
+                };
+            }
+            self.run_queue(p.conn);
+        }
+    }
+
+    /// `conf`'s membership part: the configuration's text.
+    pub(crate) fn config_text(&self) -> Option<String> {
+        self.member.as_ref().map(|m| m.config.text())
+    }
+}
+
+#[cfg(test)]
+#[path = "reconfig_test.rs"]
+mod tests;

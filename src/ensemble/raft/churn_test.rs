@@ -1,0 +1,373 @@
+//! openraft issue #1544 (open: a panic in replication during log-conflict resolution under
+//! rapid membership changes and elections) in Palisade's setting: five member slots on
+//! Palisade's log store and peer transport, a writer proposing without pause, and round after
+//! round a membership change (learners added, voters replaced, the removed ones kept as
+//! learners or dropped) interleaved with the leader being stopped at a random moment of it
+//! and started again from its log. Checked: no panic anywhere in openraft (a panic hook
+//! records them), every Raft still running, and at the end every member that runs applies
+//! the same log to the same state.
+//!
+//! A quick run is part of `cargo test` (6 s); PALISADE_CHURN_SECS=600 runs it longer
+//! (docs/ENSEMBLE.md gives what longer runs showed).
+
+use super::network::{serve, Network};
+use super::state_machine::{proposal, StateApplier, StateMachine};
+use super::storage;
+use super::types::{NodeId, TypeConfig};
+use crate::state::State;
+use crate::testkit::{assert_same_tree, Workload};
+use openraft::{BasicNode, ChangeMembers, Config, Raft, ServerState};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Panics raised in openraft or in Palisade's Raft glue (log store, transport), from any
+/// thread (the hook is process-wide; panics of
+/// other tests are left alone).
+fn openraft_panics() -> &'static Mutex<Vec<String>> {
+    static P: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    P.get_or_init(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let at = info
+                .location()
+                .map(|l| l.file().to_string())
+                .unwrap_or_default();
+            if at.contains("openraft") || at.contains("src/ensemble/raft") {
+                if let Ok(mut p) = openraft_panics().lock() {
+                    p.push(format!("{info}"));
+                }
+            }
+            prev(info);
+        }));
+        Mutex::new(Vec::new())
+    })
+}
+
+struct Slot {
+    id: NodeId,
+    addr: String,
+    dir: tempfile::TempDir,
+    run: Option<(
+        Raft<TypeConfig>,
+        StateMachine<StateApplier>,
+        CancellationToken,
+    )>,
+}
+
+fn config() -> Arc<Config> {
+    Arc::new(
+        Config {
+            cluster_name: "palisade-churn".into(),
+            heartbeat_interval: 30,
+            election_timeout_min: 150,
+            election_timeout_max: 300,
+            // Snapshots now and then, and logs purged behind them: a member coming back or
+            // a new learner is sent one at times.
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(200),
+            max_in_snapshot_log_to_keep: 50,
+            ..Default::default()
+        }
+        .validate()
+        .expect("config"),
+    )
+}
+
+impl Slot {
+    async fn start(&mut self, cfg: Arc<Config>) {
+        let mut listener = None;
+        for _ in 0..100 {
+            if let Ok(l) = TcpListener::bind(&self.addr).await {
+                listener = Some(l);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let listener = listener.expect("the slot's address again");
+        let (log, sm) = storage::open(self.dir.path(), 64 << 10, StateApplier::default())
+            .await
+            .expect("storage");
+        let net = Network::new(self.id, Duration::from_millis(30));
+        let raft = Raft::new(self.id, cfg, net, log, sm.clone())
+            .await
+            .expect("raft");
+        let stop = CancellationToken::new();
+        tokio::spawn(serve(listener, Arc::new(raft.clone()), stop.clone()));
+        self.run = Some((raft, sm, stop));
+    }
+
+    async fn stop(&mut self) {
+        if let Some((raft, _, stop)) = self.run.take() {
+            stop.cancel();
+            let _ = raft.shutdown().await;
+        }
+    }
+
+    fn raft(&self) -> Option<&Raft<TypeConfig>> {
+        self.run.as_ref().map(|r| &r.0)
+    }
+}
+
+fn leader(slots: &[Slot]) -> Option<usize> {
+    slots.iter().position(|s| {
+        s.raft().is_some_and(|r| {
+            let m = r.metrics();
+            let m = m.borrow();
+            m.state == ServerState::Leader && m.current_leader == Some(s.id)
+        })
+    })
+}
+
+async fn wait_leader(slots: &[Slot], within: Duration) -> Option<usize> {
+    let t0 = Instant::now();
+    while t0.elapsed() < within {
+        if let Some(l) = leader(slots) {
+            return Some(l);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+fn assert_same_state(what: &str, got: &State, want: &State) {
+    assert_eq!(got.zxid(), want.zxid(), "{what}: zxid");
+    assert_eq!(got.tree.digest(), want.tree.digest(), "{what}: digest");
+    assert_eq!(got.sessions(), want.sessions(), "{what}: sessions");
+    assert_same_tree(what, &got.tree, &want.tree);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn membership_changes_interleaved_with_leader_stops_do_not_panic_openraft() {
+    let panics = openraft_panics();
+    let secs: u64 = std::env::var("PALISADE_CHURN_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6);
+    let seed = std::env::var("PALISADE_CHURN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("churn: {secs} s, seed {seed} (PALISADE_CHURN_SEED to repeat)");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let cfg = config();
+    let mut slots = Vec::new();
+    for id in 1..=5u64 {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().expect("addr").to_string();
+        drop(l);
+        let dir = tempfile::tempdir().expect("dir");
+        slots.push(Slot {
+            id,
+            addr,
+            dir,
+            run: None,
+        });
+    }
+    let node = |s: &Slot| BasicNode::new(s.addr.clone());
+    for s in slots.iter_mut().take(3) {
+        s.start(cfg.clone()).await;
+    }
+    let first: BTreeMap<NodeId, BasicNode> =
+        slots.iter().take(3).map(|s| (s.id, node(s))).collect();
+    slots[0]
+        .raft()
+        .expect("running")
+        .initialize(first)
+        .await
+        .expect("initialize");
+
+    // The writer: one txn after another to whoever leads, never retried (a txn whose write
+    // failed may still commit; the next one's zxid is higher either way).
+    let mut w = Workload::new(seed);
+    while w.log.len() < 200_000 {
+        w.step();
+    }
+    let txns = Arc::new(std::mem::take(&mut w.log));
+    let rafts: Arc<Mutex<Vec<Raft<TypeConfig>>>> = Arc::default();
+    let written = Arc::new(AtomicU64::new(0));
+    let stop_writer = CancellationToken::new();
+    let writer = {
+        let (txns, rafts, written, stop) = (
+            txns.clone(),
+            rafts.clone(),
+            written.clone(),
+            stop_writer.clone(),
+        );
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.is_cancelled() && i < txns.len() {
+                let leader = rafts.lock().ok().and_then(|rs| {
+                    rs.iter()
+                        .find(|r| {
+                            let m = r.metrics();
+                            let m = m.borrow();
+                            m.state == ServerState::Leader && m.current_leader == Some(m.id)
+                        })
+                        .cloned()
+                });
+                let Some(r) = leader else {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                let p = proposal(&txns[i]);
+                i += 1;
+                if let Ok(Ok(_)) =
+                    tokio::time::timeout(Duration::from_secs(2), r.client_write(p)).await
+                {
+                    written.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let publish = |slots: &[Slot]| {
+        if let Ok(mut rs) = rafts.lock() {
+            *rs = slots.iter().filter_map(|s| s.raft().cloned()).collect();
+        }
+    };
+    publish(&slots);
+
+    let t0 = Instant::now();
+    let (mut rounds, mut changes, mut stops, mut failed) = (0u64, 0u64, 0u64, 0u64);
+    while t0.elapsed() < Duration::from_secs(secs) {
+        rounds += 1;
+        // The slots that are down start: the leader stopped last round coming back from its
+        // log (a voter of some configuration: without it a joint one may lack a quorum), and
+        // in the first rounds the two that never ran, as new learners.
+        for s in slots.iter_mut() {
+            if s.run.is_none() {
+                s.start(cfg.clone()).await;
+            }
+        }
+        publish(&slots);
+        let Some(l) = wait_leader(&slots, Duration::from_secs(20)).await else {
+            panic!("round {rounds}: no leader within 20 s (seed {seed})");
+        };
+        let up: Vec<usize> = (0..slots.len())
+            .filter(|i| slots[*i].run.is_some())
+            .collect();
+        // Three voters among the running ones; the rest learners (retained) or dropped.
+        let mut pick = up.clone();
+        rng.shuffle(&mut pick);
+        let voters: BTreeSet<NodeId> = pick.iter().take(3).map(|i| slots[*i].id).collect();
+        let retain = rng.bool();
+        let lr = slots[l].raft().cloned().expect("the leader runs");
+        let change = {
+            let lr = lr.clone();
+            let learners: Vec<(NodeId, BasicNode)> = up
+                .iter()
+                .map(|i| (slots[*i].id, node(&slots[*i])))
+                .collect();
+            let voters = voters.clone();
+            tokio::spawn(async move {
+                for (id, n) in learners {
+                    let known = lr
+                        .metrics()
+                        .borrow()
+                        .membership_config
+                        .membership()
+                        .get_node(&id)
+                        .is_some();
+                    if !known {
+                        lr.add_learner(id, n, false)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+                lr.change_membership(ChangeMembers::ReplaceAllVoters(voters), retain)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        };
+        // Half the rounds, the leader stops somewhere in the middle of the change.
+        if rng.bool() {
+            tokio::time::sleep(Duration::from_millis(rng.u64(0..60))).await;
+            slots[l].stop().await;
+            stops += 1;
+            publish(&slots);
+        }
+        match tokio::time::timeout(Duration::from_secs(10), change).await {
+            Ok(Ok(Ok(()))) => changes += 1,
+            _ => failed += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(rng.u64(0..100))).await;
+        let p = panics.lock().map(|p| p.clone()).unwrap_or_default();
+        assert!(
+            p.is_empty(),
+            "openraft panicked (seed {seed}, round {rounds}): {p:?}"
+        );
+        for s in &slots {
+            if let Some(r) = s.raft() {
+                let m = r.metrics();
+                let state = m.borrow().running_state.clone();
+                assert!(
+                    state.is_ok(),
+                    "member {} stopped: {state:?} (seed {seed})",
+                    s.id
+                );
+            }
+        }
+    }
+    stop_writer.cancel();
+    let _ = writer.await;
+
+    // Every member back, and the ones in the membership converge on one state.
+    for s in slots.iter_mut() {
+        if s.run.is_none() {
+            s.start(cfg.clone()).await;
+        }
+    }
+    let l = wait_leader(&slots, Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|| panic!("no leader at the end (seed {seed})"));
+    let lr = slots[l].raft().cloned().expect("leader");
+    let last = tokio::time::timeout(
+        Duration::from_secs(20),
+        lr.client_write(proposal(&txns[txns.len() - 1])),
+    )
+    .await
+    .ok()
+    .and_then(|r| r.ok())
+    .map(|r| r.log_id.index)
+    .unwrap_or_else(|| panic!("no final write (seed {seed})"));
+    let members: BTreeSet<NodeId> = lr
+        .metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .nodes()
+        .map(|(id, _)| *id)
+        .collect();
+    let mut states = Vec::new();
+    for s in slots.iter().filter(|s| members.contains(&s.id)) {
+        let (r, sm, _) = s.run.as_ref().expect("running");
+        r.wait(Some(Duration::from_secs(30)))
+            .applied_index_at_least(Some(last), "final write applied")
+            .await
+            .unwrap_or_else(|e| panic!("member {} did not apply {last}: {e} (seed {seed})", s.id));
+        let st = sm
+            .with_applier(|a| {
+                let mut copy = State::new();
+                std::mem::swap(&mut copy, &mut a.state);
+                copy
+            })
+            .await;
+        states.push((s.id, st));
+    }
+    for (id, st) in &states[1..] {
+        assert_same_state(&format!("member {id} (seed {seed})"), st, &states[0].1);
+    }
+    let p = panics.lock().map(|p| p.clone()).unwrap_or_default();
+    assert!(p.is_empty(), "openraft panicked (seed {seed}): {p:?}");
+    eprintln!(
+        "churn: {rounds} rounds, {changes} changes committed, {failed} cut short, {stops} leader stops, {} writes acknowledged, {} members at the end",
+        written.load(Ordering::Relaxed),
+        states.len()
+    );
+    for s in slots.iter_mut() {
+        s.stop().await;
+    }
+}

@@ -1,0 +1,292 @@
+//! Raft's membership brought to the ensemble's configuration, and servers joining it.
+//!
+//! - `reconcile` runs on every member and acts on the leader: each server of the
+//!   configuration (`/zookeeper/config`, core/reconfig.rs) that Raft does not know is added
+//!   as a learner; then, with reconfigEnabled, the voters are made the configuration's
+//!   participants through openraft's joint consensus (`change_membership`, `retain`: a voter
+//!   left out stays a learner — ZooKeeper's removed server that keeps running is a
+//!   non-voting follower), and a server whose address changed gets its new one. Without
+//!   reconfigEnabled only observers are added (the voters are zoo.cfg's, fixed at
+//!   formation). A leader a change leaves out steps down once it is committed (openraft),
+//!   and the voters elect another.
+//! - `join` runs on a server started with reconfigEnabled and an empty log: it asks the
+//!   servers of its zoo.cfg whether an ensemble exists. If one does, the leader makes it a
+//!   learner (ZooKeeper's non-voting follower, synced before `reconfig -add` makes it a
+//!   voter); it never forms its own. Only when a majority of zoo.cfg's voters (itself
+//!   included) answer that none is formed does it form one with them, as at first start.
+
+use super::network::{JoinReply, Network, PeerClient};
+use super::types::{NodeId, TypeConfig};
+use crate::ensemble::dynamic::DynConfig;
+use crate::ensemble::members::{Member, Role};
+use openraft::{BasicNode, ChangeMembers, Raft, ServerState};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Where the other members reach `m` (its first peer address).
+pub fn peer_addr(m: &Member) -> Option<String> {
+    m.addrs.first().map(|a| {
+        if a.host.contains(':') {
+            format!("[{}]:{}", a.host, a.peer_port)
+        } else {
+            format!("{}:{}", a.host, a.peer_port)
+        }
+    })
+}
+
+/// The next change that brings `have` (Raft's membership: voters, nodes) to `want`, if any.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    AddLearner(NodeId, String),
+    SetAddress(NodeId, String),
+    Voters(BTreeSet<NodeId>),
+}
+
+pub fn next_step(
+    want: &DynConfig,
+    voters: &BTreeSet<NodeId>,
+    nodes: &BTreeMap<NodeId, String>,
+    reconfig: bool,
+) -> Option<Step> {
+    for m in &want.members {
+        if !reconfig && m.role != Role::Observer {
+            continue;
+        }
+        let Some(addr) = peer_addr(m) else { continue };
+        match nodes.get(&m.id) {
+            None => return Some(Step::AddLearner(m.id, addr)),
+            Some(a) if reconfig && *a != addr => return Some(Step::SetAddress(m.id, addr)),
+            Some(_) => {}
+        }
+    }
+    let target = want.voters();
+    (reconfig && !target.is_empty() && target != *voters).then_some(Step::Voters(target))
+}
+
+/// Whether Raft's membership is `want`'s: its participants the voters, its observers
+/// learners, their addresses its.
+pub fn matches(
+    want: &DynConfig,
+    voters: &BTreeSet<NodeId>,
+    nodes: &BTreeMap<NodeId, String>,
+) -> bool {
+    want.voters() == *voters
+        && want.members.iter().all(|m| {
+            nodes
+                .get(&m.id)
+                .is_some_and(|a| Some(a) == peer_addr(m).as_ref())
+                && (m.role == Role::Participant) == voters.contains(&m.id)
+        })
+}
+
+/// Raft's current membership as (voters, node addresses).
+pub fn membership(raft: &Raft<TypeConfig>) -> (BTreeSet<NodeId>, BTreeMap<NodeId, String>) {
+    let m = raft.metrics();
+    let m = m.borrow();
+    let mem = m.membership_config.membership();
+    let voters = mem.voter_ids().collect();
+    let nodes = mem.nodes().map(|(id, n)| (*id, n.addr.clone())).collect();
+    (voters, nodes)
+}
+
+/// On the leader, one change at a time until the membership is the configuration's. On
+/// every member (reconfigEnabled), links follow the committed configuration's addresses.
+pub async fn reconcile(
+    raft: Raft<TypeConfig>,
+    network: Network,
+    mut desired: watch::Receiver<Arc<DynConfig>>,
+    me: NodeId,
+    reconfig: bool,
+    pause: Duration,
+) {
+    let mut metrics = raft.metrics();
+    let mut followed = 0;
+    loop {
+        let want = desired.borrow_and_update().clone();
+        if reconfig && want.version != 0 && want.version != followed {
+            followed = want.version;
+            network.follow(
+                want.members
+                    .iter()
+                    .filter_map(|m| Some((m.id, peer_addr(m)?))),
+            );
+        }
+        let leads = {
+            let m = metrics.borrow_and_update();
+            m.state == ServerState::Leader
+                && m.current_leader == Some(me)
+                && m.membership_config
+                    .membership()
+                    .voter_ids()
+                    .any(|v| v == me)
+        };
+        let step = if leads {
+            let (voters, nodes) = membership(&raft);
+            next_step(&want, &voters, &nodes, reconfig)
+        } else {
+            None
+        };
+        let Some(step) = step else {
+            tokio::select! {
+                r = desired.changed() => if r.is_err() { return },
+                r = metrics.changed() => if r.is_err() { return },
+            }
+            continue;
+        };
+        tracing::info!(
+            ?step,
+            version = format_args!("{:#x}", want.version),
+            "membership change"
+        );
+        let r = match &step {
+            Step::AddLearner(id, addr) => raft
+                .add_learner(*id, BasicNode::new(addr.clone()), false)
+                .await
+                .map(|_| ()),
+            Step::SetAddress(id, addr) => {
+                let set = BTreeMap::from([(*id, BasicNode::new(addr.clone()))]);
+                raft.change_membership(ChangeMembers::SetNodes(set), true)
+                    .await
+                    .map(|_| ())
+            }
+            Step::Voters(v) => raft
+                .change_membership(ChangeMembers::ReplaceAllVoters(v.clone()), true)
+                .await
+                .map(|_| ()),
+        };
+        if let Err(e) = r {
+            // Not the leader any more, or a change still committing: look again shortly.
+            tracing::info!(?step, error = %e, "membership change not made (yet)");
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// The peer side of a join: `id` at `addr` asks this member (raft/member.rs `Peer`).
+pub async fn answer_join(
+    raft: &Raft<TypeConfig>,
+    me: NodeId,
+    reconfig: bool,
+    id: NodeId,
+    addr: String,
+) -> JoinReply {
+    if !raft.is_initialized().await.unwrap_or(false) {
+        return JoinReply::NotFormed;
+    }
+    let (leader, leader_addr, known) = {
+        let m = raft.metrics();
+        let m = m.borrow();
+        let mem = m.membership_config.membership();
+        let known = mem.nodes().any(|(n, _)| *n == id);
+        let leader = m.current_leader;
+        let leader_addr = leader.and_then(|l| {
+            mem.nodes()
+                .find(|(n, _)| **n == l)
+                .map(|(_, n)| n.addr.clone())
+        });
+        (leader, leader_addr, known)
+    };
+    if known {
+        return JoinReply::Member;
+    }
+    if !reconfig {
+        tracing::warn!(
+            server = id,
+            %addr,
+            "a server asks to join, but reconfigEnabled is off: the membership is zoo.cfg's"
+        );
+        return JoinReply::Later;
+    }
+    match (leader, leader_addr) {
+        (Some(l), _) if l == me => {
+            match raft
+                .add_learner(id, BasicNode::new(addr.clone()), false)
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(server = id, %addr, "a server joined as a learner (non-voting)");
+                    JoinReply::Added
+                }
+                Err(e) => {
+                    tracing::info!(server = id, error = %e, "cannot add a joining server yet");
+                    JoinReply::Later
+                }
+            }
+        }
+        (Some(l), Some(a)) => JoinReply::Leader { id: l, addr: a },
+        _ => JoinReply::Later,
+    }
+}
+
+/// On a server with reconfigEnabled and an empty log: find the ensemble, or form it with a
+/// majority of zoo.cfg's voters that have none (see the module's notes).
+pub async fn join(raft: Raft<TypeConfig>, me: NodeId, members: Vec<Member>, pause: Duration) {
+    let Some(my_addr) = members.iter().find(|m| m.id == me).and_then(peer_addr) else {
+        return;
+    };
+    let voters: BTreeMap<NodeId, BasicNode> = members
+        .iter()
+        .filter(|m| m.role == Role::Participant)
+        .filter_map(|m| peer_addr(m).map(|a| (m.id, BasicNode::new(a))))
+        .collect();
+    let mut peers: Vec<(NodeId, PeerClient)> = members
+        .iter()
+        .filter(|m| m.id != me)
+        .filter_map(|m| peer_addr(m).map(|a| (m.id, PeerClient::new(me, m.id, a))))
+        .collect();
+    let ttl = pause.max(Duration::from_millis(200));
+    let mut logged = false;
+    loop {
+        if raft.is_initialized().await.unwrap_or(true) {
+            return;
+        }
+        let mut not_formed = BTreeSet::new();
+        let mut leader = None;
+        let mut in_ensemble = false;
+        for (id, c) in peers.iter_mut() {
+            match c.join(me, my_addr.clone(), ttl).await {
+                Ok(JoinReply::NotFormed) => {
+                    not_formed.insert(*id);
+                }
+                Ok(JoinReply::Member) | Ok(JoinReply::Added) => in_ensemble = true,
+                Ok(JoinReply::Leader { id, addr }) => leader = Some((id, addr)),
+                Ok(JoinReply::Later) | Err(_) => {}
+            }
+        }
+        if let (false, Some((id, addr))) = (in_ensemble, leader) {
+            let mut c = PeerClient::new(me, id, addr);
+            in_ensemble = matches!(
+                c.join(me, my_addr.clone(), ttl).await,
+                Ok(JoinReply::Added) | Ok(JoinReply::Member)
+            );
+        }
+        if in_ensemble {
+            if !logged {
+                tracing::info!("joined an ensemble: waiting for its leader's log");
+                logged = true;
+            }
+        } else if voters.contains_key(&me) {
+            let agree = voters
+                .keys()
+                .filter(|v| **v == me || not_formed.contains(v))
+                .count();
+            if agree > voters.len() / 2 {
+                tracing::info!(
+                    voters = voters.len(),
+                    "a majority of zoo.cfg's voters has no ensemble: forming one"
+                );
+                if let Err(e) = raft.initialize(voters.clone()).await {
+                    tracing::info!(error = %e, "ensemble already formed");
+                }
+                return;
+            }
+        }
+        tokio::time::sleep(pause).await;
+    }
+}
+
+#[cfg(test)]
+#[path = "reconfig_test.rs"]
+mod tests;

@@ -1,0 +1,223 @@
+use super::*;
+use crate::ensemble::members::parse_member;
+
+fn config(lines: &[&str]) -> DynConfig {
+    let members = lines
+        .iter()
+        .map(|l| {
+            let (k, v) = l.split_once('=').expect("=");
+            parse_member(k, v).expect("line")
+        })
+        .collect();
+    DynConfig {
+        members,
+        version: 7,
+    }
+}
+
+fn nodes(ids: &[(u64, u16)]) -> BTreeMap<NodeId, String> {
+    ids.iter()
+        .map(|(id, p)| (*id, format!("127.0.0.1:{p}")))
+        .collect()
+}
+
+fn set(ids: &[u64]) -> BTreeSet<NodeId> {
+    ids.iter().copied().collect()
+}
+
+#[test]
+fn the_membership_is_brought_to_the_configuration_one_step_at_a_time() {
+    let want = config(&[
+        "server.1=127.0.0.1:11:12",
+        "server.2=127.0.0.1:21:22",
+        "server.4=127.0.0.1:41:42:participant;4000",
+        "server.5=127.0.0.1:51:52:observer;5000",
+    ]);
+    // Raft has 1, 2, 3 voting: 4 and 5 are added as learners first, then the voters change
+    // (3 stays a learner: retain).
+    let mut voters = set(&[1, 2, 3]);
+    let mut have = nodes(&[(1, 11), (2, 21), (3, 31)]);
+    assert!(!matches(&want, &voters, &have));
+    assert_eq!(
+        next_step(&want, &voters, &have, true),
+        Some(Step::AddLearner(4, "127.0.0.1:41".into()))
+    );
+    have.insert(4, "127.0.0.1:41".into());
+    assert_eq!(
+        next_step(&want, &voters, &have, true),
+        Some(Step::AddLearner(5, "127.0.0.1:51".into()))
+    );
+    have.insert(5, "127.0.0.1:51".into());
+    assert_eq!(
+        next_step(&want, &voters, &have, true),
+        Some(Step::Voters(set(&[1, 2, 4])))
+    );
+    voters = set(&[1, 2, 4]);
+    assert_eq!(next_step(&want, &voters, &have, true), None);
+    assert!(
+        matches(&want, &voters, &have),
+        "3, a learner outside it, is allowed"
+    );
+    // A new address for 2.
+    have.insert(2, "127.0.0.1:29".into());
+    assert!(!matches(&want, &voters, &have));
+    assert_eq!(
+        next_step(&want, &voters, &have, true),
+        Some(Step::SetAddress(2, "127.0.0.1:21".into()))
+    );
+}
+
+#[test]
+fn without_reconfig_only_observers_are_added() {
+    let want = config(&[
+        "server.1=127.0.0.1:11:12",
+        "server.2=127.0.0.1:21:22",
+        "server.9=127.0.0.1:91:92:observer",
+    ]);
+    let voters = set(&[1, 2, 3]);
+    let mut have = nodes(&[(1, 11), (2, 21), (3, 31)]);
+    assert_eq!(
+        next_step(&want, &voters, &have, false),
+        Some(Step::AddLearner(9, "127.0.0.1:91".into()))
+    );
+    have.insert(9, "127.0.0.1:91".into());
+    assert_eq!(
+        next_step(&want, &voters, &have, false),
+        None,
+        "voters stay zoo.cfg's"
+    );
+}
+
+mod joining {
+    use super::super::join;
+    use crate::ensemble::members::{parse_member, Member};
+    use crate::ensemble::raft::network::{serve, JoinReply, Network, PeerHandler};
+    use crate::ensemble::raft::state_machine::StateApplier;
+    use crate::ensemble::raft::storage;
+    use openraft::error::{InstallSnapshotError, RaftError};
+    use openraft::raft::{
+        AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest,
+        InstallSnapshotResponse, VoteRequest, VoteResponse,
+    };
+    use openraft::{Config, Raft};
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tokio::net::TcpListener;
+    use tokio_util::sync::CancellationToken;
+
+    async fn addrs(n: usize) -> Vec<(TcpListener, u16)> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let p = l.local_addr().expect("addr").port();
+            out.push((l, p));
+        }
+        out
+    }
+
+    fn members(ports: &[u16]) -> Vec<Member> {
+        ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let k = format!("server.{}", i + 1);
+                parse_member(&k, &format!("127.0.0.1:{p}:{}", p + 1)).expect("line")
+            })
+            .collect()
+    }
+
+    /// Raft's RPCs, and joins answered as a member's peer port answers them.
+    struct Joinable(Raft<super::TypeConfig>);
+
+    impl PeerHandler for Joinable {
+        async fn append(
+            &self,
+            r: AppendEntriesRequest<super::TypeConfig>,
+        ) -> Result<AppendEntriesResponse<u64>, RaftError<u64>> {
+            self.0.append_entries(r).await
+        }
+        async fn vote(&self, r: VoteRequest<u64>) -> Result<VoteResponse<u64>, RaftError<u64>> {
+            self.0.vote(r).await
+        }
+        async fn snapshot(
+            &self,
+            r: InstallSnapshotRequest<super::TypeConfig>,
+        ) -> Result<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>> {
+            self.0.install_snapshot(r).await
+        }
+        async fn join(&self, id: u64, addr: String) -> JoinReply {
+            let me = self.0.metrics().borrow().id;
+            super::super::answer_join(&self.0, me, true, id, addr).await
+        }
+    }
+
+    async fn raft(
+        id: u64,
+        dir: &std::path::Path,
+        l: TcpListener,
+    ) -> (Raft<super::TypeConfig>, CancellationToken) {
+        let cfg = Arc::new(
+            Config {
+                heartbeat_interval: 30,
+                election_timeout_min: 150,
+                election_timeout_max: 300,
+                ..Default::default()
+            }
+            .validate()
+            .expect("config"),
+        );
+        let (log, sm) = storage::open(dir, 64 << 10, StateApplier::default())
+            .await
+            .expect("storage");
+        let r = Raft::new(
+            id,
+            cfg,
+            Network::new(id, Duration::from_millis(30)),
+            log,
+            sm,
+        )
+        .await
+        .expect("raft");
+        let stop = CancellationToken::new();
+        tokio::spawn(serve(l, Arc::new(Joinable(r.clone())), stop.clone()));
+        (r, stop)
+    }
+
+    /// A server whose zoo.cfg lists others it cannot reach never forms an ensemble of its
+    /// own (it may be joining one that runs without it); with a majority of zoo.cfg's voters
+    /// answering that none is formed, they form one together.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_forms_an_ensemble_only_with_a_majority_that_has_none() {
+        let mut ls = addrs(3).await;
+        let ports: Vec<u16> = ls.iter().map(|(_, p)| *p).collect();
+        let m = members(&ports);
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().expect("dir")).collect();
+        let (l1, _) = ls.remove(0);
+        let (r1, s1) = raft(1, dirs[0].path(), l1).await;
+        tokio::spawn(join(r1.clone(), 1, m.clone(), Duration::from_millis(20)));
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(!r1.is_initialized().await.expect("raft"), "formed alone");
+        let (l2, _) = ls.remove(0);
+        let (r2, s2) = raft(2, dirs[1].path(), l2).await;
+        tokio::spawn(join(r2.clone(), 2, m.clone(), Duration::from_millis(20)));
+        let formed = r1
+            .wait(Some(Duration::from_secs(10)))
+            .metrics(|x| x.current_leader.is_some(), "a leader")
+            .await
+            .expect("1 and 2 form the ensemble");
+        let voters: Vec<u64> = formed.membership_config.membership().voter_ids().collect();
+        assert_eq!(voters, [1, 2, 3]);
+        // The third comes late: it is told it is a member, and the leader's log reaches it.
+        let (l3, _) = ls.remove(0);
+        let (r3, s3) = raft(3, dirs[2].path(), l3).await;
+        tokio::spawn(join(r3.clone(), 3, m.clone(), Duration::from_millis(20)));
+        r3.wait(Some(Duration::from_secs(10)))
+            .metrics(|x| x.current_leader.is_some(), "the leader's log")
+            .await
+            .expect("3 follows");
+        for (r, s) in [(r1, s1), (r2, s2), (r3, s3)] {
+            s.cancel();
+            let _ = r.shutdown().await;
+        }
+    }
+}
