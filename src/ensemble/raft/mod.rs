@@ -21,3 +21,5 @@ mod chaos_test;
 #[cfg(test)]
 #[path = "cluster_test.rs"]
 mod cluster_test;
+#[cfg(test)]
+mod sim;
