@@ -252,8 +252,8 @@ async fn fault(c: &mut Cluster, rng: &mut fastrand::Rng) -> &'static str {
 
 /// openraft 0.9.25 stops a leader's Raft (a fatal storage error) when it asks a replication
 /// stream to send a snapshot after that stream ended on a higher vote, before the core heard of
-/// it (`raft_core.rs`, `Inflight::Snapshot`: "replication channel closed"). Seen here at seed 418
-/// over 3 members (the default range) and 749043336116 over 5.
+/// it (`raft_core.rs`, `Inflight::Snapshot`: "replication channel closed"). Seen here at seed
+/// 749043336116 over 5 members.
 const REPLICATION_RACE: &str = "replication channel closed";
 
 /// One write through the leader, retried until one is committed; returns its index.
