@@ -311,7 +311,10 @@ pub async fn start(
     crate::durability::datadir::create_private_dir(dir)?;
     let applier = CoreApplier { core: core.clone() };
     let segment = cfg.segment_bytes.max(1 << 20);
-    let (log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
+    let (mut log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
+    super::vote::step_down_on_restart(&mut log, myid)
+        .await
+        .map_err(io::Error::other)?;
     log.set_spin_wait(cfg.spin_wait)?;
     let config = Arc::new(election::raft_config(
         cfg.tick_time,

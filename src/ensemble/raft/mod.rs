@@ -26,3 +26,6 @@ mod cluster_test;
 #[cfg(test)]
 #[path = "churn_test.rs"]
 mod churn_test;
+
+#[cfg(test)]
+mod sim;

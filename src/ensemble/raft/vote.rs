@@ -7,8 +7,9 @@
 //! u8 (0/1), 7 reserved zero bytes, then a crc32 of the 32 bytes before it.
 
 use super::sealed::{read_optional, replace_file, seal, u64_at, unseal};
-use super::types::NodeId;
-use openraft::Vote;
+use super::types::{NodeId, TypeConfig};
+use openraft::storage::RaftLogStorage;
+use openraft::{StorageError, Vote};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -22,6 +23,29 @@ fn encode(v: &Vote<NodeId>) -> [u8; super::sealed::LEN] {
     p[8..16].copy_from_slice(&v.leader_id().node_id.to_le_bytes());
     p[16] = u8::from(v.is_committed());
     seal(MAGIC, &p)
+}
+
+/// Before a member's Raft starts: a saved vote that is this member's own committed one (it was
+/// the leader when it stopped) is saved again uncommitted. openraft 0.9 would otherwise restore
+/// it as the leader of that term at once (`Engine::startup`), with the log it finds; a crash
+/// that lost entries it had appended, and already sent to followers, then has it append other
+/// entries under the same log ids, and a follower holding an old one takes the new ones after
+/// it: log matching broken (found by the paused-clock schedules, `sim/`, seed 613566210794 over
+/// 3 members). Uncommitted, it must win an election (a new term) to lead again. The term stays:
+/// a candidacy for the next one would outrank a leader the others elected in that term with a
+/// lower node id (openraft orders leaders of one term by node id), and the member coming back
+/// would unseat it (tests/ensemble test_failover: "the leader changed when the old one came
+/// back").
+pub async fn step_down_on_restart<S: RaftLogStorage<TypeConfig>>(
+    log: &mut S,
+    me: NodeId,
+) -> Result<(), StorageError<NodeId>> {
+    if let Some(v) = log.read_vote().await? {
+        if v.is_committed() && v.leader_id().node_id == me {
+            log.save_vote(&Vote::new(v.leader_id().term, me)).await?;
+        }
+    }
+    Ok(())
 }
 
 fn decode(path: &Path, b: &[u8]) -> io::Result<Vote<NodeId>> {
