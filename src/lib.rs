@@ -28,6 +28,7 @@ pub mod durability;
 pub mod ensemble;
 pub mod faults;
 pub mod limits;
+pub mod membership;
 pub mod metrics;
 pub mod migrate;
 pub mod net;

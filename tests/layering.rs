@@ -19,6 +19,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("spin", &[]),
     // The negative controls' fault switches (issue 15): a leaf, one-line call sites.
     ("faults", &[]),
+    // The ensemble's configuration model: plain data the core and ensemble/ both read.
+    ("membership", &[]),
     ("state", &["acl", "path", "limits"]),
     ("prep", &["acl", "path", "state", "limits", "faults"]),
     ("durability", &["acl", "state", "metrics", "spin", "limits"]),
@@ -35,6 +37,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "spin",
             "limits",
             "faults",
+            "membership",
         ],
     ),
     ("net", &["core", "limits", "metrics", "acl"]),

@@ -177,9 +177,9 @@ pub struct MemberLinks {
     /// read-only clients (ZooKeeper's max(2 s, tickTime)); None: never.
     pub read_only: Option<std::time::Duration>,
     /// zoo.cfg's server.N lines: the configuration until one is committed (reconfig.rs).
-    pub members: Vec<crate::ensemble::members::Member>,
+    pub members: Vec<crate::membership::members::Member>,
     /// This member's configuration, for Raft's side to bring the membership to (its leader).
-    pub desired: tokio::sync::watch::Sender<std::sync::Arc<crate::ensemble::dynamic::DynConfig>>,
+    pub desired: tokio::sync::watch::Sender<std::sync::Arc<crate::membership::dynamic::DynConfig>>,
 }
 
 pub(super) struct Member {
@@ -202,7 +202,7 @@ pub(super) struct Member {
     /// Read-only mode (read_only.rs).
     pub(super) ro: super::read_only::ReadOnly,
     /// The configuration (reconfig.rs): committed, or zoo.cfg's (version 0).
-    pub(super) config: std::sync::Arc<crate::ensemble::dynamic::DynConfig>,
+    pub(super) config: std::sync::Arc<crate::membership::dynamic::DynConfig>,
     /// On the leader: the zxid of a configuration txn prepped and not applied yet.
     pub(super) config_pending: Option<i64>,
     /// Reconfigs committed here, answered once their configuration is in force.
@@ -250,7 +250,7 @@ impl Core {
         self.liveness.set_server_id(links.myid);
         self.leader = None;
         let snapshot_due = next_due(links.snap_count);
-        let config = std::sync::Arc::new(crate::ensemble::dynamic::DynConfig::from_static(
+        let config = std::sync::Arc::new(crate::membership::dynamic::DynConfig::from_static(
             &links.members,
         ));
         self.member = Some(Member {

@@ -27,7 +27,7 @@ fn node(myid: u64) -> Node {
 pub(crate) fn node_with(
     myid: u64,
     cfg: crate::core::CoreConfig,
-    members: Vec<crate::ensemble::members::Member>,
+    members: Vec<crate::membership::members::Member>,
 ) -> Node {
     let (p_tx, proposals) = unbounded_channel();
     let (l_tx, to_leader) = unbounded_channel();

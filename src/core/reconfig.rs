@@ -20,7 +20,7 @@ use super::pending::Waiter;
 use super::{reply, wall_ms, Core};
 use crate::acl::{self, AuthId};
 use crate::core::watch::ConnId;
-use crate::ensemble::dynamic::{ChangeError, DynConfig};
+use crate::membership::dynamic::{ChangeError, DynConfig};
 use bytes::Bytes;
 use palisade_proto::*;
 use std::sync::Arc;

@@ -6,8 +6,8 @@ use crate::acl::AuthId;
 use crate::core::member::tests::*;
 use crate::core::member::RoleView;
 use crate::core::CoreMsg;
-use crate::ensemble::dynamic::DynConfig;
-use crate::ensemble::members::{parse_member, Member};
+use crate::membership::dynamic::DynConfig;
+use crate::membership::members::{parse_member, Member};
 use bytes::Bytes;
 use palisade_proto::*;
 
