@@ -60,8 +60,17 @@ fn build_server(profile_dir: &Path) {
         "--tests",
         "--manifest-path",
     ])
-    .arg(&manifest)
-    .env("CARGO_TARGET_DIR", target);
+    .arg(&manifest);
+    // Without the variables cargo sets for a running test (CARGO_MANIFEST_DIR, CARGO_PKG_*,
+    // OUT_DIR...): build scripts that watch them (ring's does) would run again, and rebuild
+    // again in the next plain cargo command.
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if (k.starts_with("CARGO_") && k != "CARGO_HOME") || k == "OUT_DIR" {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("CARGO_TARGET_DIR", target);
     if release {
         cmd.arg("--release");
     }
