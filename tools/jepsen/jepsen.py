@@ -139,6 +139,10 @@ def main():
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--nemesis", default=",".join(nem.KINDS),
                     help="comma list of %s, or none" % ",".join(nem.KINDS))
+    ap.add_argument("--shapes", default=",".join(nem.SHAPES),
+                    help="the partition shapes the nemesis draws from (comma list)")
+    ap.add_argument("--pin-clients", action="store_true",
+                    help="each workload's client i connects to member i mod n only")
     ap.add_argument("--clients", type=int, default=3, help="clients per workload")
     ap.add_argument("--snap-count", type=int, default=400)
     ap.add_argument("--fault", choices=FAULTS,
@@ -162,6 +166,9 @@ def main():
         assert w in WORKLOADS, "unknown workload %r" % w
     for k in kinds:
         assert k in nem.KINDS, "unknown nemesis %r" % k
+    shapes = tuple(x for x in args.shapes.split(",") if x)
+    for x in shapes:
+        assert x in nem.SHAPES, "unknown partition shape %r" % x
 
     restart_env = {}
     if args.fault:
@@ -177,7 +184,7 @@ def main():
     out = args.out or tempfile.mkdtemp(prefix="jepsen-")
     shutil.rmtree(os.path.join(out, "cluster"), ignore_errors=True)  # a fresh ensemble
     os.makedirs(out, exist_ok=True)
-    steps = nem.schedule(seed, kinds, args.time) if kinds else []
+    steps = nem.schedule(seed, kinds, args.time, shapes=shapes) if kinds else []
     print("jepsen: %s, %d members, %.0f s, workloads %s, nemesis schedule (%d faults): %s"
           % (args.kind, args.members, args.time, on, len(steps), json.dumps(steps)), flush=True)
 
@@ -186,7 +193,7 @@ def main():
     c = ens.Cluster(args.kind, args.members, os.path.join(out, "cluster"),
                     extra_cfg=["snapCount=%d" % args.snap_count])
     proxied(c, proxy)
-    ctx = wl.Ctx(c, h, seed)
+    ctx = wl.Ctx(c, h, seed, pin=args.pin_clients)
     summary = {"seed": seed, "kind": args.kind, "members": args.members, "time_s": args.time,
                "fault": args.fault, "workloads": on}
     t_start = time.monotonic()

@@ -12,10 +12,11 @@ import shutil
 import threading
 import time
 
-KINDS = ("kill", "pause", "partition", "snapshot", "expiry")
+KINDS = ("kill", "pause", "partition", "slow", "snapshot", "expiry")
+SHAPES = ("halves", "isolate-leader", "bridge", "one-way", "deaf-follower")
 
 
-def schedule(seed, kinds, duration, gap=(1.0, 3.0)):
+def schedule(seed, kinds, duration, gap=(1.0, 3.0), shapes=SHAPES):
     rng = random.Random("nemesis-%s" % seed)
     out = []
     t = rng.uniform(*gap)
@@ -29,7 +30,10 @@ def schedule(seed, kinds, duration, gap=(1.0, 3.0)):
             step.update(target=rng.choice(("leader", "leader", "random")),
                         down=round(rng.uniform(0.5, 4.0), 3))
         elif kind == "partition":
-            step.update(shape=rng.choice(("halves", "isolate-leader", "bridge", "one-way")),
+            step.update(shape=rng.choice(shapes),
+                        down=round(rng.uniform(1.0, 4.0), 3))
+        elif kind == "slow":
+            step.update(delay=round(rng.uniform(0.1, 0.4), 3),
                         down=round(rng.uniform(1.0, 4.0), 3))
         elif kind == "snapshot":
             step.update(target=rng.choice(("leader", "random")),
@@ -150,8 +154,27 @@ class Nemesis:
             x = ld.myid if ld is not None else rng.choice(ids)
             # The leader hears nobody; everybody hears the leader.
             cut = {(y, x) for y in ids if y != x}
+        elif shape == "deaf-follower":
+            # One follower hears nothing from the leader (and so falls behind); all else flows.
+            ld = self.c.leader()
+            x = ld.myid if ld is not None else rng.choice(ids)
+            y = rng.choice(sorted(i for i in ids if i != x))
+            cut = {(x, y)}
         self.h.nemesis("partition", shape=shape, cut=sorted(cut))
         self.proxy.set_blocked(cut)
+        self._sleep(step["down"])
+        self.proxy.heal()
+        self.h.nemesis("heal")
+
+    def _slow(self, step, rng):
+        # The leader's link to one follower delivers late: the follower falls behind by the
+        # delay, keeps its leader and keeps serving.
+        ids = [m.myid for m in self.c.members]
+        ld = self.c.leader()
+        x = ld.myid if ld is not None else rng.choice(ids)
+        y = rng.choice(sorted(i for i in ids if i != x))
+        self.h.nemesis("slow", link=[x, y], delay=step["delay"])
+        self.proxy.set_delay({(x, y)}, step["delay"])
         self._sleep(step["down"])
         self.proxy.heal()
         self.h.nemesis("heal")

@@ -6,6 +6,9 @@ A blocked direction stalls: bytes already read are held, nothing more is read fr
 blocked pair is accepted but not connected onwards until the pair heals (a SYN into a black
 hole). Nothing is ever dropped from the middle of a stream: a real network loses packets, not
 bytes of a TCP stream.
+
+A slowed direction delivers each chunk a fixed delay after it was read, in order (a long,
+slow path), so its receiver falls behind without losing the link.
 """
 
 import asyncio
@@ -16,6 +19,7 @@ class Proxy:
     def __init__(self):
         self.loop = asyncio.new_event_loop()
         self.gates = {}  # (src, dst) -> asyncio.Event, set while src -> dst flows
+        self.delays = {}  # (src, dst) -> seconds each chunk waits before it is delivered
         self.servers = []
         self.upstream_ports = set()  # local ports of the proxy's own connections to members
         self.conns = 0
@@ -42,20 +46,48 @@ class Proxy:
             self.servers.append(srv)
         self._call(start())
 
+    def set_delay(self, pairs, seconds):
+        """Chunks read on the directed pairs in `pairs` from now on are delivered `seconds`
+        later; every other pair without delay."""
+        pairs = set(pairs)
+
+        async def apply():
+            self.delays = {k: seconds for k in pairs}
+        self._call(apply())
+
     async def _pump(self, reader, writer, src, dst):
         gate = self._gate(src, dst)
+        # Chunks pass through a queue to a deliverer, so a delay holds them in order without
+        # slowing the reads behind them.
+        q = asyncio.Queue()
+
+        async def deliver():
+            loop = asyncio.get_running_loop()
+            while True:
+                due, data = await q.get()
+                if data is None:
+                    break
+                if due > loop.time():
+                    await asyncio.sleep(due - loop.time())
+                await gate.wait()  # read just before a cut: delivered at the heal
+                writer.write(data)
+                await writer.drain()
+
+        out = asyncio.ensure_future(deliver())
         try:
             while True:
                 await gate.wait()
                 data = await reader.read(65536)
                 if not data:
                     break
-                await gate.wait()  # read just before a cut: delivered at the heal
-                writer.write(data)
-                await writer.drain()
+                due = asyncio.get_running_loop().time() + self.delays.get((src, dst), 0.0)
+                q.put_nowait((due, data))
+            q.put_nowait((0.0, None))
+            await out
         except (OSError, asyncio.CancelledError):
             pass
         finally:
+            out.cancel()
             try:
                 writer.close()
             except Exception:
@@ -89,6 +121,7 @@ class Proxy:
 
     def heal(self):
         self.set_blocked(())
+        self.set_delay((), 0.0)
 
     def close(self):
         async def stop():

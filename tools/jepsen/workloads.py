@@ -39,15 +39,21 @@ def peer_port(zk):
 
 
 class Ctx:
-    def __init__(self, cluster, history, seed, op_timeout=3.0, session_timeout=4.0):
+    def __init__(self, cluster, history, seed, op_timeout=3.0, session_timeout=4.0, pin=False):
         self.cluster = cluster
+        self.pin = pin
         self.h = history
         self.seed = seed
         self.op_timeout = op_timeout
         self.session_timeout = session_timeout
         self.stop = threading.Event()
 
-    def client(self, **kw):
+    def client(self, worker=None, **kw):
+        """A client on any member; with `pin`, worker i's on member i mod n only, so every
+        member serves some (a control whose bug shows on one member needs a client there)."""
+        if self.pin and worker is not None:
+            ms = self.cluster.members
+            kw["members"] = [ms[worker % len(ms)]]
         return self.cluster.client(timeout=self.session_timeout, **kw)
 
 
@@ -104,7 +110,7 @@ class Register(Workload):
         self.lock = threading.Lock()
 
     def worker(self, i, rng):
-        zk = self.ctx.client()
+        zk = self.ctx.client(i)
         p = Proc(self.ctx.h)
         t = self.ctx.op_timeout
         while not self.ctx.stop.is_set():
@@ -177,7 +183,7 @@ class Ids(Workload):
     name = "ids"
 
     def worker(self, i, rng):
-        zk = self.ctx.client()
+        zk = self.ctx.client(i)
         p = Proc(self.ctx.h)
         n = 0
         while not self.ctx.stop.is_set():
@@ -209,7 +215,7 @@ class Counter(Workload):
             pass
 
     def worker(self, i, rng):
-        zk = self.ctx.client()
+        zk = self.ctx.client(i)
         p = Proc(self.ctx.h)
         path = "%s/counter/c" % ROOT
         t = self.ctx.op_timeout
@@ -263,7 +269,7 @@ class Queue(Workload):
         self.lock = threading.Lock()
 
     def worker(self, i, rng):
-        zk = self.ctx.client()
+        zk = self.ctx.client(i)
         p = Proc(self.ctx.h)
         root = "%s/queue" % ROOT
         t = self.ctx.op_timeout
@@ -420,7 +426,7 @@ class Ephemeral(Workload):
         return "%s/ephemeral/s%016x" % (ROOT, sid)
 
     def worker(self, i, rng):
-        zk = self.ctx.client()
+        zk = self.ctx.client(i)
         with self.lock:
             self.clients[i] = zk
         p = Proc(self.ctx.h)
