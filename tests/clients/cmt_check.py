@@ -20,7 +20,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Reporter  # noqa: E402
+from common import Reporter, config_data_problems, config_expectation, config_version  # noqa: E402
 
 CLI_MT = os.environ.get("CLI_MT", "/usr/lib/zookeeper/bin/cli_mt")
 R = Reporter("cli_mt")
@@ -217,6 +217,50 @@ class CliMt:
         return ok
 
 
+EPOCH = "Thu Jan  1 00:00:00 1970"
+
+
+def check_config(c, hp):
+    """`config` (zoo_agetconfig: the data and stat of /zookeeper/config). Empty on a standalone
+    server; on an ensemble member its membership (server.N lines, version=<hex>). Which one to
+    expect is decided by the server's `srvr` Mode (common.config_expectation)."""
+    c.send("config")
+    m = c.wait_for(r"/zookeeper/config: rc = (-?\d+)\n value_len = (\d+)\n")
+    # the value is written raw (value_len bytes, newlines and all), then "\nStat:\n" and the stat
+    s = c.wait_for(r"^(?P<data>.{%d})\nStat:\n" % int(m.group(2)) + STAT_OR_NULL) if m else None
+    kind, membership, modes = config_expectation(hp)
+    if kind is None:
+        R.check("config: srvr Mode of %s decides the expected /zookeeper/config" % hp, False,
+                "%s; srvr modes %r" % (membership, modes))
+        return
+    if kind == "standalone":
+        R.eq("config on standalone -> rc = 0, value_len = 0", m and (m.group(1), m.group(2)), ("0", "0"))
+        R.eq("config stat: czxid 0, version 0, aversion ffffffff (-1), epoch ctime",
+             s and (s.group("czxid"), s.group("version"), s.group("aversion"), s.group("ctime")),
+             ("0", "0", "ffffffff", EPOCH))
+        return
+    data = s.group("data") if s else None
+    R.check("config on an ensemble member -> rc = 0, the membership conf shows (well-formed server.N "
+            "lines, then version=<hex>), value_len = its length",
+            m is not None and s is not None and m.group(1) == "0" and data == membership
+            and int(m.group(2)) == len(membership.encode()) and not config_data_problems(data),
+            "got rc/value_len %r, data %r; want rc 0 and %r (conf's membership; srvr modes %r); problems: %s"
+            % (m and m.groups(), data, membership, modes, data is not None and config_data_problems(data)))
+    ver = config_version(membership)
+    got = s and (s.group("czxid"), s.group("mzxid"), s.group("version"), s.group("aversion"),
+                 s.group("ctime"), s.group("eph"))
+    want = ("0", "%x" % ver if ver is not None else "<conf shows no version>", "ffffffff", "ffffffff",
+            EPOCH, "0")
+    # mtime: the wall-clock time the member loaded its config (differs per member), not 0
+    mtime = s and s.group("mtime")
+    mtime_ok = bool(mtime) and re.fullmatch(CTIME_RE, mtime) is not None and mtime != EPOCH \
+        and 2000 <= int(mtime.split()[-1]) <= time.localtime().tm_year + 1
+    R.check("config stat on an ensemble member: czxid 0, mzxid = config version, version and aversion "
+            "ffffffff (-1), epoch ctime, wall-clock mtime",
+            got == want and mtime_ok,
+            "got %r, want %r and a wall-clock mtime (got %r)" % (got, want, mtime))
+
+
 def main():
     hp, B = sys.argv[1], sys.argv[2]
     c = CliMt(hp)
@@ -322,13 +366,7 @@ def main():
     R.eq("delete missing -> rc = -101", c.delete(B + "/missing"), -101)
     R.eq("sync -> rc = 0, name = path", c.sync(B), (0, B))
 
-    c.send("config")
-    m = c.wait_for(r"/zookeeper/config: rc = (-?\d+)\n value_len = (\d+)\n(?=\nStat:\n)")
-    s = c.wait_for(r"^\nStat:\n" + STAT_OR_NULL) if m else None
-    R.eq("config on standalone -> rc = 0, value_len = 0", m and (m.group(1), m.group(2)), ("0", "0"))
-    R.eq("config stat: czxid 0, version 0, aversion ffffffff (-1), epoch ctime",
-         s and (s.group("czxid"), s.group("version"), s.group("aversion"), s.group("ctime")),
-         ("0", "0", "ffffffff", "Thu Jan  1 00:00:00 1970"))
+    check_config(c, hp)
 
     c.send("addauth digest user:pass")
     rc, data, st = c.get(B + "/c2")

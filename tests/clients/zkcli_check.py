@@ -17,7 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Reporter  # noqa: E402
+from common import Reporter, config_data_problems, config_expectation, config_version  # noqa: E402
 
 ZKCLI = os.environ.get("ZKCLI", "/usr/share/zookeeper/bin/zkCli.sh")
 MARK_RE = re.compile(r"^printwatches is (on|off)$")
@@ -121,6 +121,51 @@ def check_stat_shape(name, lines):
                 ("cversion", "dataVersion", "aclVersion", "dataLength", "numChildren"))
     R.check(name + " stat value formats (0x hex zxids, Date.toString times)", ok, st)
     return st if ok and keys == STAT_FIELDS else None
+
+
+EPOCH = "Thu Jan 01 00:00:00 UTC 1970"
+CONFIG_STAT_KEYS = ("cZxid", "mZxid", "pZxid", "ctime", "cversion", "dataVersion", "aclVersion",
+                    "ephemeralOwner", "dataLength", "numChildren")
+
+
+def check_config(hp, config_lines, config_s_lines):
+    """`config` and `config -s`: what they print depends on whether the server is standalone or
+    an ensemble member, which its `srvr` Mode says (common.config_expectation)."""
+    kind, membership, modes = config_expectation(hp)
+    if kind is None:
+        R.check("config: srvr Mode of %s decides the expected /zookeeper/config" % hp, False,
+                "%s; srvr modes %r" % (membership, modes))
+        return
+    st = parse_stat(config_s_lines)[0]
+    if kind == "standalone":
+        R.eq("config on standalone (no dynamic config) prints one empty line", config_lines, [""])
+        R.eq("config -s: /zookeeper/config stat (zero zxids, aclVersion -1, epoch times)",
+             st and [st.get(k) for k in CONFIG_STAT_KEYS],
+             ["0x0", "0x0", "0x0", EPOCH, "0", "0", "-1", "0x0", "0", "0"])
+        return
+    # An ensemble member: GetConfigCommand prints the data (server.N lines, version=<hex>),
+    # then with -s the 11 stat lines.
+    text = "\n".join(config_lines)
+    R.check("config on an ensemble member prints its membership: well-formed server.N lines, "
+            "then version=<hex>, as conf shows it",
+            config_lines != [NO_OUTPUT] and not config_data_problems(text) and text == membership,
+            "got %r, want %r (conf's membership; srvr modes %r); problems: %s"
+            % (config_lines, membership, modes, config_data_problems(text)))
+    data_s = (config_s_lines or [])[:-11]
+    ver = config_version(membership)
+    got = st and [st.get(k) for k in CONFIG_STAT_KEYS]
+    want = ["0x0", "0x%x" % ver if ver is not None else "<conf shows no version>", "0x0", EPOCH, "0", "-1", "-1", "0x0",
+            str(len(membership.encode())), "0"]
+    # mtime: the wall-clock time the member loaded its config (differs per member), not 0
+    mtime = st and st.get("mtime")
+    mtime_ok = isinstance(mtime, str) and re.fullmatch(DATE_RE, mtime) is not None and mtime != EPOCH \
+        and 2000 <= int(mtime.split()[-1]) <= time.gmtime().tm_year + 1
+    R.check("config -s on an ensemble member: the same data, then the stat of /zookeeper/config "
+            "(czxid/pzxid 0, mzxid = config version, epoch ctime, wall-clock mtime, "
+            "dataVersion -1, aclVersion -1, dataLength = data length)",
+            data_s == config_lines and got == want and mtime_ok,
+            "data %r (want %r); stat %r, want %r and a wall-clock mtime (got %r)"
+            % (data_s, config_lines, got, want, mtime))
 
 
 def main():
@@ -373,13 +418,7 @@ def main():
     R.eq("auth:: ACL expands to caller's digest identity", o(c["getacl_authacl"]), ["'digest,'" + dg, ": cdrwa"])
 
     R.eq("sync -> Sync is OK", o(c["sync"]), ["Sync is OK"])
-    R.eq("config on standalone (no dynamic config) prints one empty line", o(c["config"]), [""])
-    lines = o(c["config_s"])
-    st = parse_stat(lines)[0]
-    R.eq("config -s: /zookeeper/config stat (zero zxids, aclVersion -1, epoch times)",
-         st and [st.get(k) for k in ("cZxid", "mZxid", "pZxid", "ctime", "cversion", "dataVersion", "aclVersion",
-                                     "ephemeralOwner", "dataLength", "numChildren")],
-         ["0x0", "0x0", "0x0", "Thu Jan 01 00:00:00 UTC 1970", "0", "0", "-1", "0x0", "0", "0"])
+    check_config(hp, o(c["config"]), o(c["config_s"]))
     lines = o(c["setquota"])
     R.eq("setquota -n prints nothing", lines, [])
     R.eq("listquota shows limit and live stat", o(c["listquota"]),

@@ -3,6 +3,7 @@
 import re
 import socket
 import threading
+import time
 
 import pytest
 from kazoo.exceptions import BadArgumentsError, NoAuthError, NodeExistsError
@@ -45,16 +46,61 @@ def test_zookeeper_node_stat(zk):
     assert zk.get_acls("/zookeeper")[0] == [ACL(31, Id("world", "anyone"))]
 
 
+# QuorumServer.toString(): host:quorumPort:electionPort (several joined by '|'), the role, and
+# ";clientHost:clientPort" when the server line gave the client address
+_HOST = r"(?:\[[0-9A-Fa-f:.%]+\]|[^\s:;|=\[\]]+)"
+_PORT = r"(?:6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})"
+CONFIG_SERVER_LINE = re.compile(r"server\.(\d+)=%s:%s:%s(?:\|%s:%s:%s)*:(?:participant|observer)(?:;%s:%s)?"
+                                % ((_HOST, _PORT, _PORT) * 2 + (_HOST, _PORT)))
+
+
+def _connected_mode(zk):
+    """The Mode that `srvr` of the member this session is connected to reports."""
+    m = re.search(r"^Mode: (\S+)$", zk.command(b"srvr"), re.M)
+    assert m, "srvr gave no Mode line"
+    return m.group(1)
+
+
 def test_zookeeper_config_node(zk):
     data, st = zk.get("/zookeeper/config")
-    assert data == b""  # standalone server without dynamic config
-    assert st.czxid == st.mzxid == st.pzxid == 0
-    assert (st.ctime, st.mtime, st.version, st.cversion) == (0, 0, 0, 0)
-    assert st.aversion == -1
-    assert (st.ephemeralOwner, st.dataLength, st.numChildren) == (0, 0, 0)
     acls, st2 = zk.get_acls("/zookeeper/config")
     assert acls == [ACL(1, Id("world", "anyone"))]
     assert st2 == st
+    mode = _connected_mode(zk)
+    if mode == "standalone":
+        assert data == b""  # standalone server without dynamic config
+        assert st.czxid == st.mzxid == st.pzxid == 0
+        assert (st.ctime, st.mtime, st.version, st.cversion) == (0, 0, 0, 0)
+        assert st.aversion == -1
+        assert (st.ephemeralOwner, st.dataLength, st.numChildren) == (0, 0, 0)
+        return
+    # An ensemble member (ZooKeeper 3.8's as Palisade's): its view of the ensemble,
+    # QuorumMaj.toString(): one server.N line per member, then version=<hex>; the same text
+    # `conf` prints after "membership: ".
+    assert mode in ("leader", "follower", "observer"), mode
+    text = data.decode()
+    lines = text.split("\n")
+    assert len(lines) >= 2, text
+    ver = re.fullmatch(r"version=([0-9a-f]+)", lines[-1])
+    assert ver, "last line %r is not version=<hex>" % lines[-1]
+    ids = []
+    for line in lines[:-1]:
+        m = CONFIG_SERVER_LINE.fullmatch(line)
+        assert m, "malformed server line %r" % line
+        ids.append(int(m.group(1)))
+    assert len(ids) == len(set(ids)), ids
+    conf = zk.command(b"conf")
+    myid = re.search(r"^serverId=(\d+)$", conf, re.M)
+    assert myid and int(myid.group(1)) in ids, conf  # the member itself is in it
+    membership = re.search(r"^membership: ?\n(.*)\Z", conf, re.M | re.S)
+    assert membership and membership.group(1).rstrip("\n") == text, conf
+    # the stat: mzxid is the config's version (the zxid of the reconfig that made it; 0 for a
+    # static cfg), ctime 0, mtime the wall-clock time the member loaded it (differs per member)
+    assert (st.czxid, st.mzxid, st.pzxid) == (0, int(ver.group(1), 16), 0)
+    assert st.ctime == 0
+    assert 946684800000 < st.mtime <= time.time() * 1000 + 60000, st.mtime  # after 2000, not ahead
+    assert (st.version, st.cversion, st.aversion) == (-1, 0, -1)
+    assert (st.ephemeralOwner, st.dataLength, st.numChildren) == (0, len(data), 0)
 
 
 def test_zookeeper_quota_node(zk):
