@@ -118,6 +118,8 @@ pub struct Driver {
     due: Option<Instant>,
     /// The committed vote last seen, when it was taken, and whether its leader spoke since.
     known: Option<(Vote<NodeId>, Instant, bool)>,
+    /// Not yet a follower of a committed vote nor a candidate since this process started.
+    starting: bool,
 }
 
 impl Driver {
@@ -132,6 +134,7 @@ impl Driver {
             awake: now,
             due: None,
             known: None,
+            starting: true,
         };
         d.draw();
         d
@@ -162,6 +165,7 @@ impl Driver {
         });
         if act == Act::Elect {
             self.known = None;
+            self.starting = false;
             self.draw();
         }
         act
@@ -183,6 +187,9 @@ impl Driver {
         }
         let heard = look.touched.unwrap_or(self.awake).max(self.awake);
         let following = look.state == ServerState::Follower && look.vote.is_committed();
+        if following || look.state != ServerState::Follower {
+            self.starting = false;
+        }
         let spoke = if following {
             let vote = look.vote;
             let spoke = match self.known {
@@ -204,8 +211,19 @@ impl Driver {
             let leader = look.vote.leader_id().voted_for();
             heard + self.lease + stagger(self.me, leader, &look.voters, self.heartbeat_ms())
         } else {
-            // openraft's rule: a committed vote waits out its lease first.
-            let lease = if look.vote.is_committed() {
+            // openraft's rule: a committed vote waits out its lease first. So does a member
+            // back from a restart with a vote from before (a restarted leader's is saved
+            // uncommitted, vote.rs): the leader elected while it was away reaches it again
+            // within a lease (its link backed off while the member was down), and a candidacy
+            // before that would raise the term and unseat a healthy leader.
+            // And so does a candidate whose candidacy failed: most often its log is behind
+            // (the others refused it), and retrying after a bare timeout it outpaced the
+            // members that could win, raising the term each time; its higher vote unseated
+            // every leader they elected as soon as that leader reached it (paused-clock
+            // schedules, seed 543 over 3 members).
+            let back = self.starting && look.vote.leader_id().term > 0;
+            let failed = look.state == ServerState::Candidate;
+            let lease = if look.vote.is_committed() || back || failed {
                 self.lease
             } else {
                 Duration::ZERO

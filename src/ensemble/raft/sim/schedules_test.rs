@@ -445,6 +445,15 @@ fn run(n: u64, default_count: u64) {
         return;
     }
     let count = env_u64("PALISADE_SIM_SCHEDULES").unwrap_or(default_count);
+    // PALISADE_SIM_TRACE=<filter> (e.g. "openraft=debug,palisade=info") prints the members'
+    // logs, virtual time from the start: for one replayed seed.
+    if let Ok(filter) = std::env::var("PALISADE_SIM_TRACE") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_timer(tracing_subscriber::fmt::time::uptime())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
     // A fixed range by default, as CI's Jepsen run: a failure there is the same on every run.
     // PALISADE_SIM_RANDOM=1 draws the first seed.
     let first = env_u64("PALISADE_SIM_SEED").unwrap_or_else(|| {
