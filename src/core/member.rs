@@ -554,9 +554,19 @@ impl Core {
 
     /// Forwards of these sessions did not reach the leader: their clients are dropped
     /// (CONNECTIONLOSS) rather than left waiting for a reply that cannot come.
-    pub(super) fn forward_failed(&mut self, sessions: Vec<i64>) {
-        for s in sessions {
-            if let Some(c) = self.liveness.get(s).and_then(|l| l.conn) {
+    pub(super) fn forward_failed(&mut self, failed: Vec<(i64, i32)>) {
+        for (session, cxid) in failed {
+            // The request's connection: a handshake's (a new session's, a revalidation's) is
+            // not the session's yet, and its client would wait for an answer that never comes
+            // (seen: a member back as a follower forwarded a new session on a link to the
+            // leader's previous process, and the client waited out its whole timeout).
+            let waiter = self.pending.take_unordered(session, cxid);
+            let conn = match waiter {
+                Some(w) => Some(w.conn),
+                None => self.liveness.get(session).and_then(|l| l.conn),
+            };
+            // A revalidation's handshake is dropped with its waiter: its connection closes.
+            if let Some(c) = conn {
                 self.drop_conn(c, true);
             }
         }

@@ -630,3 +630,43 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
     );
     assert!(r[0].1 >= zxid);
 }
+
+/// The forwards a follower has sent, as the forwarder reports them when they fail.
+fn sent_forwards(n: &mut Node) -> Vec<(i64, i32)> {
+    n.core.flush_forwards();
+    let mut out = Vec::new();
+    while let Ok(m) = n.to_leader.try_recv() {
+        if let ToLeader::Forward(ops) = m {
+            out.extend(ops.iter().map(|f| (f.session, f.cxid)));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_handshake_whose_forward_failed_is_closed_not_left_waiting() {
+    let mut p = Pair::new(1);
+    // A new session: its createSession did not reach the leader.
+    let mut c = connect(&mut p.nodes[1], 40, 0, [0; 16]);
+    let failed = sent_forwards(&mut p.nodes[1]);
+    assert_eq!(failed.len(), 1, "the createSession went to the leader");
+    p.nodes[1].core.handle(CoreMsg::ForwardFailed(failed));
+    let r = replies(&mut c);
+    assert_eq!(r, vec![(i32::MAX, 0, 0, Bytes::new())], "closed at once");
+    // A session the follower does not know yet: its revalidation did not reach the leader.
+    let mut moved = connect(&mut p.nodes[1], 41, 0x0200_0000_0000_0042, [1; 16]);
+    let failed = sent_forwards(&mut p.nodes[1]);
+    assert_eq!(failed.len(), 1, "the revalidation went to the leader");
+    p.nodes[1].core.handle(CoreMsg::ForwardFailed(failed));
+    assert!(replies(&mut moved).is_empty());
+    assert!(
+        matches!(
+            moved.rx.try_recv(),
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
+        ),
+        "the handshake was dropped: its connection closes"
+    );
+    // Both clients try again and get sessions once the leader is reachable.
+    let (_, id, _) = session_on_follower(&mut p, 42);
+    assert_eq!(id >> 56, 2);
+}

@@ -340,8 +340,9 @@ pub enum CoreMsg {
     SyncPoints(Vec<super::member::SyncPoint>),
     /// Ensemble, on the leader: sessions alive on a follower, with the ms each has left there.
     Touched(Vec<(i64, u64)>),
-    /// Ensemble, on a follower: forwarded writes of these sessions did not reach the leader.
-    ForwardFailed(Vec<i64>),
+    /// Ensemble, on a follower: these forwarded requests (session, cxid) did not reach the
+    /// leader.
+    ForwardFailed(Vec<(i64, i32)>),
     /// Ensemble: a fuzzy image of the state for a Raft snapshot, taken between batches; the
     /// answer says where in the Raft log the image stands.
     Image(oneshot::Sender<(Vec<u8>, Option<super::member::LogPos>)>),

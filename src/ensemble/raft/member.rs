@@ -749,9 +749,12 @@ async fn forwarder(
     mut rx: mpsc::UnboundedReceiver<ToLeader>,
     ttl: Duration,
 ) {
-    let mut link: Option<PeerClient> = None;
+    // The link and the term of the leader it was made for: a leader of a later term is
+    // another process, even with the same id (a member restarted and elected again), and a
+    // link to the one before would fail the first call after a quiet spell.
+    let mut link: Option<(PeerClient, u64)> = None;
     while let Some(msg) = rx.recv().await {
-        let (leader, addr) = {
+        let (leader, addr, term) = {
             let m = raft.metrics();
             let m = m.borrow();
             let leader = m.current_leader.filter(|l| *l != me);
@@ -761,23 +764,23 @@ async fn forwarder(
                     .find(|(id, _)| **id == l)
                     .map(|(id, n)| network.addr_of(*id, n))
             });
-            (leader, addr)
+            (leader, addr, m.current_term)
         };
         if let (Some(l), Some(a)) = (leader, &addr) {
             if link
                 .as_ref()
-                .is_none_or(|c| c.target() != l || c.addr() != a)
+                .is_none_or(|(c, t)| c.target() != l || c.addr() != a || *t != term)
             {
-                link = Some(PeerClient::new(me, l, a.clone()));
+                link = Some((PeerClient::new(me, l, a.clone()), term));
             }
         } else {
             link = None;
         }
         match msg {
             ToLeader::Forward(ops) => {
-                let sessions: Vec<i64> = ops.iter().map(|f| f.session).collect();
+                let sent: Vec<(i64, i32)> = ops.iter().map(|f| (f.session, f.cxid)).collect();
                 let points = match (&mut link, leader) {
-                    (Some(c), Some(l)) => tokio::select! {
+                    (Some((c, _)), Some(l)) => tokio::select! {
                         r = c.forward(ops, ttl) => r.ok().flatten(),
                         _ = leader_changes(&raft, l) => None,
                     },
@@ -790,14 +793,14 @@ async fn forwarder(
                 let msg = match points {
                     Some(p) if p.is_empty() => continue,
                     Some(p) => CoreMsg::SyncPoints(p),
-                    None => CoreMsg::ForwardFailed(sessions),
+                    None => CoreMsg::ForwardFailed(sent),
                 };
                 if core.send(msg).await.is_err() {
                     return;
                 }
             }
             ToLeader::Touch(ids) => {
-                if let (Some(c), Some(l)) = (&mut link, leader) {
+                if let (Some((c, _)), Some(l)) = (&mut link, leader) {
                     let given_up = tokio::select! {
                         r = c.touch(ids, ttl) => r.is_err(),
                         _ = leader_changes(&raft, l) => true,

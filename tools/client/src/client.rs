@@ -119,6 +119,11 @@ impl Client {
         })
     }
 
+    /// The member ("host:port") the latest connection was made to.
+    pub fn server_addr(&self) -> String {
+        self.inner.shared.connected_to()
+    }
+
     /// The session id the server assigned.
     pub fn session_id(&self) -> i64 {
         self.inner.shared.session_id

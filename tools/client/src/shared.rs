@@ -16,6 +16,8 @@ pub(crate) struct Shared {
     pub addr: String,
     /// The member of `addr` the next reconnect attempt goes to.
     next_addr: AtomicUsize,
+    /// The member the latest connection was made to (diagnostics).
+    connected_to: Mutex<String>,
     pub session_id: i64,
     pub password: Bytes,
     /// What the client asks for on every (re)connect.
@@ -50,6 +52,7 @@ impl Shared {
         Shared {
             addr,
             next_addr: AtomicUsize::new(1),
+            connected_to: Mutex::new(String::new()),
             session_id,
             password,
             requested_timeout_ms,
@@ -72,6 +75,19 @@ impl Shared {
     /// The session was opened on member `i` of `addr`: reconnects start with the next one.
     pub fn opened_on(&self, i: usize) {
         self.next_addr.store(i + 1, Ordering::Relaxed);
+        if let Some(h) = self.addr.split(',').nth(i) {
+            self.connected(h);
+        }
+    }
+
+    /// The latest connection was made to `host`.
+    pub fn connected(&self, host: &str) {
+        *lock(&self.connected_to) = host.to_string();
+    }
+
+    /// The member the latest connection was made to.
+    pub fn connected_to(&self) -> String {
+        lock(&self.connected_to).clone()
     }
 
     pub fn session_timeout(&self) -> Duration {

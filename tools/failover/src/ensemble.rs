@@ -502,6 +502,8 @@ pub fn run(a: Args, n: usize) -> Result<bool, String> {
         let mut found = Vec::new();
         let hosts_ref = &hosts;
         let views = block(&rt, async {
+            // Each step names itself in an error: a timeout alone does not say which member
+            // stopped answering.
             for w in &workers {
                 let state = *w.client.state().borrow();
                 if state.is_terminal() {
@@ -512,21 +514,68 @@ pub fn run(a: Args, n: usize) -> Result<bool, String> {
                     ));
                     continue;
                 }
-                found.extend(check::ephemerals(&w.client, &l).await?);
+                let at = w.client.server_addr();
+                found.extend(check::ephemerals(&w.client, &l).await.map_err(|e| {
+                    format!(
+                        "worker {}'s ephemerals (session {:#x}, at {at}): {e}",
+                        w.id,
+                        w.client.session_id()
+                    )
+                })?);
             }
             // The standalone checks through the ensemble (zxid, cversion, pzxid, the next
             // suffix by a probe create), then every member alone.
-            let c = Client::connect(hosts_ref, timeout).await?;
-            sync(&c, "/failover").await?;
-            found.extend(check::after_restart(&c, &mut l).await?);
+            let c = Client::connect(hosts_ref, timeout)
+                .await
+                .map_err(|e| format!("connecting to {hosts_ref}: {e}"))?;
+            let at = c.server_addr();
+            sync(&c, "/failover")
+                .await
+                .map_err(|e| format!("sync at {at}: {e}"))?;
+            found.extend(
+                check::after_restart(&c, &mut l)
+                    .await
+                    .map_err(|e| format!("the checks at {at}: {e}"))?,
+            );
             let _ = c.close().await;
             let mut views = Vec::new();
             for m in &members {
-                views.push((m.id, read_member(&m.addr(), timeout).await?));
+                let v = read_member(&m.addr(), timeout)
+                    .await
+                    .map_err(|e| format!("reading m{} alone: {e}", m.id))?;
+                views.push((m.id, v));
             }
-            Ok::<_, Error>(views)
+            Ok::<_, String>(views)
         })
-        .map_err(|e| format!("cycle {cycle}: checking: {e}"))?;
+        .map_err(|e| {
+            // What each member says of itself, for the member that stopped answering.
+            let said: Vec<String> = members
+                .iter()
+                .map(|m| {
+                    let out = four(m.client_port, "mntr");
+                    let keep: Vec<&str> = out
+                        .lines()
+                        .filter(|l| {
+                            [
+                                "zk_server_state",
+                                "zk_outstanding",
+                                "zk_num_alive",
+                                "zk_zxid",
+                            ]
+                            .iter()
+                            .any(|k| l.starts_with(k))
+                        })
+                        .collect();
+                    let zxid = four(m.client_port, "srvr")
+                        .lines()
+                        .find(|l| l.starts_with("Zxid"))
+                        .unwrap_or("Zxid: ?")
+                        .to_string();
+                    format!("m{}: {zxid}, {}", m.id, keep.join(", "))
+                })
+                .collect();
+            format!("cycle {cycle}: checking: {e} [{}]", said.join("; "))
+        })?;
         let mut vfound = Vec::new();
         check_views(&l, &views, &mut vfound);
         if !vfound.is_empty() {

@@ -144,10 +144,11 @@ async fn reconnect(
             return Err(Ended::Expired);
         }
         tried = true;
+        let host = shared.next_addr();
         let attempt = tokio::time::timeout(
             left.clamp(Duration::from_millis(250), max_try),
             handshake(
-                shared.next_addr(),
+                host,
                 shared.session_id,
                 &shared.password,
                 shared.last_zxid(),
@@ -156,6 +157,7 @@ async fn reconnect(
         );
         match until_command(attempt, rx, backlog).await? {
             Ok(Ok(est)) => {
+                shared.connected(host);
                 shared.set_session_timeout_ms(est.timeout_ms);
                 shared.alive_at(est.sent_at);
                 return Ok(est);
