@@ -277,6 +277,46 @@ def test_reconfig_adds_removes_and_changes_roles_as_zookeeper(ensemble, kind, fi
     assert_members_equal(c, "/rc")
 
 
+def test_the_leader_removed_and_added_back_at_once_is_a_voter_again(ensemble):
+    """The leader is removed and added back by the next reconfig, before it stepped down:
+    ZooKeeper ends with one leader and three participants. Palisade's leader, no voter for
+    a moment, made no membership change of its own, so Raft's voters stayed two while the
+    configuration said three, and it reported itself an observer for good."""
+    from kazoo.exceptions import ConnectionLoss, NewConfigNoQuorumError, ReconfigInProcessError
+    c = reconfig_cluster(ensemble, spare=0)
+    old = leader_of(c)
+    zk = super_client(c, [m for m in c.members if m is not old])
+    _, v0, _ = config(zk)
+    try:
+        zk.reconfig(None, str(old.myid), None)
+    except ConnectionLoss:
+        pass  # its member was dropped by the leader change; the removal may have committed
+    wait_connected(c, zk)
+    back = None
+    for _ in range(20):
+        try:
+            back = zk.reconfig(line(old, client=True), None, None)
+            break
+        except (ConnectionLoss, ReconfigInProcessError, NewConfigNoQuorumError):
+            wait_connected(c, zk)
+            time.sleep(0.5)
+    assert back is not None or config(zk)[1] > v0, c.diagnose("the member was not added back")
+    lines, version, _ = config(zk)
+    assert "server.%d=" % old.myid in "\n".join(lines), lines
+    wait_config(c, c.members, version)
+
+    def settled():
+        modes = [m.mode(1.5) for m in c.members]
+        return modes.count("leader") == 1 and modes.count("follower") == 2 and modes
+    modes = wait_until(settled, 20)
+    assert modes, c.diagnose("not one leader and two followers: %s"
+                             % [m.mode(1.5) for m in c.members])
+    w = c.client()
+    w.retry(w.ensure_path, "/readd")
+    assert write_until_ok(w, "/readd/w", 30) is not None, c.diagnose("no write after it")
+    assert_members_equal(c, "/readd")
+
+
 def test_reconfig_refused_without_a_synced_quorum_or_while_another_is_in_progress(ensemble):
     """NEWCONFIGNOQUORUM when the running voters are no majority of the new ones (checked
     before the ACL, so a client without WRITE on /zookeeper/config gets it too), accepted

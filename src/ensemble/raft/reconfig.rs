@@ -113,14 +113,20 @@ pub async fn reconcile(
                     .filter_map(|m| Some((m.id, peer_addr(m)?))),
             );
         }
+        // A leader a reconfig left out of the voters leads on until it steps down
+        // (member.rs `roles`); one that a later reconfig puts back (removed and added again
+        // at once) makes that change itself, or the configuration and Raft's voters differ
+        // for good and it reports itself an observer.
         let leads = {
             let m = metrics.borrow_and_update();
             m.state == ServerState::Leader
                 && m.current_leader == Some(me)
-                && m.membership_config
+                && (m
+                    .membership_config
                     .membership()
                     .voter_ids()
                     .any(|v| v == me)
+                    || want.voters().contains(&me))
         };
         let step = if leads {
             let (voters, nodes) = membership(&raft);
