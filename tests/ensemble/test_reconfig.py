@@ -340,13 +340,17 @@ def test_reconfig_refused_without_a_synced_quorum_or_while_another_is_in_progres
     lines, v2, _ = config(zk)
     assert v2 > version and line(absent[0], client=True) in lines, lines
     wait_config(c, running, v2)
-    # Two reconfigs back to back: the second finds the first in progress.
-    first = zk.reconfig_async(None, str(absent[0].myid), None, v2)
-    second = zk.reconfig_async(line(absent[1], client=True), None, None, -1)
+    # Two reconfigs back to back: the second finds the first in progress. Sent to the
+    # leader: a follower forwards one call at a time, so on a loaded machine the second
+    # could reach the leader after the first committed (5 runs in 12, two suites at once
+    # with CPU hogs), which is no longer "right behind".
+    lz = super_client(c, [leader_of(c)])
+    first = lz.reconfig_async(None, str(absent[0].myid), None, v2)
+    second = lz.reconfig_async(line(absent[1], client=True), None, None, -1)
     with pytest.raises(ReconfigInProcessError):
         second.get(30)
     data, st = first.get(30)
-    lines, v3, _ = config(zk)
+    lines, v3, _ = config(lz)  # the session that made it: it reads its own write
     assert v3 == st.mzxid > v2 and lines == [line(m) for m in running], lines
     wait_config(c, running, v3)
     # Nothing is in progress any more.
