@@ -10,6 +10,7 @@ ZooKeeper 3.8 and long runs: tools/jepsen/jepsen.py directly (docs/RELIABILITY.m
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -64,6 +65,9 @@ def test_control_an_ack_before_quorum_loses_acknowledged_writes(tmp_path):
                           "--pin-clients", "--clients", "5", "--time", "10",
                           "--seed", "13", "--expect", "unique-ids")
     assert rc == 0, lines + "\n" + tail
+    # The members-equal checker's control: the cut-off leader applied what it acknowledged,
+    # and keeps it after the heal, so its tree differs from the others'.
+    assert re.search(r"members-equal\s+checked\s+\d+\s+violations [1-9]", lines), lines
 
 
 def test_control_ephemerals_left_by_closed_sessions_are_caught(tmp_path):
