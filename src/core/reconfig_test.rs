@@ -32,6 +32,12 @@ fn pair(term: u64, reconfig: bool) -> Pair {
     )
 }
 
+/// The leader's Raft reports `ids` synced (answered within the lease).
+fn synced(p: &mut Pair, ids: &[u64]) {
+    let m = p.nodes[0].core.member.as_ref().expect("member");
+    m.links.info.lock().synced = ids.to_vec();
+}
+
 /// Raft's membership of configuration `version` is in force on both members.
 fn in_force(p: &mut Pair, term: u64, version: i64) {
     for (i, n) in p.nodes.iter_mut().enumerate() {
@@ -111,15 +117,7 @@ fn a_reconfig_is_checked_in_zookeepers_order_and_answered_once_in_force() {
     send(&mut p, &c, 2, reconfig(None, Some("3"), None, 12345));
     // No synced quorum of the new voters (the leader alone of {1, 2}).
     send(&mut p, &c, 3, reconfig(None, Some("3"), None, -1));
-    p.nodes[0]
-        .core
-        .member
-        .as_ref()
-        .expect("member")
-        .links
-        .info
-        .lock()
-        .synced = vec![1, 2];
+    synced(&mut p, &[1, 2]);
     send(
         &mut p,
         &c,
@@ -179,15 +177,7 @@ fn a_reconfig_is_checked_in_zookeepers_order_and_answered_once_in_force() {
         "voters, as ZooKeeper counts"
     );
     // A reconfig now is in progress until then.
-    p.nodes[0]
-        .core
-        .member
-        .as_ref()
-        .expect("member")
-        .links
-        .info
-        .lock()
-        .synced = vec![1, 2];
+    synced(&mut p, &[1, 2]);
     in_force(&mut p, 5, zxid);
     let r = replies(&mut c);
     assert_eq!(

@@ -71,17 +71,17 @@ impl DynConfig {
     }
 
     pub fn voters(&self) -> BTreeSet<u64> {
-        self.members
-            .iter()
-            .filter(|m| m.role == Role::Participant)
-            .map(|m| m.id)
-            .collect()
+        self.ids_of(Role::Participant)
     }
 
     pub fn observers(&self) -> BTreeSet<u64> {
+        self.ids_of(Role::Observer)
+    }
+
+    fn ids_of(&self, role: Role) -> BTreeSet<u64> {
         self.members
             .iter()
-            .filter(|m| m.role == Role::Observer)
+            .filter(|m| m.role == role)
             .map(|m| m.id)
             .collect()
     }

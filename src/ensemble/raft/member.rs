@@ -828,110 +828,42 @@ mod tests {
         m
     }
 
+    /// Member 1's view with no configuration of its own and nobody synced, lease 1000 ms.
+    fn plain(m: &RaftMetrics<NodeId, BasicNode>, caught_up: Option<u64>) -> RoleView {
+        view(
+            m,
+            1,
+            caught_up,
+            1000,
+            &DynConfig::default(),
+            &BTreeSet::new(),
+        )
+    }
+
     /// The bug this guards: a leader restarted in the same term (its vote was committed) saw
     /// an applied entry of its term at once — the snapshot's — and prepped zxids the log
     /// after the snapshot had already used; followers then refused the txns and stopped.
     #[test]
     fn a_leader_is_ready_only_once_its_log_at_election_is_applied() {
-        assert!(
-            !view(
-                &metrics(3, 1399),
-                1,
-                Some(1509),
-                1000,
-                &DynConfig::default(),
-                &BTreeSet::new()
-            )
-            .ready
-        );
-        assert!(
-            view(
-                &metrics(3, 1509),
-                1,
-                Some(1509),
-                1000,
-                &DynConfig::default(),
-                &BTreeSet::new()
-            )
-            .ready
-        );
-        assert!(
-            !view(
-                &metrics(3, 1509),
-                1,
-                None,
-                1000,
-                &DynConfig::default(),
-                &BTreeSet::new()
-            )
-            .ready
-        );
+        assert!(!plain(&metrics(3, 1399), Some(1509)).ready);
+        assert!(plain(&metrics(3, 1509), Some(1509)).ready);
+        assert!(!plain(&metrics(3, 1509), None).ready);
         let mut follower = metrics(3, 1509);
         follower.state = ServerState::Follower;
         follower.current_leader = Some(2);
-        assert!(
-            !view(
-                &follower,
-                1,
-                Some(0),
-                1000,
-                &DynConfig::default(),
-                &BTreeSet::new()
-            )
-            .ready
-        );
-        assert!(
-            view(
-                &follower,
-                1,
-                Some(0),
-                1000,
-                &DynConfig::default(),
-                &BTreeSet::new()
-            )
-            .quorum
-        );
+        assert!(!plain(&follower, Some(0)).ready);
+        assert!(plain(&follower, Some(0)).quorum);
     }
 
     #[test]
     fn a_leader_without_a_quorum_within_its_lease_says_so() {
         let mut m = metrics(3, 10);
         m.millis_since_quorum_ack = Some(900);
-        assert!(
-            view(
-                &m,
-                1,
-                Some(10),
-                1000,
-                &DynConfig::default(),
-                &BTreeSet::new()
-            )
-            .quorum
-        );
+        assert!(plain(&m, Some(10)).quorum);
         m.millis_since_quorum_ack = Some(1001);
-        assert!(
-            !view(
-                &m,
-                1,
-                Some(10),
-                1000,
-                &DynConfig::default(),
-                &BTreeSet::new()
-            )
-            .quorum
-        );
+        assert!(!plain(&m, Some(10)).quorum);
         m.millis_since_quorum_ack = None;
-        assert!(
-            !view(
-                &m,
-                1,
-                Some(10),
-                1000,
-                &DynConfig::default(),
-                &BTreeSet::new()
-            )
-            .quorum
-        );
+        assert!(!plain(&m, Some(10)).quorum);
     }
 
     #[test]
