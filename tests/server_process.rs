@@ -1,31 +1,20 @@
 //! The `palisade` binary as a process: configuration errors and warnings, the per-IP
 //! connection limit, and a clean shutdown on SIGTERM.
 
+mod support;
+
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{four_letter, free_port, temp_dir, Scratch};
 
 const BIN: &str = env!("CARGO_BIN_EXE_palisade");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("palisade-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-    d
-}
 
 struct Server {
     child: Child,
     port: u16,
+    _dir: Scratch,
 }
 
 impl Drop for Server {
@@ -51,7 +40,11 @@ fn start(name: &str, extra: &str) -> Server {
         .spawn()
         .unwrap_or_else(|e| panic!("{BIN}: {e}"));
     // Owned by Server from here on, so every exit path kills and reaps it.
-    let srv = Server { child, port };
+    let srv = Server {
+        child,
+        port,
+        _dir: dir,
+    };
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if four_letter(port, b"ruok").as_deref() == Some("imok") {
@@ -60,15 +53,6 @@ fn start(name: &str, extra: &str) -> Server {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("server did not answer ruok on {port}");
-}
-
-fn four_letter(port: u16, word: &[u8]) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(word).ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
 }
 
 /// A 45-byte ConnectRequest for a new session; returns the connection once answered.

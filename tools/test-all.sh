@@ -14,6 +14,10 @@ step() { printf '\n=== [%ss] %s\n' "$SECONDS" "$*"; }
 # key trees and the benchmarks' quick runs always run both servers.
 refzk=${PALISADE_REFZK:-0}
 
+# pytest keeps every test's tmp_path by default (3 runs of them): only failed tests' here,
+# since an ensemble test's data dirs are tens of MB and CI's disk is small.
+export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -o tmp_path_retention_policy=failed"
+
 step "install test dependencies"
 need_apt=()
 for p in zookeeper zookeeper-bin libcurator-recipes-java; do
@@ -25,6 +29,24 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 python3 -m pip install -q --disable-pip-version-check -r tests/requirements.txt
 
+# Every suite's scratch (TMPDIR: Rust's temp_dir, Python's tempfile, pytest's tmp_path) goes
+# under $work, removed on exit whatever happened; failed tests keep theirs until then. The free
+# disk is printed at both ends: a CI build once died of a full disk.
+work=$(mktemp -d /tmp/palisade-test.XXXXXX)
+mkdir -p "$work/tmp"
+export TMPDIR="$work/tmp"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
+  tests/support/refzk.sh stop "$work/refzk2" 2>/dev/null || true
+  tests/support/palisade_ensemble.sh stop "$work/ensemble" 2>/dev/null || true
+  echo "scratch at the end: $(du -sh "$work" 2>/dev/null | cut -f1); $(df -h --output=avail "$work" | tail -1 | tr -d ' ') free"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+echo "disk free at the start: $(df -h --output=avail "$work" | tail -1 | tr -d ' ')"
+
 step "cargo test (unit, property, golden-vector and black-box tests)"
 cargo test --workspace --locked --release
 
@@ -33,16 +55,6 @@ cargo test --workspace --locked --release
 step "build the server and the tools"
 cargo build --workspace --release --locked --bins --tests
 
-work=$(mktemp -d /tmp/palisade-test.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  tests/support/refzk.sh stop "$work/refzk" 2>/dev/null || true
-  tests/support/refzk.sh stop "$work/refzk2" 2>/dev/null || true
-  tests/support/palisade_ensemble.sh stop "$work/ensemble" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
 
 # Palisade on loopback with the same settings the reference ZooKeeper gets. A super digest
 # (login super:secret, a test-only password on a loopback-only server) for the ACL suites.
