@@ -6,6 +6,11 @@ import bisect
 import json
 import os
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "ensemble"))
+from helpers import STAT_FIELDS  # noqa: E402  (the order of a tree entry's Stat)
 
 
 def result(checked, violations, **extra):
@@ -197,6 +202,30 @@ def trees_equal(trees):
         if trees[m] != trees[ms[0]]:
             diff = [p for p in sorted(set(trees[m]) | set(trees[ms[0]]))
                     if trees[m].get(p) != trees[ms[0]].get(p)]
-            viol.append("members %s and %s differ at %d nodes, e.g. %s"
-                        % (ms[0], m, len(diff), diff[:3]))
+            viol.append("members %s and %s differ at %d nodes, e.g. %s; first: %s"
+                        % (ms[0], m, len(diff), diff[:3],
+                           node_diff(trees[ms[0]].get(diff[0]), trees[m].get(diff[0]))))
     return result(sum(len(t) for t in trees.values()), viol)
+
+
+# The parts of a tree entry (tests/ensemble/helpers.py tree()).
+NODE_PARTS = ("data", "stat", "children", "acls")
+
+
+def node_diff(a, b):
+    """What differs between two members' entries for one node: missing on one side, or each
+    differing part (Stat fields by name) with both values."""
+    if a is None or b is None:
+        return "present on one member only"
+    out = []
+    for name, x, y in zip(NODE_PARTS, a, b):
+        if x == y:
+            continue
+        if name == "stat" and len(x) == len(STAT_FIELDS) == len(y):
+            out += ["%s %r vs %r" % (f, u, v) for f, u, v in zip(STAT_FIELDS, x, y) if u != v]
+        elif name == "children":
+            out.append("children only on one: %s, only on the other: %s"
+                       % (sorted(set(x) - set(y))[:3], sorted(set(y) - set(x))[:3]))
+        else:
+            out.append("%s %r vs %r" % (name, x, y))
+    return "; ".join(out)

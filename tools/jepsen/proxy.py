@@ -9,20 +9,84 @@ bytes of a TCP stream.
 
 A slowed direction delivers each chunk a fixed delay after it was read, in order (a long,
 slow path), so its receiver falls behind without losing the link.
+
+The relay runs in a process of its own, driven over a pipe by `Proxy`. In the harness's own
+process it shared the GIL with the checker: during a final tree walk (hundreds of thousands of
+kazoo callbacks) it forwarded heartbeats hundreds of ms late, and the members, rightly, elected
+again and again — a fault of the network the harness built, not of the servers.
 """
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import threading
 
 
 class Proxy:
+    """The harness's handle on the relay process: each call is one request and its reply."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-u", os.path.abspath(__file__)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.lock = threading.Lock()  # the nemesis and the main thread both call
+
+    def _ask(self, op, *args):
+        with self.lock:
+            self.proc.stdin.write(json.dumps([op, *args]) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the proxy process exited (status %s)" % self.proc.poll())
+        ok, value = json.loads(line)
+        if not ok:
+            raise RuntimeError("proxy %s: %s" % (op, value))
+        return value
+
+    def listen(self, port, src, dst, target_port):
+        """Member `src` reaches member `dst`'s `target_port` at 127.0.0.1:`port`."""
+        self._ask("listen", port, src, dst, target_port)
+
+    def set_blocked(self, pairs):
+        """Exactly the directed (src, dst) pairs in `pairs` are cut; every other one flows."""
+        self._ask("set_blocked", [list(p) for p in pairs])
+
+    def set_delay(self, pairs, seconds):
+        """Chunks read on the directed pairs in `pairs` from now on are delivered `seconds`
+        later; every other pair without delay."""
+        self._ask("set_delay", [list(p) for p in pairs], seconds)
+
+    def heal(self):
+        self._ask("heal")
+
+    @property
+    def upstream_ports(self):
+        """Local ports of the proxy's own connections to members."""
+        return set(self._ask("upstream_ports"))
+
+    def close(self):
+        try:
+            self._ask("close")
+        except Exception:
+            pass
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Relay:
+    """The proxy itself: an asyncio loop on a thread of the relay process."""
+
     def __init__(self):
         self.loop = asyncio.new_event_loop()
         self.gates = {}  # (src, dst) -> asyncio.Event, set while src -> dst flows
         self.delays = {}  # (src, dst) -> seconds each chunk waits before it is delivered
         self.servers = []
         self.upstream_ports = set()  # local ports of the proxy's own connections to members
-        self.conns = 0
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
@@ -94,7 +158,6 @@ class Proxy:
                 pass
 
     async def _serve(self, creader, cwriter, src, dst, target_port):
-        self.conns += 1
         try:
             await self._gate(src, dst).wait()
             ureader, uwriter = await asyncio.open_connection("127.0.0.1", target_port)
@@ -134,6 +197,31 @@ class Proxy:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
+def serve():
+    """The relay process: one JSON request per line on stdin, one [ok, value] reply per line
+    on stdout; ends when stdin does (the harness gone)."""
+    relay = Relay()
+    ops = {
+        "listen": relay.listen,
+        "set_blocked": lambda pairs: relay.set_blocked(tuple(p) for p in pairs),
+        "set_delay": lambda pairs, s: relay.set_delay((tuple(p) for p in pairs), s),
+        "heal": relay.heal,
+        "upstream_ports": lambda: sorted(relay.upstream_ports),
+        "close": lambda: None,  # below, after the reply
+    }
+    for line in sys.stdin:
+        op, *args = json.loads(line)
+        try:
+            reply = [True, ops[op](*args)]
+        except Exception as e:
+            reply = [False, repr(e)]
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+        if op == "close":
+            break
+    relay.close()
+
+
 def bypassing(real_ports, proxy_ports):
     """Established loopback connections to a member's real peer/election port that did not
     come from the proxy (a member that learnt another's real address, e.g. from a Raft
@@ -154,3 +242,7 @@ def bypassing(real_ports, proxy_ports):
     except OSError:
         pass
     return out
+
+
+if __name__ == "__main__":
+    serve()

@@ -120,3 +120,12 @@ def test_members_equal_catches_a_difference():
     assert checkers.trees_equal({1: a, 2: dict(a)})["violation_count"] == 0
     b = {"/jepsen": (b"x", (1,), (), ())}
     assert checkers.trees_equal({1: a, 2: b})["violation_count"] == 1
+
+
+def test_members_equal_names_the_stat_fields_that_differ():
+    stat = tuple(range(11))
+    a = {"/jepsen/l": (b"", stat, ("x",), ())}
+    b = {"/jepsen/l": (b"", stat[:5] + (9,) + stat[6:10] + (99,), ("x", "y"), ())}
+    v = checkers.trees_equal({1: a, 2: b})["violations"][0]
+    assert "cversion 5 vs 9" in v and "pzxid 10 vs 99" in v, v
+    assert "only on the other: ['y']" in v, v

@@ -99,7 +99,8 @@ class Register(Workload):
     """Jepsen's cas-register on independent keys: read (sync + getData), write (setData, or
     create on the key's first write), cas (sync + getData, compare, setData with the version
     read). The clients move to the next key every `ops_per_key` invocations, which keeps each
-    key's history small enough for an exact linearizability search."""
+    key's history small enough for an exact linearizability search. An ok records the client
+    port of the member that answered (`member`), to tell which one served a stale read."""
 
     name = "register"
 
@@ -123,9 +124,9 @@ class Register(Workload):
                 try:
                     zk.sync_async(path).get(timeout=t)
                     data, _ = zk.get_async(path).get(timeout=t)
-                    p.ok(inv, int(data))
+                    p.ok(inv, int(data), member=peer_port(zk))
                 except NoNodeError:
-                    p.ok(inv, None)
+                    p.ok(inv, None, member=peer_port(zk))
                 except ERRORS as e:
                     p.fail(inv, None, error=type(e).__name__)
             elif f == "write":
@@ -139,7 +140,7 @@ class Register(Workload):
                             zk.create_async(path, b"%d" % v).get(timeout=t)
                         except NodeExistsError:
                             zk.set_async(path, b"%d" % v, -1).get(timeout=t)
-                    p.ok(inv, v)
+                    p.ok(inv, v, member=peer_port(zk))
                 except ERRORS as e:
                     p.info(inv, v, error=type(e).__name__)
             else:
@@ -159,7 +160,7 @@ class Register(Workload):
                     continue
                 try:
                     zk.set_async(path, b"%d" % new, st.version).get(timeout=t)
-                    p.ok(inv, [old, new])
+                    p.ok(inv, [old, new], member=peer_port(zk))
                 except BadVersionError:
                     p.fail(inv, [old, new], error="BadVersion")
                 except ERRORS as e:
