@@ -317,6 +317,42 @@ def test_the_leader_removed_and_added_back_at_once_is_a_voter_again(ensemble):
     assert_members_equal(c, "/readd")
 
 
+def test_a_member_given_other_peer_ports_listens_and_is_reached_there(ensemble):
+    """A reconfig that gives a running follower other peer and election ports (`reconfig
+    -add` of its id at the new ports): it listens at the new ones, and the others reach it
+    there — with the leader then killed, it and the other survivor elect and commit. (Which
+    port: ZooKeeper's follower listens on its election port only, the peer port being the
+    leader's; Palisade's members all listen on the peer port and need no election port.)"""
+    import socket
+    import cluster as ens
+    c = reconfig_cluster(ensemble, spare=0)
+    leader = leader_of(c)
+    moved = next(m for m in c.members if m is not leader)
+    zk = super_client(c, [leader])
+    moved.peer_port, moved.election_port = ens._take_ports(c.kind, 2)
+    zk.reconfig(line(moved, client=True), None, None)
+    lines, version, _ = config(zk)
+    assert "server.%d=127.0.0.1:%d:" % (moved.myid, moved.peer_port) in "\n".join(lines), lines
+    wait_config(c, c.members, version)
+
+    port = moved.election_port if c.kind == "zookeeper" else moved.peer_port
+
+    def listening():
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    assert wait_until(listening, 20), c.diagnose("%r does not listen on its new port %d"
+                                                 % (moved, port))
+    leader.kill()
+    rest = [m for m in c.members if m is not leader]
+    c.wait_formed(60, members=rest)
+    w = c.client(rest)
+    w.retry(w.ensure_path, "/moved")
+    assert write_until_ok(w, "/moved/w", 30) is not None, c.diagnose("no write without the leader")
+
+
 def test_reconfig_refused_without_a_synced_quorum_or_while_another_is_in_progress(ensemble):
     """NEWCONFIGNOQUORUM when the running voters are no majority of the new ones (checked
     before the ACL, so a client without WRITE on /zookeeper/config gets it too), accepted

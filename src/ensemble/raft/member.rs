@@ -339,13 +339,24 @@ pub async fn start(
         .await
         .map_err(|e| io::Error::other(format!("cannot listen on the peer port {addr}: {e}")))?;
     let stop = CancellationToken::new();
-    let peer = Peer {
+    let peer = Arc::new(Peer {
         raft: raft.clone(),
         core: core.clone(),
         me: myid,
         reconfig: cfg.reconfig,
-    };
-    tokio::spawn(serve(listener, Arc::new(peer), stop.clone()));
+    });
+    let listening = stop.child_token();
+    tokio::spawn(serve(listener, peer.clone(), listening.clone()));
+    if cfg.reconfig {
+        tokio::spawn(super::reconfig::listen_as_configured(
+            desired.clone(),
+            myid,
+            addr.clone(),
+            listening,
+            peer,
+            stop.clone(),
+        ));
+    }
 
     let mut voters = BTreeMap::new();
     for m in &cfg.members {

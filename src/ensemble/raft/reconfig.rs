@@ -15,7 +15,7 @@
 //!   voter); it never forms its own. Only when a majority of zoo.cfg's voters (itself
 //!   included) answer that none is formed does it form one with them, as at first start.
 
-use super::network::{JoinReply, Network, PeerClient};
+use super::network::{serve, JoinReply, Network, PeerClient, PeerHandler};
 use super::types::{NodeId, TypeConfig};
 use crate::ensemble::dynamic::DynConfig;
 use crate::ensemble::members::{Member, Role};
@@ -23,7 +23,9 @@ use openraft::{BasicNode, ChangeMembers, Raft, ServerState};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// Where the other members reach `m` (its first peer address).
 pub fn peer_addr(m: &Member) -> Option<String> {
@@ -166,6 +168,49 @@ pub async fn reconcile(
             // Not the leader any more, or a change still committing: look again shortly.
             tracing::info!(?step, error = %e, "membership change not made (yet)");
             tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// With reconfigEnabled: this member listens for its peers where the committed
+/// configuration says they reach it. A reconfig that moves its peer address (`reconfig -add`
+/// of its id with another address) binds the new one, then closes the old listener and its
+/// links (the others reconnect at the new one, `Network::follow`), as ZooKeeper's quorum
+/// listener rebinds. A new address that cannot be bound is logged and the old one kept.
+pub async fn listen_as_configured<H: PeerHandler>(
+    mut desired: watch::Receiver<Arc<DynConfig>>,
+    me: NodeId,
+    mut addr: String,
+    mut current: CancellationToken,
+    handler: Arc<H>,
+    stop: CancellationToken,
+) {
+    let mut tried = None;
+    loop {
+        let want = desired.borrow_and_update().clone();
+        let moved = (want.version != 0)
+            .then(|| want.members.iter().find(|m| m.id == me).and_then(peer_addr))
+            .flatten()
+            .filter(|a| *a != addr && tried.as_ref() != Some(a));
+        if let Some(new) = moved {
+            match TcpListener::bind(&new).await {
+                Ok(listener) => {
+                    let token = stop.child_token();
+                    tokio::spawn(serve(listener, handler.clone(), token.clone()));
+                    current.cancel();
+                    tracing::info!(old = %addr, new = %new, "the configuration moved this member's peer port: listening there");
+                    current = token;
+                    addr = new;
+                }
+                Err(e) => {
+                    tracing::error!(%new, error = %e, "the configuration moved this member's peer port, but it cannot listen there: still on {addr}");
+                    tried = Some(new);
+                }
+            }
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            r = desired.changed() => if r.is_err() { return },
         }
     }
 }
