@@ -235,8 +235,11 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
                     AnyError::new(&e),
                 ))
             })?;
-        if let Some(f) = &inner.file {
-            f.save(meta, &data).map_err(|e| {
+        let mut data = data;
+        if let Some(f) = inner.file.clone() {
+            let (saved, back) = f.save_off_thread(meta, data).await;
+            data = back;
+            saved.map_err(|e| {
                 StorageError::from(StorageIOError::write_snapshot(
                     Some(meta.signature()),
                     AnyError::new(&e),
@@ -320,8 +323,11 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
             last_membership,
             snapshot_id,
         };
-        if let Some(f) = &inner.file {
-            f.save(&meta, &data).map_err(|e| {
+        let mut data = data;
+        if let Some(f) = inner.file.clone() {
+            let (saved, back) = f.save_off_thread(&meta, data).await;
+            data = back;
+            saved.map_err(|e| {
                 StorageError::from(StorageIOError::write_snapshot(
                     Some(meta.signature()),
                     AnyError::new(&e),
