@@ -4,6 +4,8 @@
 //! build in either package; each test binary uses only part of it.
 #![allow(dead_code)]
 
+mod scratch;
+
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use std::io::{self, Read, Write};
@@ -85,39 +87,13 @@ pub fn free_port() -> u16 {
         .unwrap_or(0)
 }
 
-/// A fresh directory under the system temp dir, unique per process and name; removed when
-/// dropped unless the test is failing (then it is kept for a look). A test's data dir can
-/// be hundreds of MB (preallocated log segments): left behind, a CI run fills its disk.
-pub struct Scratch(PathBuf);
+pub use scratch::Scratch;
 
+/// A fresh directory under the system temp dir, unique per process and name (a `Scratch`:
+/// removed unless the test fails).
 pub fn temp_dir(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("palisade-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-    Scratch(d)
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("kept {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    Scratch::new(d)
 }
 
 /// A server process on a data dir; killed (SIGKILL) and reaped when dropped.

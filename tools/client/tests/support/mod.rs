@@ -3,6 +3,10 @@
 //! connection without touching the server.
 #![allow(dead_code)]
 
+#[path = "../../../../tests/support/scratch.rs"]
+mod scratch;
+pub use scratch::Scratch;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,33 +43,12 @@ pub fn free_port() -> u16 {
 
 static DIRS: AtomicU64 = AtomicU64::new(0);
 
-/// A fresh directory under the system temp dir, unique per process and call; removed when
-/// dropped unless the test is failing (then it is kept for a look).
-pub struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("kept {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
+/// A fresh directory under the system temp dir, unique per process and call (a `Scratch`:
+/// removed unless the test fails).
 pub fn temp_dir(name: &str) -> Scratch {
     let n = DIRS.fetch_add(1, Ordering::Relaxed);
     let d = std::env::temp_dir().join(format!("palisade-client-{name}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-    Scratch(d)
+    Scratch::new(d)
 }
 
 /// A Palisade process on a data dir, on 127.0.0.1; killed when dropped.
