@@ -256,6 +256,12 @@ pub struct Network {
     /// Where this member reaches each other member: its own zoo.cfg's `server.N` lines, then
     /// (reconfigEnabled) the committed configuration's (`Network::follow`).
     pub addrs: Arc<parking_lot::RwLock<BTreeMap<NodeId, String>>>,
+    /// A member's address before a configuration moved it: tried when the new one refuses,
+    /// until the new one has answered once. The leader follows a move as soon as the
+    /// reconfig is committed, but the moved member listens at the new address only once it
+    /// has applied it, and it learns the commit from the leader: without the old address
+    /// it would never hear of it.
+    pub moved_from: Arc<parking_lot::RwLock<BTreeMap<NodeId, String>>>,
 }
 
 impl Network {
@@ -265,6 +271,7 @@ impl Network {
             retry,
             contacts: Contacts::default(),
             addrs: Default::default(),
+            moved_from: Default::default(),
         }
     }
 
@@ -280,8 +287,14 @@ impl Network {
     /// them; openraft makes its replication links anew at every membership change.
     pub fn follow(&self, config: impl IntoIterator<Item = (NodeId, String)>) {
         let mut addrs = self.addrs.write();
+        let mut moved = self.moved_from.write();
         for (id, addr) in config {
-            addrs.insert(id, addr);
+            match addrs.insert(id, addr.clone()) {
+                Some(old) if old != addr => {
+                    moved.insert(id, old);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -302,10 +315,18 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
+        let addr = self.addr_of(target, node);
+        let moved_from = self
+            .moved_from
+            .read()
+            .get(&target)
+            .filter(|old| **old != addr)
+            .cloned();
         PeerClient {
             me: self.me,
             target,
-            addr: self.addr_of(target, node),
+            addr,
+            moved_from,
             link: None,
             retry: self.retry,
             down: false,
@@ -318,6 +339,8 @@ pub struct PeerClient {
     me: NodeId,
     target: NodeId,
     addr: String,
+    /// The member's previous address while it moves (`Network::moved_from`).
+    moved_from: Option<String>,
     link: Option<TcpStream>,
     retry: Duration,
     /// The member could not be reached at the last try (logged once, and once when back).
@@ -349,6 +372,7 @@ impl PeerClient {
             me,
             target,
             addr,
+            moved_from: None,
             link: None,
             retry: Duration::from_millis(500),
             down: false,
@@ -417,7 +441,20 @@ impl PeerClient {
     async fn call_inner(&mut self, req: PeerRequest) -> Result<PeerResponse, CallError> {
         if self.link.is_none() {
             let s = match TcpStream::connect(&self.addr).await {
-                Ok(s) => s,
+                Ok(s) => {
+                    self.moved_from = None;
+                    s
+                }
+                Err(e) if self.moved_from.is_some() => {
+                    let old = self.moved_from.clone().unwrap_or_default();
+                    match TcpStream::connect(&old).await {
+                        Ok(s) => {
+                            tracing::info!(member = self.target, new = %self.addr, %old, "member not yet at its new address: reached at its previous one");
+                            s
+                        }
+                        Err(_) => return Err(CallError::Unreachable(e)),
+                    }
+                }
                 Err(e) => {
                     if !self.down {
                         tracing::warn!(member = self.target, addr = %self.addr, error = %e, "member unreachable");

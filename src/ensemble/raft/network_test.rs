@@ -234,3 +234,45 @@ fn a_committed_configuration_moves_members_for_every_clone() {
     assert_eq!(clone.addr_of(3, &from_membership), "127.0.0.1:8003");
     assert_eq!(clone.addr_of(4, &from_membership), "127.0.0.1:8004");
 }
+
+/// The leader follows a move as soon as the reconfig commits, but the moved member listens
+/// at its new address only once it has applied it (and it hears of the commit from the
+/// leader): until then it is reached at its previous address; once the new one has
+/// answered, the old one is never tried again.
+#[tokio::test]
+async fn a_moved_member_is_reached_at_its_previous_address_until_it_listens_at_the_new() {
+    let (old, cancel_old) = start(Arc::new(Stand::default())).await;
+    let new = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let mut n = Network::new(1, Duration::from_millis(50)).with_addrs([(2, old.clone())].into());
+    n.follow([(2, new.clone())]);
+    let mut c = n.new_client(2, &BasicNode::new(&new)).await;
+    c.vote(VoteRequest::new(Vote::new(2, 1), None), opt())
+        .await
+        .unwrap();
+    // The member moves: listens at the new address, closes the old one and its links.
+    let listener = TcpListener::bind(&new).await.unwrap();
+    let cancel_new = CancellationToken::new();
+    tokio::spawn(serve(
+        listener,
+        Arc::new(Stand::default()),
+        cancel_new.clone(),
+    ));
+    cancel_old.cancel();
+    let mut answered = false;
+    for _ in 0..50 {
+        if c.vote(VoteRequest::new(Vote::new(2, 1), None), opt())
+            .await
+            .is_ok()
+        {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(answered, "not reached at its new address");
+    assert!(c.moved_from.is_none(), "the old address is still kept");
+    cancel_new.cancel();
+}
