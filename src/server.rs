@@ -111,7 +111,7 @@ fn start_standalone(
         let _ = durable_tx.blocking_send(msg);
     })?;
     let (spare_tx, spare_rx) = std::sync::mpsc::channel();
-    let snap_tx = snapshotter::spawn(
+    let snap_link = snapshotter::spawn(
         SnapDirs {
             snap_dir: cfg.snap_dir(),
             retain: cfg.snap_retain_count.max(1) as usize,
@@ -122,7 +122,7 @@ fn start_standalone(
     )?;
     let mut core = Core::new(core_cfg, Box::new(LogQueue::new(log_tx)));
     core.restore(restored);
-    core.enable_snapshots(snap_tx, spare_rx, cfg.snap_count);
+    core.enable_snapshots(snap_link, spare_rx, cfg.snap_count);
     let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()
         .name("palisade-core".into())

@@ -116,4 +116,4 @@ pub use item::{
     ItemReader, NodeItem, ACL_ENTRIES_MAX, DATA_BYTES_MAX, NAME_BYTES_MAX, NO_PARENT,
 };
 pub use reader::{Items, Snapshot};
-pub use writer::SnapshotWriter;
+pub use writer::{SnapshotWriter, WRITEBACK_BYTES};

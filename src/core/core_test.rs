@@ -1026,3 +1026,112 @@ fn a_standalone_server_refuses_reconfig_as_zookeepers_does() {
         ]
     );
 }
+
+/// A snapshot writer that takes nothing (its disk stalled): the capture fills the writer's
+/// queue and then waits, while the core goes on answering requests; no second snapshot
+/// starts until the writer says the first one's file is finished.
+#[test]
+fn a_stalled_snapshot_writer_never_blocks_the_core() {
+    use crate::durability::snapshotter::{SnapLink, SnapMsg, QUEUE};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut h = Harness::new();
+    let mut a = h.connect();
+    // A block is cut after each capture step of SNAPSHOT_STEP nodes once it holds
+    // SNAPSHOT_BLOCK bytes: this tree makes about 2 × QUEUE blocks, more than the writer's
+    // queue holds.
+    let per_node = crate::limits::SNAPSHOT_BLOCK / crate::limits::SNAPSHOT_STEP + 64;
+    let data = vec![7u8; per_node];
+    let nodes = (2 * QUEUE * crate::limits::SNAPSHOT_STEP) as i32;
+    for i in 0..nodes {
+        h.send(&a, i, create_with(&format!("/n{i}"), &data));
+        if i % 1024 == 1023 {
+            h.durable();
+            a.write_out();
+        }
+    }
+    h.durable();
+    a.write_out();
+
+    let (tx, writer) = std_mpsc::sync_channel::<SnapMsg>(QUEUE);
+    let writing = Arc::new(AtomicBool::new(false));
+    let (_spare_tx, spare) = std_mpsc::channel();
+    h.core.enable_snapshots(
+        SnapLink {
+            tx,
+            writing: writing.clone(),
+        },
+        spare,
+        1_000_000,
+    );
+    assert!(h.core.start_snapshot().is_some());
+    // On a thread, so that a core blocking on the full queue fails the test instead of
+    // hanging it.
+    let (done_tx, done) = std_mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        for turn in 0..1_000 {
+            h.core.snapshot_step();
+            h.send(&a, 10_000 + turn, get_data("/n0", false));
+        }
+        let _ = done_tx.send(());
+        (h, a)
+    });
+    assert!(
+        done.recv_timeout(std::time::Duration::from_secs(30))
+            .is_ok(),
+        "the core blocked on the snapshot writer's queue"
+    );
+    let Ok((mut h, mut a)) = worker.join() else {
+        panic!("core thread panicked")
+    };
+    let replies = a.write_out();
+    assert_eq!(xids(&replies).len(), 1_000, "every read was answered");
+    assert!(
+        h.core.snapshot_waiting(),
+        "the capture waits for the writer"
+    );
+    assert!(h.core.capturing());
+    assert!(h.core.start_snapshot().is_none(), "one capture at a time");
+
+    // The writer catches up: the capture goes on to its end, in order.
+    let mut kinds = Vec::new();
+    for _ in 0..10_000 {
+        h.core.snapshot_step();
+        while let Ok(m) = writer.try_recv() {
+            kinds.push(match m {
+                SnapMsg::Begin { .. } => 'B',
+                SnapMsg::Block(_) => 'b',
+                SnapMsg::Finish(_) => 'F',
+            });
+        }
+        if kinds.last() == Some(&'F') {
+            break;
+        }
+    }
+    let kinds: String = kinds.into_iter().collect();
+    assert!(kinds.starts_with("Bbbbbbbbbbbbbbbbb"), "{kinds}");
+    assert!(kinds.len() > QUEUE + 2, "{kinds}");
+    assert!(
+        kinds.ends_with("bF") && kinds.matches('B').count() == 1,
+        "{kinds}"
+    );
+    assert!(!h.core.capturing() && !h.core.snapshot_waiting());
+    // Captured, but the file not yet finished: the next snapshot waits for it, and one
+    // asked for (csnp) starts once the writer is done.
+    assert!(h.core.start_snapshot().is_none());
+    let zxid = h.core.state.zxid();
+    assert_eq!(h.core.request_snapshot(), Some(zxid));
+    assert!(h.core.snapshot_waiting() && h.core.capturing());
+    h.core.snapshot_step();
+    assert!(
+        writer.try_recv().is_err(),
+        "nothing starts while the file is written"
+    );
+    writing.store(false, Ordering::Release);
+    h.core.snapshot_step();
+    assert!(matches!(
+        writer.try_recv(),
+        Ok(SnapMsg::Begin { start_zxid }) if start_zxid == zxid
+    ));
+    assert!(!h.core.snapshot_waiting());
+}

@@ -407,7 +407,7 @@ impl Core {
                 let _ = writeln!(out, "datadir_size: {}", dir_size(&self.cfg.data_dir));
                 let _ = writeln!(out, "logdir_size: {}", dir_size(&self.cfg.data_log_dir));
             }
-            FourLetterWord::Csnp => match self.start_snapshot().or_else(|| self.ask_raft_snapshot()) {
+            FourLetterWord::Csnp => match self.request_snapshot().or_else(|| self.ask_raft_snapshot()) {
                 Some(z) => {
                     let _ = writeln!(out, "Snapshot creation scheduled at zxid {z:#x}.");
                 }

@@ -179,7 +179,12 @@ impl Core {
             let first = if self.capturing() {
                 match inbox.try_recv() {
                     Ok(m) => Some(m),
-                    Err(mpsc::error::TryRecvError::Empty) => None,
+                    Err(mpsc::error::TryRecvError::Empty) => {
+                        if self.snapshot_waiting() {
+                            std::thread::yield_now();
+                        }
+                        None
+                    }
                     Err(mpsc::error::TryRecvError::Disconnected) => break,
                 }
             } else {

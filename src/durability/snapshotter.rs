@@ -2,14 +2,17 @@
 //! snapshot file; when one is complete it keeps the newest `retain` snapshots and, once that
 //! many valid ones exist, tells the log thread (the durability layer's owner of the WAL) from
 //! which zxid on the log is still needed; the log thread deletes the segments before it. A
-//! failed snapshot is logged, not fatal: the log still holds everything. It reports nothing
-//! back to the core, so the core (which blocks when this thread's queue is full) can never
-//! wait on a thread that waits on it; the log thread's channel is unbounded.
+//! failed snapshot is logged, not fatal: the log still holds everything. It sends nothing
+//! back to the core, and the core never blocks on it: when this thread's queue is full the
+//! capture waits a turn (requests go on), and a new capture starts only once `writing` says
+//! the previous file is finished (ZooKeeper likewise skips a snapshot while one is written).
+//! The log thread's channel is unbounded.
 
 use crate::durability::log::LogMsg;
 use palisade_snapshot::{SnapshotWriter, Trailer};
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 pub enum SnapMsg {
@@ -27,17 +30,24 @@ pub struct SnapDirs {
     pub log: mpsc::Sender<LogMsg>,
 }
 
-/// Chunks queued to the writer at most: the core blocks past this, so a slow disk slows the
-/// capture rather than filling memory.
-const QUEUE: usize = 8;
+/// Chunks queued to the writer at most: past this the capture pauses, so a slow disk slows
+/// the capture rather than filling memory.
+pub const QUEUE: usize = 8;
+
+/// The core's end of the writer thread.
+pub struct SnapLink {
+    pub tx: mpsc::SyncSender<SnapMsg>,
+    /// Set by the core when it begins a snapshot, cleared here once that snapshot's file is
+    /// finished (written or failed).
+    pub writing: Arc<AtomicBool>,
+}
 
 /// Starts the thread. Written chunks go back through `recycle`, so the capture reuses warm
 /// buffers instead of faulting in fresh memory for every block.
-pub fn spawn(
-    dirs: SnapDirs,
-    recycle: mpsc::Sender<Vec<u8>>,
-) -> std::io::Result<mpsc::SyncSender<SnapMsg>> {
+pub fn spawn(dirs: SnapDirs, recycle: mpsc::Sender<Vec<u8>>) -> std::io::Result<SnapLink> {
     let (tx, rx) = mpsc::sync_channel::<SnapMsg>(QUEUE);
+    let writing = Arc::new(AtomicBool::new(false));
+    let done = writing.clone();
     std::thread::Builder::new()
         .name("palisade-snap".into())
         .spawn(move || {
@@ -68,6 +78,7 @@ pub fn spawn(
                     }
                     SnapMsg::Finish(trailer) => {
                         let Some((start_zxid, t0, w)) = current.take() else {
+                            done.store(false, Ordering::Release);
                             continue;
                         };
                         match w.and_then(|w| w.finish(trailer).map_err(|e| e.to_string())) {
@@ -90,6 +101,7 @@ pub fn spawn(
                                 "snapshot failed (the log still holds every txn)"
                             ),
                         }
+                        done.store(false, Ordering::Release);
                     }
                 }
             }
@@ -97,7 +109,7 @@ pub fn spawn(
                 w.abort();
             }
         })?;
-    Ok(tx)
+    Ok(SnapLink { tx, writing })
 }
 
 /// Keeps the newest `retain` snapshots; once that many valid ones exist, asks the log thread
@@ -117,3 +129,7 @@ fn retain(dirs: &SnapDirs) -> Option<i64> {
     }
     Some(keep_from)
 }
+
+#[cfg(test)]
+#[path = "snapshotter_test.rs"]
+mod tests;

@@ -4,6 +4,7 @@
     python3 tools/bench/scale.py [--nodes 10000000] [--chunk 1000000] [--zk-heap 12g]
                                  [--kinds palisade,zookeeper] [--write-seconds 10]
                                  [--port-base 28500] [--max-minutes 75] [--json OUT] [--markdown OUT]
+                                 [--palisade BIN]   # another build of Palisade, for a before/after
 
 Not in CI (tens of minutes, GBs of disk and memory). Each server in turn, on a fresh data dir,
 forceSync on, `snapCount=1000000` for both (ZooKeeper's default 100,000 would leave ~130
@@ -394,11 +395,15 @@ def main():
     ap.add_argument("--zk-heap", default="12g", help="ZooKeeper's -Xmx (the machine has 24 GiB)")
     ap.add_argument("--write-seconds", type=float, default=10)
     ap.add_argument("--port-base", type=int)
+    ap.add_argument("--palisade", metavar="BIN",
+                    help="run this Palisade binary instead of the tree's (a before/after)")
     ap.add_argument("--max-minutes", type=float, default=75)
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     a = ap.parse_args()
     driver.PORT_BASE = a.port_base
+    if a.palisade:
+        driver.PALISADE = os.path.abspath(a.palisade)
     DEADLINE = time.time() + a.max_minutes * 60
     import subprocess
     subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "palisade", "-p", "palisade-bench"],
