@@ -15,9 +15,11 @@ ZooKeeper/Palisade, so > 1 always means Palisade is better).
 
 Next to every figure: the server's CPU µs per operation over the same runs (utime + stime
 from /proc/<pid>/stat over the timed part; lower is better, and unlike throughput it barely
-moves when other work shares the machine). Light load (`--light-only`, part of the default
-run): get and set at 100, 1,000 and 10,000 requests/s from 4 sessions on a fixed schedule,
-reporting the server's CPU seconds per wall second (also for the --baseline build).
+moves when other work shares the machine), and the client's (the load generator's own utime +
+stime over the same timed part: client and server share the cores). Light load
+(`--light-only`, part of the default run): get and set at 100, 1,000 and 10,000 requests/s
+from 4 sessions on a fixed schedule, reporting the server's CPU seconds per wall second (also
+for the --baseline build).
 
 Also measured once per server: memory per znode after `populate` (Palisade RSS; ZooKeeper RSS
 and heap used after a full GC), restart after kill -9 (process start -> a client reads the last
@@ -335,12 +337,15 @@ WORKLOADS = [
 ]
 
 
-def record(results, kind, name, value, cpu_us_per_op=None, run=None):
-    """One round's figure, the server CPU µs per operation of the run it came from, and the
-    machine's state before that run (load average, fdatasync probe; `run` is its JSON)."""
+def record(results, kind, name, value, cpu_us_per_op=None, run=None, client_cpu_us_per_op=None):
+    """One round's figure, the server's and the client's CPU µs per operation of the run it came
+    from, and the machine's state before that run (load average, fdatasync probe; `run` is its
+    JSON)."""
     results.setdefault(kind, {}).setdefault(name, []).append(value)
     if cpu_us_per_op is not None:
         results.setdefault(f"{kind}-cpu", {}).setdefault(name, []).append(cpu_us_per_op)
+    if client_cpu_us_per_op is not None:
+        results.setdefault(f"{kind}-client-cpu", {}).setdefault(name, []).append(client_cpu_us_per_op)
     if run and "loadavg" in run:
         results.setdefault("env", {}).setdefault(name, []).append(
             [run["loadavg"], run["fsync_p50_us"], run["fsync_p99_us"]])
@@ -351,6 +356,12 @@ def env_note(run):
     if "loadavg" not in run:
         return ""
     return f"; load {run['loadavg']}, fdatasync p50/p99 {run['fsync_p50_us']}/{run['fsync_p99_us']} us"
+
+
+def cpu_note(run):
+    """`server cpu S s, U us/op; client cpu S s, U us/op` of a run, for the progress lines."""
+    return (f"server cpu {run.get('server_cpu_s')} s, {run.get('server_cpu_us_per_op')} us/op; "
+            f"client cpu {run.get('client_cpu_s')} s, {run.get('client_cpu_us_per_op')} us/op")
 
 
 def round_of(kind, work, seconds, results):
@@ -365,12 +376,11 @@ def round_of(kind, work, seconds, results):
             if out.get("violations", 0):
                 raise RuntimeError(f"{kind}: lock safety violated: {out}")
             cpu = out.get("server_cpu_us_per_op")
-            record(results, kind, name, out[field], cpu, out)
+            record(results, kind, name, out[field], cpu, out, out.get("client_cpu_us_per_op"))
             if name.startswith("set 32x64"):
                 record(results, kind, "set 32x64 p99 us", out["p99_us"], None, out)
             results.setdefault(f"{kind}-raw", []).append(out)
-            print(f"  {kind:9} {name:36} {out[field]:>12} (server cpu {out['server_cpu_s']} s, "
-                  f"{cpu} us/op{env_note(out)})", flush=True)
+            print(f"  {kind:9} {name:36} {out[field]:>12} ({cpu_note(out)}{env_note(out)})", flush=True)
     finally:
         s.stop()
         shutil.rmtree(s.dir, ignore_errors=True)
@@ -404,7 +414,8 @@ def light_round(kind, work, seconds, rates, results):
                              ("p99_us", out["p99_us"]), ("cpu_us_per_op", out.get("server_cpu_us_per_op")),
                              ("loadavg", out["loadavg"]), ("fsync_p50_us", out["fsync_p50_us"])):
                     r.setdefault(k, []).append(v)
-                print(f"  {kind:9} {name:12} cpu {r['cpu_per_s'][-1]:.3f} s/s, "
+                client = out.get("client_cpu_s", 0) / out["seconds"]
+                print(f"  {kind:9} {name:12} cpu {r['cpu_per_s'][-1]:.3f} s/s (client {client:.3f} s/s), "
                       f"{out['ops_per_s']:.0f} ops/s, p50 {out['p50_us']} us", flush=True)
     finally:
         s.stop()
@@ -596,31 +607,41 @@ def round_ratios(results, n, a, b, series=""):
 
 def table(results):
     """Every figure: medians of the rounds, the ratio of the medians and its range over the
-    rounds, and the server CPU µs per operation of the same runs (lower is better)."""
+    rounds, and the server's and the client's CPU µs per operation of the same runs (lower is
+    better). With `<kind>-bound` series (independent.py's), also the share of the machine's
+    cores that client and server used together."""
     names = []
     for kind in ("palisade", "zookeeper", "baseline"):
         for n in results.get(kind, {}):
             if n not in names:
                 names.append(n)
     base = "baseline" in results
+    bound = any(f"{k}-bound" in results for k in ("palisade", "zookeeper"))
     env = results.get("env", {})
     head = ("| figure | Palisade | ZooKeeper 3.8 | ratio (>1: Palisade better) | ratio over rounds "
-            "| Palisade CPU µs/op | ZooKeeper CPU µs/op | CPU ratio (ZooKeeper/Palisade) |")
+            "| Palisade CPU µs/op | Palisade client CPU µs/op | ZooKeeper CPU µs/op "
+            "| ZooKeeper client CPU µs/op | CPU ratio (ZooKeeper/Palisade) |")
+    if bound:
+        head += " Palisade CPU bound | ZooKeeper CPU bound |"
     if base:
-        head += " baseline Palisade | this build vs baseline (>1: better) | baseline CPU µs/op |"
+        head += (" baseline Palisade | this build vs baseline (>1: better) | baseline CPU µs/op "
+                 "| baseline client CPU µs/op |")
     if env:
         head += " load avg before the runs | fdatasync p50 µs (p99) before the runs |"
-    rows = [head, "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if base else "")
-            + ("---:|---:|" if env else "")]
+    rows = [head, "|---|" + "---:|" * (head.count("|") - 2)]
     for n in names:
         pm, zm = (median_of(values(results, k, n)) for k in ("palisade", "zookeeper"))
         pc, zc = (median_of(values(results, k, n, "-cpu")) for k in ("palisade", "zookeeper"))
+        pcc, zcc = (median_of(values(results, k, n, "-client-cpu")) for k in ("palisade", "zookeeper"))
         row = (f"| {n} | {fmt(pm)} | {fmt(zm)} | {fx(ratio(pm, zm, lower_is_better(n)))} "
-               f"| {round_ratios(results, n, 'palisade', 'zookeeper')} | {fmt(pc)} | {fmt(zc)} "
-               f"| {fx(ratio(pc, zc, True))} |")
+               f"| {round_ratios(results, n, 'palisade', 'zookeeper')} | {fmt(pc)} | {fmt(pcc)} "
+               f"| {fmt(zc)} | {fmt(zcc)} | {fx(ratio(pc, zc, True))} |")
+        if bound:
+            row += "".join(f" {fmt(median_of(values(results, k, n, '-bound')))} |" for k in ("palisade", "zookeeper"))
         if base:
             bm, bc = median_of(values(results, "baseline", n)), median_of(values(results, "baseline", n, "-cpu"))
-            row += f" {fmt(bm)} | {fx(ratio(pm, bm, lower_is_better(n)))} | {fmt(bc)} |"
+            bcc = median_of(values(results, "baseline", n, "-client-cpu"))
+            row += f" {fmt(bm)} | {fx(ratio(pm, bm, lower_is_better(n)))} | {fmt(bc)} | {fmt(bcc)} |"
         if env:
             e = env.get(n, [])
             row += (f" {spread([x[0] for x in e])} | {spread([x[1] for x in e])} "

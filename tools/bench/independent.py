@@ -13,10 +13,14 @@ clients the project did not write, used as an application would use them:
   (tools/bench/clients/kazoo_bench.py).
 
 The read-write locks take a read 80% of the time, as palisade-bench's rwlock. Every run reports
-the server's CPU µs per operation (utime + stime from /proc over the timed part), and the load
-average and an fdatasync probe taken just before it. A run with an error, a failed acquisition
-or two holders at once fails the driver: --quick (one round of short runs, 8 sessions for the
-recipes) checks that every client still runs against both servers, not their speed.
+the server's and the client's CPU µs per operation (utime + stime from /proc over the timed
+part: the zkc process, the whole JVM, the sum of kazoo's worker processes), and the load
+average and an fdatasync probe taken just before it. "CPU bound" in the table is the share of
+the machine's cores that client and server used together, ops/s x (client + server CPU µs/op)
+/ (1e6 x cores): near 1, the run was bound by the machine's CPU, not by the server. A run with
+an error, a failed acquisition or two holders at once fails the driver: --quick (one round of
+short runs, 8 sessions for the recipes) checks that every client still runs against both
+servers, not their speed.
 """
 
 import hashlib
@@ -29,7 +33,7 @@ import tempfile
 import time
 
 import driver
-from driver import ROOT, Server, conditions, env_note, record
+from driver import ROOT, Server, conditions, cpu_note, env_note, record
 
 ZKC = os.path.join(ROOT, "target", "release", "palisade-bench-zkc")
 ZKC_MANIFEST = os.path.join(ROOT, "tools", "bench", "zkc", "Cargo.toml")
@@ -116,7 +120,16 @@ def run_client(server, client, arg, seconds, quick, classes):
     return out
 
 
-def round_of(kind, work, seconds, quick, results, names, classes):
+def cpu_bound(run, cores):
+    """The share of the machine's `cores` that client and server used together in `run`, or
+    None without both CPU figures."""
+    cpu = (run.get("server_cpu_us_per_op"), run.get("client_cpu_us_per_op"))
+    if None in cpu:
+        return None
+    return round(run["ops_per_s"] * sum(cpu) / (1e6 * cores), 3)
+
+
+def round_of(kind, work, seconds, quick, results, names, classes, cores):
     s = Server(kind, work)
     s.start()
     try:
@@ -130,12 +143,15 @@ def round_of(kind, work, seconds, quick, results, names, classes):
             bad = out.get("errors", 0) or out.get("violations", 0) or not out.get("ops")
             cpu = out.get("server_cpu_us_per_op")
             field = "ops_per_s"
-            record(results, kind, name, out[field], cpu, out)
+            record(results, kind, name, out[field], cpu, out, out.get("client_cpu_us_per_op"))
+            out["cpu_bound"] = cpu_bound(out, cores)
+            if out["cpu_bound"] is not None:
+                results.setdefault(f"{kind}-bound", {}).setdefault(name, []).append(out["cpu_bound"])
             if name.startswith("zkc set"):
                 record(results, kind, "zkc set 32x64 p99 us", out["p99_us"], None, out)
             results.setdefault(f"{kind}-raw", []).append(dict(out, figure=name))
-            print(f"  {kind:9} {name:36} {out[field]:>12} (server cpu {out.get('server_cpu_s')} s, "
-                  f"{cpu} us/op, p99 {out['p99_us']} us{env_note(out)})", flush=True)
+            print(f"  {kind:9} {name:36} {out[field]:>12} ({cpu_note(out)}; cpu bound "
+                  f"{out['cpu_bound']}; p99 {out['p99_us']} us{env_note(out)})", flush=True)
             if bad:
                 raise RuntimeError(f"{kind}: {name}: errors, a safety violation or no operations: {out}")
     finally:
@@ -158,5 +174,5 @@ def main(a, bounds, work):
             order.reverse()
         print(f"independent-client round {r + 1}/{a.rounds}", flush=True)
         for kind in order:
-            round_of(kind, work, a.seconds, a.quick, results, names, classes)
+            round_of(kind, work, a.seconds, a.quick, results, names, classes, bounds["cores"])
     return results

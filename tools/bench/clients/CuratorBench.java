@@ -28,7 +28,8 @@ import org.apache.curator.retry.RetryNTimes;
  * read with probability readers %, else a write). Per mode, after `warmup` seconds unmeasured
  * (the JIT compiles Curator's paths), the acquisitions completed within the next `seconds`
  * are counted, and the server's CPU time over the same window is read from
- * /proc/serverPid/stat. One JSON line per mode, the fields of palisade-bench's.
+ * /proc/serverPid/stat, and the whole JVM's (the client side: every thread, GC and JIT too)
+ * from /proc/self/stat. One JSON line per mode, the fields of palisade-bench's.
  *
  * Safety is checked in-process (the sessions are independent, so overlapping holders are a real
  * violation): a writer or mutex holder must find nobody inside, a reader no writer. Any
@@ -130,9 +131,9 @@ public class CuratorBench {
         }
         for (Thread t : threads) t.start();
         sleepUntil(from);
-        double cpu0 = cpuSeconds(serverPid);
+        double cpu0 = cpuSeconds(serverPid), own0 = cpuSeconds(ProcessHandle.current().pid());
         sleepUntil(to);
-        double cpu1 = cpuSeconds(serverPid);
+        double cpu1 = cpuSeconds(serverPid), own1 = cpuSeconds(ProcessHandle.current().pid());
         for (Thread t : threads) t.join(60_000);
         long alive = threads.stream().filter(Thread::isAlive).count();
         long ops = 0;
@@ -153,12 +154,17 @@ public class CuratorBench {
            .append(",\"p999_us\":").append(q(all, 0.999))
            .append(",\"errors\":").append(errors.get() + alive)
            .append(",\"violations\":").append(violations.get());
-        if (cpu0 >= 0 && cpu1 >= 0) {
-            out.append(",\"server_cpu_s\":").append(String.format("%.2f", cpu1 - cpu0))
-               .append(",\"server_cpu_us_per_op\":")
-               .append(String.format("%.2f", (cpu1 - cpu0) * 1e6 / Math.max(ops, 1)));
-        }
+        cpuFields(out, "server", cpu0, cpu1, ops);
+        cpuFields(out, "client", own0, own1, ops);
         return out.append("}").toString();
+    }
+
+    /** `,"who_cpu_s":S,"who_cpu_us_per_op":U` if both readings worked. */
+    static void cpuFields(StringBuilder out, String who, double cpu0, double cpu1, long ops) {
+        if (cpu0 < 0 || cpu1 < 0) return;
+        out.append(",\"").append(who).append("_cpu_s\":").append(String.format("%.2f", cpu1 - cpu0))
+           .append(",\"").append(who).append("_cpu_us_per_op\":")
+           .append(String.format("%.2f", (cpu1 - cpu0) * 1e6 / Math.max(ops, 1)));
     }
 
     static long q(long[] sorted, double q) {

@@ -9,8 +9,9 @@ services would each run their own client: the GIL does not then serialise them),
 acquiring and releasing in a loop: kazoo's `Lock` (mode lock) or `ReadLock` / `WriteLock` on one
 path (mode rwlock; a read with probability readers %, else a write). Per mode, after `warmup`
 seconds unmeasured, the acquisitions completed within the next `seconds` are counted and the
-server's CPU time over the same window is read from /proc/<pid>/stat. One JSON line per mode
-on stdout, the fields of palisade-bench's.
+server's CPU time over the same window is read from /proc/<pid>/stat, and the client's: the sum
+over the worker processes (their /proc/<pid>/stat at the same two moments). One JSON line per
+mode on stdout, the fields of palisade-bench's.
 
 Safety: every holder appends `ENTER kind` after acquiring and `EXIT` before releasing to one
 event log (tests/recipes/eventlog.py: one write(2) per line on an O_APPEND file, so the file
@@ -46,6 +47,19 @@ def cpu_seconds(pid):
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def cpu_seconds_all(pids):
+    """The summed utime + stime of pids (None if one is unreadable)."""
+    times = [cpu_seconds(p) for p in pids]
+    return None if None in times else sum(times)
+
+
+def cpu_fields(out, who, cpu0, cpu1, ops):
+    """Adds who_cpu_s and who_cpu_us_per_op to out if both readings worked."""
+    if cpu0 is not None and cpu1 is not None:
+        out[f"{who}_cpu_s"] = round(cpu1 - cpu0, 2)
+        out[f"{who}_cpu_us_per_op"] = round((cpu1 - cpu0) * 1e6 / max(ops, 1), 2)
 
 
 # --- worker ---------------------------------------------------------------------------------
@@ -161,8 +175,10 @@ def coordinator(a):
                 w.stdin.flush()
             time.sleep(max(0.0, (t_from - time.monotonic_ns()) / 1e9))
             cpu0 = cpu_seconds(a.server_pid) if a.server_pid else None
+            own0 = cpu_seconds_all(w.pid for w in workers)
             time.sleep(max(0.0, (t_to - time.monotonic_ns()) / 1e9))
             cpu1 = cpu_seconds(a.server_pid) if a.server_pid else None
+            own1 = cpu_seconds_all(w.pid for w in workers)
             lat, errors = [], 0
             deadline = time.monotonic() + 90
             for w in workers:
@@ -187,9 +203,8 @@ def coordinator(a):
                    "p99_us": quantile(lat, 0.99), "p999_us": quantile(lat, 0.999),
                    "errors": errors, "violations": violations, "grants_checked": counts,
                    "most_readers_at_once": max_readers}
-            if cpu0 is not None and cpu1 is not None:
-                out["server_cpu_s"] = round(cpu1 - cpu0, 2)
-                out["server_cpu_us_per_op"] = round((cpu1 - cpu0) * 1e6 / max(ops, 1), 2)
+            cpu_fields(out, "server", cpu0, cpu1, ops)
+            cpu_fields(out, "client", own0, own1, ops)
             print(json.dumps(out), flush=True)
     finally:
         for w in workers:

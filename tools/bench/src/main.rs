@@ -1,6 +1,7 @@
 //! `palisade-bench`: load for Palisade or Apache ZooKeeper over the wire protocol, one JSON
 //! line per run on stdout (workload, sessions, in-flight, ops, seconds, ops/s, p50/p99/p999
-//! latency in µs, errors). tools/bench/driver.py runs it against both servers side by side.
+//! latency in µs, errors, and this process's own CPU over the timed part: `client_cpu_s`,
+//! `client_cpu_us_per_op`). tools/bench/driver.py runs it against both servers side by side.
 //!
 //!   palisade-bench run get --server 127.0.0.1:2181 --sessions 32 --inflight 64 --seconds 10
 //!   palisade-bench run get --sessions 4 --rate 1000 --seconds 10 --server-pid 1234
@@ -75,7 +76,8 @@ enum Cmd {
         rate: Option<f64>,
         /// The server's process id (an ensemble: every member's, comma-separated): the JSON
         /// line then has the server CPU seconds of the timed part (setup excluded; summed over
-        /// the pids) and the CPU µs per operation.
+        /// the pids) and the CPU µs per operation, beside the same figures of this process
+        /// (the client), which it has without a pid too.
         #[arg(long, value_delimiter = ',')]
         server_pid: Vec<u32>,
         /// get, set, mixed, create-seq (closed loop): write every request's completion time
