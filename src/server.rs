@@ -103,13 +103,19 @@ fn start_standalone(
     let durable_tx = core_tx.clone();
     let sink: Box<dyn LogSink> =
         Box::new(crate::durability::timed_sink::TimedSink::new(Box::new(wal)));
-    let log_tx = log::spawn_writer(sink, spin_wait, move |r| {
-        let msg = match r {
-            Ok(z) => CoreMsg::Durable(z),
-            Err(e) => CoreMsg::LogFailed(e.to_string()),
-        };
-        let _ = durable_tx.blocking_send(msg);
-    })?;
+    let log_dir = cfg.log_dir();
+    let log_tx = log::spawn_writer(
+        sink,
+        spin_wait,
+        move |r| {
+            let msg = match r {
+                Ok(z) => CoreMsg::Durable(z),
+                Err(e) => CoreMsg::LogFailed(e.to_string()),
+            };
+            let _ = durable_tx.blocking_send(msg);
+        },
+        move |paths| palisade_wal::Wal::remove_segments(&log_dir, paths).map_err(io::Error::other),
+    )?;
     let (spare_tx, spare_rx) = std::sync::mpsc::channel();
     let snap_link = snapshotter::spawn(
         SnapDirs {

@@ -6,6 +6,7 @@ use crate::spin;
 use bytes::Bytes;
 use palisade_wal::RecordKind;
 use std::io;
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -21,9 +22,10 @@ pub trait LogSink: Send + 'static {
     fn append(&mut self, rec: &LogRecord) -> io::Result<()>;
     /// Makes every appended record durable.
     fn sync(&mut self) -> io::Result<()>;
-    /// Deletes whole segments holding only txns before `keep_from`; returns how many. No
-    /// default: a wrapper that forgot to pass it on would silently keep the log forever.
-    fn purge(&mut self, keep_from: i64) -> io::Result<usize>;
+    /// The whole segments holding only txns before `keep_from`, oldest first, for the purge
+    /// thread to delete. No default: a wrapper that forgot to pass it on would silently keep
+    /// the log forever.
+    fn purgeable(&mut self, keep_from: i64) -> io::Result<Vec<PathBuf>>;
 }
 
 /// Keeps nothing: every txn is "durable" at once (for tests of the core).
@@ -36,8 +38,8 @@ impl LogSink for MemorySink {
     fn sync(&mut self) -> io::Result<()> {
         Ok(())
     }
-    fn purge(&mut self, _keep_from: i64) -> io::Result<usize> {
-        Ok(0)
+    fn purgeable(&mut self, _keep_from: i64) -> io::Result<Vec<PathBuf>> {
+        Ok(Vec::new())
     }
 }
 
@@ -48,10 +50,8 @@ impl LogSink for palisade_wal::Wal {
     fn sync(&mut self) -> io::Result<()> {
         palisade_wal::Wal::sync(self).map_err(io::Error::other)
     }
-    fn purge(&mut self, keep_from: i64) -> io::Result<usize> {
-        self.purge_before(keep_from)
-            .map(|d| d.len())
-            .map_err(io::Error::other)
+    fn purgeable(&mut self, keep_from: i64) -> io::Result<Vec<PathBuf>> {
+        palisade_wal::Wal::purgeable(self, keep_from).map_err(io::Error::other)
     }
 }
 
@@ -78,11 +78,27 @@ pub enum LogMsg {
 ///
 /// Between batches it polls for up to `spin_wait` before it parks, while batches come often
 /// (spin.rs).
+///
+/// Segments a purge no longer needs are deleted by `remove`, on a thread of its own: at 10M
+/// znodes a purge unlinked 22 segments (1.4 GB) in 445 ms, and no write was acknowledged
+/// meanwhile while the log thread did it.
 pub fn spawn_writer(
     mut sink: Box<dyn LogSink>,
     spin_wait: Duration,
     durable: impl Fn(Result<i64, io::Error>) + Send + 'static,
+    mut remove: impl FnMut(&[PathBuf]) -> io::Result<()> + Send + 'static,
 ) -> io::Result<mpsc::Sender<LogMsg>> {
+    let (doomed_tx, doomed) = mpsc::channel::<Vec<PathBuf>>();
+    std::thread::Builder::new()
+        .name("palisade-purge".into())
+        .spawn(move || {
+            // In order: each list is oldest first, and lists come in purge order.
+            for paths in doomed {
+                if let Err(e) = remove(&paths) {
+                    tracing::warn!(error = %e, "could not delete old log segments");
+                }
+            }
+        })?;
     let (tx, rx) = mpsc::channel::<LogMsg>();
     std::thread::Builder::new()
         .name("palisade-log".into())
@@ -139,13 +155,16 @@ pub fn spawn_writer(
                 }
                 // After the sync: a purge never races the batch it shares a wake-up with.
                 if let Some(keep_from) = purge {
-                    match sink.purge(keep_from) {
-                        Ok(0) => {}
-                        Ok(n) => tracing::info!(
-                            segments = n,
-                            keep_from = format_args!("{keep_from:#x}"),
-                            "purged log segments no retained snapshot needs"
-                        ),
+                    match sink.purgeable(keep_from) {
+                        Ok(paths) if paths.is_empty() => {}
+                        Ok(paths) => {
+                            tracing::info!(
+                                segments = paths.len(),
+                                keep_from = format_args!("{keep_from:#x}"),
+                                "purging log segments no retained snapshot needs"
+                            );
+                            let _ = doomed_tx.send(paths);
+                        }
                         Err(e) => tracing::warn!(error = %e, "could not purge old log segments"),
                     }
                 }
@@ -153,3 +172,7 @@ pub fn spawn_writer(
         })?;
     Ok(tx)
 }
+
+#[cfg(test)]
+#[path = "log_test.rs"]
+mod tests;

@@ -28,7 +28,7 @@ impl super::log::LogSink for TimedSink {
         r
     }
 
-    fn purge(&mut self, keep_from: i64) -> std::io::Result<usize> {
-        self.inner.purge(keep_from)
+    fn purgeable(&mut self, keep_from: i64) -> std::io::Result<Vec<std::path::PathBuf>> {
+        self.inner.purgeable(keep_from)
     }
 }

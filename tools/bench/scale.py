@@ -192,14 +192,14 @@ def split_p99(timeline, start_unix_ms, windows):
         raw.byteswap()
     inside, outside = [], []
     done = sorted(raw[0::2])
-    gap = max((b - a for a, b in zip(done, done[1:])), default=0)
+    gap, gap_from = max(((b - a, a) for a, b in zip(done, done[1:])), default=(0, 0))
     for i in range(0, len(raw) - 1, 2):
         t = start_unix_ms / 1000 + raw[i] / 1000
         (inside if any(b <= t <= e for b, e in windows) else outside).append(raw[i + 1])
     q = lambda v: sorted(v)[round((len(v) - 1) * 0.99)] if v else None  # noqa: E731
     return {"p99_us_during_snapshots": q(inside), "requests_during_snapshots": len(inside),
             "p99_us_outside_snapshots": q(outside), "requests_outside_snapshots": len(outside),
-            "longest_gap_ms": gap}
+            "longest_gap_ms": gap, "longest_gap_from_unix_s": start_unix_ms / 1000 + gap_from / 1000}
 
 
 def writes(s, seconds, r, key):
@@ -229,6 +229,9 @@ def writes(s, seconds, r, key):
     row["snapshot_cover"] = round(covered / max(t_end - t_start, 1e-9), 2)
     row.update(split_p99(timeline, out["start_unix_ms"], snaps))
     os.unlink(timeline)
+    gap_at = time.strftime("%H:%M:%S", time.gmtime(row["longest_gap_from_unix_s"]))
+    print(f"  {s.kind:9} {key}: longest gap {row['longest_gap_ms']} ms from {gap_at}."
+          f"{round(row['longest_gap_from_unix_s'] % 1 * 1000):03d} UTC", flush=True)
     r[key] = row
     print(f"  {s.kind:9} {key}: {out['ops_per_s']:.0f} ops/s, p99 {out['p99_us']} us (during "
           f"snapshots {row['p99_us_during_snapshots']} us over {row['requests_during_snapshots']} "

@@ -508,12 +508,39 @@ impl Wal {
     /// log's last txn) stays too, so the log never loses its last txn to a purge: recovery
     /// checks a snapshot against it.
     pub fn purge_before(&self, keep_from: i64) -> Result<Vec<PathBuf>, WalError> {
+        let doomed = self.purgeable(keep_from)?;
+        Self::remove_segments(&self.opts.dir, &doomed)?;
+        Ok(doomed)
+    }
+
+    /// The segments [`Wal::purge_before`] would delete, oldest first, deleting nothing: the
+    /// owner can have [`Wal::remove_segments`] delete them on another thread (unlinking a
+    /// gigabyte of segments takes the file system hundreds of ms, which no append should
+    /// wait for).
+    pub fn purgeable(&self, keep_from: i64) -> Result<Vec<PathBuf>, WalError> {
         let mut segments = segment::list(&self.opts.dir)?;
         let active_has_txn = self.cursor.is_none_or(|c| c.has_txn);
         if !active_has_txn {
             segments.pop();
         }
-        Self::purge_listed(&self.opts.dir, keep_from, segments)
+        Ok(Self::doomed(keep_from, segments))
+    }
+
+    /// Deletes `segments` of the log in `dir` in the order given (oldest first: a crash
+    /// midway leaves a contiguous log), then syncs the directory. One already gone is skipped.
+    pub fn remove_segments(dir: &Path, segments: &[PathBuf]) -> Result<(), WalError> {
+        for path in segments {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(WalError::io(path, e)),
+            }
+        }
+        if !segments.is_empty() {
+            segment::sync_dir(dir)?;
+            tracing::info!(count = segments.len(), "purged WAL segments");
+        }
+        Ok(())
     }
 
     fn purge_listed(
@@ -521,7 +548,14 @@ impl Wal {
         keep_from: i64,
         segments: Vec<(i64, PathBuf)>,
     ) -> Result<Vec<PathBuf>, WalError> {
-        let mut deleted = Vec::new();
+        let doomed = Self::doomed(keep_from, segments);
+        Self::remove_segments(dir, &doomed)?;
+        Ok(doomed)
+    }
+
+    /// Segment i goes iff the next segment's first zxid <= `keep_from`.
+    fn doomed(keep_from: i64, segments: Vec<(i64, PathBuf)>) -> Vec<PathBuf> {
+        let mut doomed = Vec::new();
         for pair in segments.windows(2) {
             let [(_, path), (next_first, _)] = pair else {
                 continue;
@@ -529,14 +563,9 @@ impl Wal {
             if *next_first > keep_from {
                 break;
             }
-            std::fs::remove_file(path).map_err(|e| WalError::io(path, e))?;
-            deleted.push(path.clone());
+            doomed.push(path.clone());
         }
-        if !deleted.is_empty() {
-            segment::sync_dir(dir)?;
-            tracing::info!(count = deleted.len(), keep_from, "purged WAL segments");
-        }
-        Ok(deleted)
+        doomed
     }
 }
 
