@@ -6,6 +6,7 @@ use crate::error::SnapError;
 use crate::format;
 use crate::reader::Snapshot;
 use crate::writer::sync_dir;
+use std::collections::HashSet;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -121,14 +122,34 @@ pub fn load_newest(dir: &Path) -> Result<(Option<Snapshot>, Vec<(PathBuf, SnapEr
 /// error opening a snapshot (not damage) stops retention with nothing further touched.
 /// Each snapshot is fully validated, as `open` does.
 pub fn retain(dir: &Path, keep: usize) -> Result<Option<i64>, SnapError> {
+    retain_known(dir, keep, &mut HashSet::new())
+}
+
+/// [`retain`] for the process that writes the snapshots: those in `valid` (start zxids this
+/// process wrote, or validated whole before) are not read again — at 10M znodes reading the
+/// retained files took 2.3 s of a core after every snapshot. Each file found valid is added;
+/// each deleted or detached one removed.
+pub fn retain_known(
+    dir: &Path,
+    keep: usize,
+    valid: &mut HashSet<i64>,
+) -> Result<Option<i64>, SnapError> {
     let keep = keep.max(1);
     let mut kept: Vec<i64> = Vec::new();
     let mut changed = false;
     for (zxid, path) in list(dir)? {
-        match Snapshot::open(&path) {
-            Ok(_) if kept.len() < keep => kept.push(zxid),
-            Ok(_) => {
-                std::fs::remove_file(&path).map_err(SnapError::io(&path))?;
+        let checked = if valid.contains(&zxid) {
+            Ok(())
+        } else {
+            Snapshot::open(&path).map(|_| {
+                valid.insert(zxid);
+            })
+        };
+        match checked {
+            Ok(()) if kept.len() < keep => kept.push(zxid),
+            Ok(()) => {
+                remove_gradually(&path)?;
+                valid.remove(&zxid);
                 tracing::info!(path = %path.display(), "deleted old snapshot");
                 changed = true;
             }
@@ -148,6 +169,30 @@ pub fn retain(dir: &Path, keep: usize) -> Result<Option<i64>, SnapError> {
         return Ok(None);
     }
     Ok(kept.last().copied())
+}
+
+/// Deletes an old snapshot a slice at a time. Freeing a 1.8 GB file's extents in one unlink
+/// held the file system's journal for ~70 ms, and every WAL fdatasync waited with it. The
+/// file is first renamed to its `.tmp` name, so a crash midway leaves what [`clean`] removes.
+fn remove_gradually(path: &Path) -> Result<(), SnapError> {
+    const SLICE: u64 = 64 << 20;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::rename(path, &tmp).map_err(SnapError::io(path))?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&tmp)
+        .map_err(SnapError::io(&tmp))?;
+    let mut len = file.metadata().map_err(SnapError::io(&tmp))?.len();
+    while len > SLICE {
+        len = len.saturating_sub(SLICE);
+        file.set_len(len).map_err(SnapError::io(&tmp))?;
+        // Lets the journal commit (and the WAL's fdatasync behind it) between slices.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    drop(file);
+    std::fs::remove_file(&tmp).map_err(SnapError::io(&tmp))
 }
 
 /// Moves `path` into `<dir>/detached/`, never over an earlier detached file of the same name.
@@ -179,4 +224,21 @@ fn detach(dir: &Path, path: &Path) -> Result<PathBuf, SnapError> {
         path: detached,
         source: std::io::Error::other(format!("too many detached copies of {name}")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of several slices (sparse here) goes whole, and no `.tmp` is left behind.
+    #[test]
+    fn a_large_file_is_removed_slice_by_slice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format::file_name(0x42));
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(200 << 20).unwrap();
+        drop(f);
+        remove_gradually(&path).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }

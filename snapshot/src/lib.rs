@@ -85,7 +85,8 @@
 //! - [`load_newest`] is for startup: it first removes leftover `.tmp` files ([`clean`]).
 //! - [`retain`] validates each snapshot fully (tens of ms per 150 MB file) before counting
 //!   it as kept, and moves damaged ones to `detached/` instead of deleting them. It reports a
-//!   log purge point only once `keep` valid snapshots exist.
+//!   log purge point only once `keep` valid snapshots exist. [`retain_known`] skips the
+//!   files the caller already knows valid (the server's snapshot thread: the ones it wrote).
 //! - [`check_identity`] (startup) refuses any snapshot of another data dir, or of version 1.
 #![cfg_attr(
     not(test),
@@ -108,7 +109,7 @@ mod reader;
 mod validate;
 mod writer;
 
-pub use dir::{check_identity, clean, list, load_newest, retain, DETACHED_DIR};
+pub use dir::{check_identity, clean, list, load_newest, retain, retain_known, DETACHED_DIR};
 pub use error::SnapError;
 pub use format::{file_name, Trailer};
 pub use item::{

@@ -4,7 +4,10 @@
 
 mod common;
 use common::*;
-use palisade_snapshot::{clean, list, load_newest, retain, SnapshotWriter, DETACHED_DIR};
+use palisade_snapshot::{
+    clean, list, load_newest, retain, retain_known, SnapshotWriter, DETACHED_DIR,
+};
+use std::collections::HashSet;
 
 fn zxids(dir: &std::path::Path) -> Vec<i64> {
     list(dir).unwrap().into_iter().map(|(z, _)| z).collect()
@@ -110,4 +113,33 @@ fn no_purge_point_until_keep_valid_snapshots_exist() {
     write(dir.path(), 50, &sample(4), 2);
     assert_eq!(retain(dir.path(), 3).unwrap(), Some(20));
     assert_eq!(zxids(dir.path()), vec![50, 40, 20]);
+}
+
+/// `retain_known` reads only the files it does not know valid, learns the ones it reads,
+/// and forgets the ones it deletes.
+#[test]
+fn known_valid_snapshots_are_not_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    for z in [10, 20, 30, 40] {
+        write(dir.path(), z, &sample(8), 4);
+    }
+    // 30 is known valid (this process wrote it) and then damaged on disk: not read, so kept;
+    // 40 is unknown and damaged: read, so detached.
+    for z in [30, 40] {
+        let path = dir.path().join(palisade_snapshot::file_name(z));
+        let mut b = std::fs::read(&path).unwrap();
+        b.truncate(b.len() - 1);
+        std::fs::write(&path, b).unwrap();
+    }
+    let mut valid: HashSet<i64> = [30].into();
+    assert_eq!(retain_known(dir.path(), 2, &mut valid).unwrap(), Some(20));
+    assert_eq!(zxids(dir.path()), vec![30, 20]);
+    assert_eq!(
+        valid,
+        [30, 20].into(),
+        "20 learned, 10 deleted and forgotten"
+    );
+    // The plain retain reads everything: the damaged 30 goes now.
+    assert_eq!(retain(dir.path(), 2).unwrap(), None);
+    assert_eq!(zxids(dir.path()), vec![20]);
 }

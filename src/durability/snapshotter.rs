@@ -10,6 +10,7 @@
 
 use crate::durability::log::LogMsg;
 use palisade_snapshot::{SnapshotWriter, Trailer};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -52,6 +53,9 @@ pub fn spawn(dirs: SnapDirs, recycle: mpsc::Sender<Vec<u8>>) -> std::io::Result<
         .name("palisade-snap".into())
         .spawn(move || {
             let mut current: Option<(i64, Instant, Result<SnapshotWriter, String>)> = None;
+            // Snapshots this thread wrote (validated block by block as written) or found
+            // valid: retention does not read them again.
+            let mut valid = HashSet::new();
             // A closed channel drops `current`: an unfinished writer leaves only its .tmp
             // file, which the next start removes.
             while let Ok(msg) = rx.recv() {
@@ -87,7 +91,8 @@ pub fn spawn(dirs: SnapDirs, recycle: mpsc::Sender<Vec<u8>>) -> std::io::Result<
                                 let ms = t0.elapsed().as_millis() as u64;
                                 crate::metrics::shared().snapshot_written(ms);
                                 crate::durability::crashpoint::hit("snapshot.before_purge");
-                                let keep_from = retain(&dirs);
+                                valid.insert(start_zxid);
+                                let keep_from = retain(&dirs, &mut valid);
                                 tracing::info!(
                                     path = %path.display(),
                                     ms,
@@ -114,8 +119,8 @@ pub fn spawn(dirs: SnapDirs, recycle: mpsc::Sender<Vec<u8>>) -> std::io::Result<
 
 /// Keeps the newest `retain` snapshots; once that many valid ones exist, asks the log thread
 /// to purge the segments before the oldest one's start. Returns that purge point.
-fn retain(dirs: &SnapDirs) -> Option<i64> {
-    let oldest = match palisade_snapshot::retain(&dirs.snap_dir, dirs.retain) {
+fn retain(dirs: &SnapDirs, valid: &mut HashSet<i64>) -> Option<i64> {
+    let oldest = match palisade_snapshot::retain_known(&dirs.snap_dir, dirs.retain, valid) {
         Ok(Some(z)) => z,
         Ok(None) => return None,
         Err(e) => {
