@@ -93,11 +93,13 @@ async fn acquire(s: &mut Session, dir: &str, prefix: &str, write: bool) -> io::R
     }
 }
 
-/// Runs the recipe in every session until the deadline; latency = time to acquire.
+/// Runs the recipe in every session until the deadline; latency = time to acquire. Each
+/// session waits `rest` after a release before it asks again.
 pub async fn run(
     load: &Load,
     readers_percent: u64,
     dir: &str,
+    rest: Duration,
 ) -> io::Result<(Latencies, f64, Arc<Holders>)> {
     ensure(&load.server, &["/bench".into(), dir.into()], Bytes::new()).await?;
     let holders = Arc::new(Holders::default());
@@ -125,6 +127,9 @@ pub async fn run(
                 holders.leave(write);
                 let r = s.call(delete(me)).await?;
                 lat.errors += u64::from(r.header.err != 0);
+                if !rest.is_zero() {
+                    tokio::time::sleep(rest).await;
+                }
             }
             Ok::<Latencies, io::Error>(lat)
         }));

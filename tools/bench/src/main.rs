@@ -85,6 +85,12 @@ enum Cmd {
         /// the JSON line then has the run's start as `start_unix_ms` (within a millisecond).
         #[arg(long)]
         timeline: Option<std::path::PathBuf>,
+        /// lock, rwlock: each session waits this long after its release before it asks
+        /// again. With more sessions than handoffs this leaves the rate alone but keeps the
+        /// releasing session's next create out of the next holder's way (a stage
+        /// measurement: see tools/bench/ensemble_stages.py).
+        #[arg(long, default_value_t = 0)]
+        rest_us: u64,
     },
     /// Creates --nodes persistent znodes of --size bytes under --parents parents, numbered from
     /// --start (a large population made in chunks: the next chunk starts where one ended).
@@ -140,6 +146,7 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
             rate,
             server_pid,
             timeline,
+            rest_us,
         } => {
             let load = Load {
                 server,
@@ -213,7 +220,8 @@ async fn run(cmd: Cmd) -> std::io::Result<String> {
                         _ => (80, "/bench/rwlock"),
                     };
                     let meter = cpu::Meter::start(&server_pid);
-                    let (lat, secs, h) = lock::run(&load, readers, dir).await?;
+                    let rest = Duration::from_micros(rest_us);
+                    let (lat, secs, h) = lock::run(&load, readers, dir, rest).await?;
                     let extra = format!(
                         ",\"violations\":{},\"reader_overlaps\":{}{}",
                         h.violations.load(Ordering::SeqCst),
