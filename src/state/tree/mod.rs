@@ -275,7 +275,6 @@ impl DataTree {
             depth += 1;
             x = self.node(x)?.parent;
         }
-        let chain = near.iter().take(depth).chain(deep.iter());
         let top = if deep.is_empty() {
             near.get(depth.checked_sub(1)?)
         } else {
@@ -284,13 +283,13 @@ impl DataTree {
         if depth >= 2 && self.node(*top?)?.name() == "zookeeper" {
             return None;
         }
-        let names: Vec<&str> = chain
-            .filter_map(|&c| self.node(c).map(|n| n.name()))
-            .collect();
+        // Root-first: the deep spill (farthest ancestors) reversed, then the near ones.
+        let near_len = depth.min(near.len());
+        let chain = deep.iter().rev().chain(near.iter().take(near_len).rev());
         let mut h = crc32fast::Hasher::new();
-        for name in names.iter().rev() {
+        for n in chain.filter_map(|&c| self.node(c)) {
             h.update(b"/");
-            h.update(name.as_bytes());
+            h.update(n.name_bytes());
         }
         Some(h.finalize())
     }
