@@ -729,6 +729,31 @@ mod tests {
         .unwrap_or(ROOT)
     }
 
+    /// The digest's path hash is the CRC of the path string, at every depth (past 32
+    /// ancestors too, where the walk spills into a Vec); `/zookeeper/...` is left out.
+    #[test]
+    fn path_crc_is_the_crc_of_the_path() {
+        let mut t = DataTree::new();
+        let mut path = String::new();
+        for depth in 1..=40 {
+            let parent = if path.is_empty() {
+                "/".to_string()
+            } else {
+                path.clone()
+            };
+            path = format!("{path}/d{depth}");
+            let id = create(&mut t, &parent, &format!("d{depth}"), depth);
+            assert_eq!(
+                t.path_crc(id),
+                Some(crc32fast::hash(path.as_bytes())),
+                "{path}"
+            );
+        }
+        assert_eq!(t.path_crc(ROOT), Some(crc32fast::hash(b"/")));
+        let cfg = t.lookup("/zookeeper/config").unwrap_or(ROOT);
+        assert_eq!(t.path_crc(cfg), None);
+    }
+
     #[test]
     fn fresh_tree_matches_zookeeper() {
         let t = DataTree::new();
