@@ -87,10 +87,12 @@ impl Slot {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let listener = listener.expect("the slot's address again");
-        let (log, sm) = storage::open(self.dir.path(), 64 << 10, StateApplier::default())
+        let (mut log, sm) = storage::open(self.dir.path(), 64 << 10, StateApplier::default())
             .await
             .expect("storage");
-        let net = Network::new(self.id, Duration::from_millis(30));
+        // As a server runs it: the leader's own sync alongside replication (durable.rs).
+        log.lead_as(self.id);
+        let net = Network::new(self.id, Duration::from_millis(30)).with_durable(log.durable());
         let raft = Raft::new(self.id, cfg, net, log, sm.clone())
             .await
             .expect("raft");

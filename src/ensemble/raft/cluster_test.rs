@@ -26,13 +26,15 @@ struct Member {
 }
 
 async fn start(id: NodeId, dir: &Path, listener: TcpListener, config: Arc<Config>) -> Member {
-    let (log, sm) = storage::open(dir, 64 << 10, StateApplier::default())
+    let (mut log, sm) = storage::open(dir, 64 << 10, StateApplier::default())
         .await
         .unwrap();
+    // As a server runs it: the leader's own sync alongside replication (durable.rs).
+    log.lead_as(id);
     let raft = Raft::new(
         id,
         config,
-        Network::new(id, Duration::from_millis(50)),
+        Network::new(id, Duration::from_millis(50)).with_durable(log.durable()),
         log,
         sm.clone(),
     )

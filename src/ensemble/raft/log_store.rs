@@ -6,7 +6,9 @@
 //! the encoded entries and returns; the thread takes every append queued behind it, writes
 //! them all and issues one fdatasync, then calls each append's callback: group commit. Truncation and
 //! purge go through the same queue, so they are ordered with the appends before them, and
-//! they return once durable.
+//! they return once durable. One exception: the leader's own entries are reported flushed
+//! when queued, so that openraft replicates them while the sync runs; the durable mark
+//! (`durable.rs`) then holds back their commit and their apply until the sync is done.
 //!
 //! Readers (replication) read the live segments: an index in memory maps each live entry to
 //! its log id and where its record is (segment, offset), and a read is a pread of that record,
@@ -16,6 +18,7 @@
 //!
 //! Beside the log: the vote (`vote.rs`) and the purge point (`purged.rs`).
 
+use super::durable::Durable;
 use super::log_thread::{decode_committed, log_thread, Cmd, Done};
 use super::purged::PurgedFile;
 use super::types::{NodeId, TypeConfig};
@@ -78,6 +81,13 @@ pub struct LogStore {
     purged_file: PurgedFile,
     counters: Arc<LogCounters>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// How far the log is on disk (`durable.rs`).
+    durable: Durable,
+    /// This member's id, once it runs as one: the entries it appends as the leader of its
+    /// saved vote's term are reported flushed when queued (`append`). None: never.
+    me: Option<NodeId>,
+    /// The vote last saved or read.
+    vote_now: Option<Vote<NodeId>>,
 }
 
 /// Closing the queue ends the log thread once it has finished what was queued; waiting for
@@ -201,11 +211,19 @@ impl LogStore {
         let counters = Arc::new(LogCounters::default());
         let (tx, rx) = mpsc::channel();
         let c = counters.clone();
+        // What the open found is what a sync left (the WAL writes records only to sync them).
+        let durable = Durable::new(
+            live.entries
+                .last_key_value()
+                .map(|(_, s)| s.log_id())
+                .or(live.purged),
+        );
+        let d = durable.clone();
         let live = Arc::new(Mutex::new(live));
         let l = live.clone();
         let thread = std::thread::Builder::new()
             .name("raft-log".into())
-            .spawn(move || log_thread(wal, rx, c, l))?;
+            .spawn(move || log_thread(wal, rx, c, l, d))?;
         Ok(LogStore {
             dir: dir.to_path_buf(),
             live,
@@ -214,6 +232,27 @@ impl LogStore {
             purged_file,
             counters,
             thread: Some(thread),
+            durable,
+            me: None,
+            vote_now: None,
+        })
+    }
+
+    /// How far the log is on disk.
+    pub fn durable(&self) -> Durable {
+        self.durable.clone()
+    }
+
+    /// Runs as member `me`: as the leader, its own entries go to the followers while its
+    /// sync runs (`durable.rs` says why that keeps commit on disk on a quorum).
+    pub fn lead_as(&mut self, me: NodeId) {
+        self.me = Some(me);
+    }
+
+    /// Whether entries of `term` are this member's own as the leader of its saved vote.
+    fn leads(&self, term: u64) -> bool {
+        self.vote_now.is_some_and(|v| {
+            v.is_committed() && Some(v.leader_id().node_id) == self.me && v.leader_id().term == term
         })
     }
 
@@ -371,13 +410,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .await
             .map_err(io::Error::other)
             .and_then(|r| r)
-            .map_err(|e| StorageIOError::write_vote(io_err(e)).into())
+            .map_err(|e| StorageIOError::write_vote(io_err(e)))?;
+        self.vote_now = Some(vote);
+        Ok(())
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError<NodeId>> {
-        self.vote
+        let vote = self
+            .vote
             .read()
-            .map_err(|e| StorageIOError::read_vote(io_err(e)).into())
+            .map_err(|e| StorageIOError::read_vote(io_err(e)))?;
+        self.vote_now = vote;
+        Ok(vote)
     }
 
     async fn append<I>(
@@ -390,8 +434,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let mut encoded = Vec::new();
+        let mut own = true;
         let mut live = self.live.lock();
         for entry in entries {
+            own &= self.leads(entry.log_id.leader_id.term);
             let bytes = postcard::to_allocvec(&entry)
                 .map_err(|e| StorageIOError::write_log_entry(entry.log_id, io_err(e)))?;
             let index = i64::try_from(entry.log_id.index)
@@ -400,6 +446,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             live.entries.insert(entry.log_id.index, Slot::Mem(entry));
         }
         drop(live);
+        if own && !encoded.is_empty() {
+            // The leader's own entries: reported flushed now, so openraft replicates them
+            // while the sync runs; the durable mark holds back their commit (`durable.rs`).
+            // A failed sync is logged and fails the mark there.
+            self.send(Cmd::Append(encoded, Box::new(|_| {})))
+                .map_err(|e| StorageIOError::write_logs(io_err(e)))?;
+            callback.log_io_completed(Ok(()));
+            return Ok(());
+        }
         self.send(Cmd::Append(
             encoded,
             Box::new(move |r| callback.log_io_completed(r)),
@@ -408,9 +463,16 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
-        self.live.lock().entries.split_off(&log_id.index);
+        let last = {
+            let mut live = self.live.lock();
+            live.entries.split_off(&log_id.index);
+            live.entries
+                .last_key_value()
+                .map(|(_, s)| s.log_id())
+                .or(live.purged)
+        };
         let from = i64::try_from(log_id.index).unwrap_or(i64::MAX);
-        self.run(|done| Cmd::Truncate(from, done))
+        self.run(|done| Cmd::Truncate(from, last, done))
             .await
             .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
     }
@@ -435,7 +497,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             live.entries = keep;
         }
         let upto = i64::try_from(log_id.index).unwrap_or(i64::MAX);
-        self.run(|done| Cmd::Purge(upto, done))
+        self.run(|done| Cmd::Purge(upto, log_id, done))
             .await
             .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
     }

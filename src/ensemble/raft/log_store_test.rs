@@ -336,3 +336,81 @@ fn a_lost_segment_refuses_to_open() {
     let e = LogStore::open(dir.path(), SEGMENT).err().unwrap();
     assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
 }
+
+/// How: the log thread is held. This member (1) leads term 1 by its saved vote, so an append
+/// of its own entries returns at once (openraft then replicates them while the sync runs),
+/// while the durable mark stays short of them until the thread syncs. Under another member's
+/// vote (a follower's append) the same call returns only after the sync.
+#[test]
+fn the_leaders_own_entries_are_reported_at_once_and_the_mark_waits_for_their_sync() {
+    let rt = rt();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    log.lead_as(1);
+    let durable = log.durable();
+    rt.block_on(log.save_vote(&Vote::new_committed(1, 1)))
+        .unwrap();
+    let release = log.hold().unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            log.blocking_append(entries(1, 1, 3)),
+        )
+        .await
+    })
+    .expect("the leader's own append waited for its sync")
+    .unwrap();
+    assert!(
+        !durable.covers(Some(id(1, 1))),
+        "the mark ran ahead of the sync"
+    );
+    release.send(()).unwrap();
+    rt.block_on(durable.reach(Some(id(1, 3)), Duration::from_secs(10)))
+        .unwrap();
+
+    rt.block_on(log.save_vote(&Vote::new_committed(2, 2)))
+        .unwrap();
+    let release = log.hold().unwrap();
+    let early = rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_millis(300),
+            log.blocking_append(entries(2, 4, 5)),
+        )
+        .await
+    });
+    assert!(
+        early.is_err(),
+        "a follower's append was reported before its sync"
+    );
+    assert!(!durable.covers(Some(id(2, 4))));
+    release.send(()).unwrap();
+    rt.block_on(durable.reach(Some(id(2, 5)), Duration::from_secs(10)))
+        .unwrap();
+}
+
+/// How: after a truncation the mark is the log's new end, so an entry of a newer term
+/// written at a truncated index is not covered until its own sync.
+#[test]
+fn a_truncation_moves_the_mark_back_to_the_logs_new_end() {
+    let rt = rt();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    let durable = log.durable();
+    rt.block_on(log.blocking_append(entries(1, 1, 5))).unwrap();
+    assert!(durable.covers(Some(id(1, 5))));
+    rt.block_on(log.truncate(id(1, 3))).unwrap();
+    assert!(durable.covers(Some(id(1, 2))));
+    assert!(!durable.covers(Some(id(1, 3))));
+    let release = log.hold().unwrap();
+    let _ = rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_millis(100),
+            log.blocking_append(entries(2, 3, 3)),
+        )
+        .await
+    });
+    assert!(!durable.covers(Some(id(2, 3))));
+    release.send(()).unwrap();
+    rt.block_on(durable.reach(Some(id(2, 3)), Duration::from_secs(10)))
+        .unwrap();
+}

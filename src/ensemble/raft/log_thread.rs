@@ -2,6 +2,7 @@
 //! queue order, committing every append queued behind the first with one fdatasync (group
 //! commit) before their callbacks run.
 
+use super::durable::Durable;
 use super::log_store::{Encoded, Live, LogCounters, Slot};
 use super::types::NodeId;
 use openraft::LogId;
@@ -15,8 +16,10 @@ pub(super) type Done = Box<dyn FnOnce(io::Result<()>) + Send>;
 
 pub(super) enum Cmd {
     Append(Vec<Encoded>, Done),
-    Truncate(i64, Done),
-    Purge(i64, Done),
+    /// Entries from this index on go; the log then ends at the log id given.
+    Truncate(i64, Option<LogId<NodeId>>, Done),
+    /// Entries up to this index go (the log id's); all of them if the log ends there.
+    Purge(i64, LogId<NodeId>, Done),
     /// A committed log id to record: buffered, made durable by the next batch's fdatasync
     /// (or at close). Losing it costs nothing but an earlier re-apply at restart.
     Committed(LogId<NodeId>),
@@ -36,6 +39,7 @@ pub(super) fn log_thread(
     rx: mpsc::Receiver<Cmd>,
     counters: Arc<LogCounters>,
     live: Arc<Mutex<Live>>,
+    durable: Durable,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
     let mut tail = Tail::default();
@@ -81,6 +85,18 @@ pub(super) fn log_thread(
                     // append of no entries writes and syncs nothing, so it is not counted).
                     crate::metrics::shared().log_synced(placed.len() as u64, synced.elapsed());
                 }
+                match &result {
+                    Ok(()) => {
+                        if let Some(last) = placed.iter().map(|p| p.0).max() {
+                            durable.advance(last);
+                        }
+                    }
+                    Err(e) => {
+                        // The WAL is poisoned from here on: every later write fails too.
+                        tracing::error!(error = %e, "the Raft log could not be written: this member commits nothing more");
+                        durable.fail();
+                    }
+                }
                 if result.is_ok() {
                     // Durable. The newest stay in memory too: replication and the state
                     // machine read them right away, and a read from a segment costs an open
@@ -102,7 +118,13 @@ pub(super) fn log_thread(
                     done(clone_result(&result));
                 }
             }
-            Cmd::Truncate(from, done) => done(wal.truncate_from(from).map_err(Into::into)),
+            Cmd::Truncate(from, last, done) => {
+                let r = wal.truncate_from(from);
+                if r.is_ok() {
+                    durable.reset(last);
+                }
+                done(r.map_err(Into::into))
+            }
             Cmd::SpinWait(d) => spinner = crate::spin::Spinner::lenient(d),
             Cmd::Committed(id) => {
                 // An empty log (all purged) has nowhere to put it, and needs none.
@@ -112,11 +134,16 @@ pub(super) fn log_thread(
                     }
                 }
             }
-            Cmd::Purge(upto, done) => {
+            Cmd::Purge(upto, id, done) => {
                 // A purge at or past the log's end (a snapshot replaced it all) empties it;
                 // otherwise whole segments below the purge point go.
                 let r = if wal.last_txn_zxid().is_none_or(|last| last <= upto) {
-                    wal.reset()
+                    let r = wal.reset();
+                    if r.is_ok() {
+                        // The log now resumes after the snapshot's last entry.
+                        durable.reset(Some(id));
+                    }
+                    r
                 } else {
                     upto.checked_add(1)
                         .map_or(Ok(Vec::new()), |keep| wal.purge_before(keep))

@@ -316,6 +316,8 @@ pub async fn start(
         .await
         .map_err(io::Error::other)?;
     log.set_spin_wait(cfg.spin_wait)?;
+    log.lead_as(myid);
+    let durable = log.durable();
     let config = Arc::new(election::raft_config(
         cfg.tick_time,
         cfg.init_limit,
@@ -328,8 +330,9 @@ pub async fn start(
         .iter()
         .filter_map(|m| Some((m.id, peer_addr(m)?)))
         .collect();
-    let network =
-        Network::new(myid, Duration::from_millis(config.heartbeat_interval)).with_addrs(addrs);
+    let network = Network::new(myid, Duration::from_millis(config.heartbeat_interval))
+        .with_addrs(addrs)
+        .with_durable(durable);
     let contacts = network.contacts.clone();
     let raft = Raft::new(myid, config, network.clone(), log, sm)
         .await

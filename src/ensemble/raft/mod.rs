@@ -2,6 +2,7 @@
 //! log store on `wal/` and the state-machine adapter. Only this folder names openraft's
 //! types, so that a move to 0.10 touches nothing else.
 
+pub mod durable;
 pub mod election;
 pub mod log_store;
 mod log_thread;

@@ -6,6 +6,7 @@
 //! The peer port is not a client port, but it is a listening socket all the same: a frame's
 //! announced length is bounded and its buffer grows only as bytes arrive.
 
+use super::durable::Durable;
 use super::types::{NodeId, TypeConfig};
 use crate::core::member::{Forward, SyncPoint};
 use openraft::error::{
@@ -262,6 +263,9 @@ pub struct Network {
     /// has applied it, and it learns the commit from the leader: without the old address
     /// it would never hear of it.
     pub moved_from: Arc<parking_lot::RwLock<BTreeMap<NodeId, String>>>,
+    /// This member's log on disk: a follower's acknowledgement is handed to openraft only
+    /// once it is on disk here too (`durable.rs`). None: tests whose log is never early.
+    pub durable: Option<Durable>,
 }
 
 impl Network {
@@ -272,7 +276,14 @@ impl Network {
             contacts: Contacts::default(),
             addrs: Default::default(),
             moved_from: Default::default(),
+            durable: None,
         }
+    }
+
+    /// Holds back followers' acknowledgements until `durable` reaches them.
+    pub fn with_durable(mut self, durable: Durable) -> Network {
+        self.durable = Some(durable);
+        self
     }
 
     /// Reaches the members named here at these addresses, whatever the Raft membership says.
@@ -331,6 +342,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             retry: self.retry,
             down: false,
             contacts: Some(self.contacts.clone()),
+            durable: self.durable.clone(),
         }
     }
 }
@@ -346,6 +358,7 @@ pub struct PeerClient {
     /// The member could not be reached at the last try (logged once, and once when back).
     down: bool,
     contacts: Option<Contacts>,
+    durable: Option<Durable>,
 }
 
 enum CallError {
@@ -377,6 +390,7 @@ impl PeerClient {
             retry: Duration::from_millis(500),
             down: false,
             contacts: None,
+            durable: None,
         }
     }
 
@@ -524,11 +538,34 @@ impl RaftNetwork<TypeConfig> for PeerClient {
                 PayloadTooLarge::new_entries_hint(fit),
             ));
         }
-        match self.call(PeerRequest::Append(rpc), option.hard_ttl()).await {
-            Ok(PeerResponse::Append(r)) => r.map_err(|e| RemoteError::new(self.target, e).into()),
-            Ok(_) => Err(self.mismatch()),
-            Err(e) => Err(self.rpc_error(e, RPCTypes::AppendEntries)),
+        let sent = std::time::Instant::now();
+        let upto = rpc.entries.last().map(|e| e.log_id).or(rpc.prev_log_id);
+        let r = match self.call(PeerRequest::Append(rpc), option.hard_ttl()).await {
+            Ok(PeerResponse::Append(r)) => r.map_err(|e| RemoteError::new(self.target, e))?,
+            Ok(_) => return Err(self.mismatch()),
+            Err(e) => return Err(self.rpc_error(e, RPCTypes::AppendEntries)),
+        };
+        // The follower matches the leader up to `upto`: openraft counts that toward a commit
+        // once the leader's own copy is on disk as well.
+        let matched = match &r {
+            AppendEntriesResponse::Success => upto,
+            AppendEntriesResponse::PartialSuccess(m) => *m,
+            _ => return Ok(r),
+        };
+        if let Some(d) = &self.durable {
+            let left = option.hard_ttl().saturating_sub(sent.elapsed());
+            if let Err(e) = d.reach(matched, left).await {
+                return Err(if e.kind() == io::ErrorKind::TimedOut {
+                    self.rpc_error(
+                        CallError::Timeout(option.hard_ttl()),
+                        RPCTypes::AppendEntries,
+                    )
+                } else {
+                    RPCError::Network(NetworkError::new(&e))
+                });
+            }
         }
+        Ok(r)
     }
 
     async fn install_snapshot(

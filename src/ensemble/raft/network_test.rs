@@ -276,3 +276,63 @@ async fn a_moved_member_is_reached_at_its_previous_address_until_it_listens_at_t
     assert!(c.moved_from.is_none(), "the old address is still kept");
     cancel_new.cancel();
 }
+
+/// How: the stand-in acknowledges at once (up to index = the number of entries sent), but this
+/// member's log is on disk only up to entry 1: an acknowledgement up to 2 is held until the
+/// mark reaches 2 (openraft would
+/// otherwise count a follower's copy toward a commit while the leader's own sync still runs),
+/// and one the mark never reaches ends as a timeout, not a success.
+#[tokio::test]
+async fn a_followers_acknowledgement_waits_for_the_leaders_own_copy_on_disk() {
+    let (addr, cancel) = start(Arc::default()).await;
+    let durable = crate::ensemble::raft::durable::Durable::new(Some(entry(1, b"a").log_id));
+    let mut c = Network::new(1, Duration::from_millis(50))
+        .with_durable(durable.clone())
+        .new_client(2, &BasicNode::new(&addr))
+        .await;
+    let heartbeat = AppendEntriesRequest {
+        vote: Vote::new_committed(3, 1),
+        prev_log_id: Some(entry(1, b"a").log_id),
+        leader_commit: None,
+        entries: vec![],
+    };
+    // Covered already: answered at once.
+    let r = tokio::time::timeout(Duration::from_secs(5), c.append_entries(heartbeat, opt()))
+        .await
+        .expect("a covered acknowledgement was held");
+    assert!(matches!(r, Ok(AppendEntriesResponse::Success)));
+
+    let two = AppendEntriesRequest {
+        vote: Vote::new_committed(3, 1),
+        prev_log_id: Some(entry(1, b"a").log_id),
+        leader_commit: None,
+        entries: vec![entry(2, b"b"), entry(3, b"c")],
+    };
+    let call = tokio::spawn(async move {
+        let r = c.append_entries(two.clone(), opt()).await;
+        (c, r)
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !call.is_finished(),
+        "acknowledged before the leader's copy was on disk"
+    );
+    durable.advance(entry(2, b"b").log_id);
+    let (mut c, r) = call.await.unwrap();
+    assert!(
+        matches!(r, Ok(AppendEntriesResponse::PartialSuccess(Some(_)))),
+        "{r:?}"
+    );
+
+    let three = AppendEntriesRequest {
+        vote: Vote::new_committed(3, 1),
+        prev_log_id: Some(entry(1, b"a").log_id),
+        leader_commit: None,
+        entries: vec![entry(2, b"b"), entry(3, b"c"), entry(4, b"d")],
+    };
+    let r = c
+        .append_entries(three, RPCOption::new(Duration::from_millis(200)))
+        .await;
+    assert!(matches!(r, Err(RPCError::Timeout(_))), "{r:?}");
+    cancel.cancel();
+}

@@ -11,6 +11,7 @@
 //! whole-state image. Both load back through the `Replayer` recovery uses, which checks the
 //! digest.
 
+use super::durable::Durable;
 use super::snapshot_file::SnapshotFile;
 use super::types::{Node, NodeId, Proposal, TypeConfig};
 use crate::durability::image;
@@ -106,12 +107,16 @@ impl<A> Inner<A> {
 /// The state machine; its snapshot builder shares it.
 pub struct StateMachine<A> {
     inner: Arc<Mutex<Inner<A>>>,
+    /// The log's durable mark: an entry applies only once it is on disk here (`durable.rs`).
+    /// None: tests without a log.
+    durable: Option<Durable>,
 }
 
 impl<A> Clone for StateMachine<A> {
     fn clone(&self) -> Self {
         StateMachine {
             inner: self.inner.clone(),
+            durable: self.durable.clone(),
         }
     }
 }
@@ -133,6 +138,20 @@ impl<A: Applier> StateMachine<A> {
                 installs: 0,
                 file: None,
             })),
+            durable: None,
+        }
+    }
+
+    /// Applies entries only once the log holding them is on disk up to them.
+    pub fn with_durable(mut self, durable: Durable) -> Self {
+        self.durable = Some(durable);
+        self
+    }
+
+    async fn on_disk(&self, upto: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        match &self.durable {
+            Some(d) => d.until(Some(upto)).await.map_err(sm_err),
+            None => Ok(()),
         }
     }
 
@@ -194,6 +213,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
                     // Txns before a membership change apply before it is recorded.
                     if let Some(u) = upto {
                         let before = std::mem::take(&mut txns);
+                        self.on_disk(u).await?;
                         inner.applier.apply(before, u).await.map_err(sm_err)?;
                     }
                     inner.set_membership(StoredMembership::new(Some(entry.log_id), m), false);
@@ -203,6 +223,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
             inner.last_applied = upto;
         }
         if let Some(u) = upto {
+            self.on_disk(u).await?;
             inner.applier.apply(txns, u).await.map_err(sm_err)?;
         }
         Ok(replies)

@@ -237,3 +237,31 @@ fn a_capture_overtaken_by_an_installed_snapshot_answers_with_the_installed_one()
         }
     });
 }
+
+/// How: the log is on disk only up to entry 2; a batch up to entry 4 committed (a quorum's
+/// copies are on disk, the leader's own still being synced) waits to apply until the mark
+/// reaches 4, so no client is answered for an entry this member could still lose.
+#[test]
+fn an_entry_applies_only_once_the_log_holding_it_is_on_disk() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut w = Workload::new(7);
+    for _ in 0..5 {
+        w.step();
+    }
+    let log = log_of(&w);
+    let durable = crate::ensemble::raft::durable::Durable::new(Some(id(1, 2)));
+    let sm = StateMachine::new(StateApplier::default()).with_durable(durable.clone());
+    rt.block_on(async {
+        let mut applying = sm.clone();
+        let batch: Vec<_> = log.iter().take(4).cloned().collect();
+        let task = tokio::spawn(async move { applying.apply(batch).await.map(|_| ()) });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(!task.is_finished(), "applied before the log was on disk");
+        durable.advance(id(1, 4));
+        task.await.unwrap().unwrap();
+        assert_eq!(sm.last_applied().await, Some(id(1, 4)));
+    });
+}

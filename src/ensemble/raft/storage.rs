@@ -26,7 +26,9 @@ pub async fn open_as<A: Applier>(
     applier: A,
 ) -> io::Result<(LogStore, StateMachine<A>)> {
     let log = LogStore::open_as(dir, segment_bytes, identity)?;
-    let sm = StateMachine::open(dir, applier).await?;
+    let sm = StateMachine::open(dir, applier)
+        .await?
+        .with_durable(log.durable());
     let (purged, applied) = (log.purged(), sm.last_applied().await);
     if purged.is_some_and(|p| applied.is_none_or(|a| a.index < p.index)) {
         return Err(io::Error::new(
