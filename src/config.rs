@@ -28,7 +28,8 @@ pub struct Config {
     pub max_outstanding_per_connection: usize,
     /// Palisade's `spinWaitMicros`: the window the core and log threads may poll for before
     /// parking, while their recent waits say messages come within it (spin.rs); 0: never poll.
-    pub spin_wait_micros: u64,
+    /// None: the default for the mode ([`Config::spin_wait`]).
+    pub spin_wait_micros: Option<u64>,
     /// Palisade's `connectionOutputBudget` (bytes; default a few × jute.maxbuffer).
     pub connection_output_budget: Option<usize>,
     /// Palisade's `globalOutputBudget` (bytes; default 1 GiB or a quarter of RAM).
@@ -147,7 +148,7 @@ impl Default for Config {
             container_check_interval_ms: 60_000,
             super_digest: None,
             max_outstanding_per_connection: 1000,
-            spin_wait_micros: crate::spin::DEFAULT_SPIN_MICROS,
+            spin_wait_micros: None,
             connection_output_budget: None,
             global_output_budget: None,
             max_reply_size: None,
@@ -231,6 +232,21 @@ impl Config {
             self.jute_max_buffer
                 .saturating_add(crate::limits::REPLY_HEADROOM)
         })
+    }
+
+    /// The polling window: `spinWaitMicros` if set; else 300 µs standalone and none for an
+    /// ensemble member. A member's waits are for its peers (a round trip and a follower's
+    /// fdatasync), which a window mostly spans, so each member would keep a core busy per
+    /// write in flight; with members sharing cores (3 on this 2-core machine) that polling
+    /// took the CPU the others needed — lock handoffs 1.8x faster and a write's median 23%
+    /// lower without it (docs/BENCHMARKS.md, 2026-12-06 ensemble section).
+    pub fn spin_wait(&self) -> std::time::Duration {
+        let default = if self.members.len() > 1 {
+            0
+        } else {
+            crate::spin::DEFAULT_SPIN_MICROS
+        };
+        std::time::Duration::from_micros(self.spin_wait_micros.unwrap_or(default))
     }
 
     /// Applies zoo.cfg text. Returns the unknown keys (to warn about).
@@ -317,7 +333,7 @@ impl Config {
                 "spinWaitMicros" => {
                     self.spin_wait_micros = parse::<u64>(k, v).and_then(|n| {
                         if n <= 10_000 {
-                            Ok(n)
+                            Ok(Some(n))
                         } else {
                             Err(format!("invalid value for {k}: {v:?} (0 to 10000)"))
                         }
@@ -692,13 +708,28 @@ mod tests {
     #[test]
     fn spin_wait_is_bounded() {
         let mut c = Config::default();
-        assert_eq!(c.spin_wait_micros, crate::spin::DEFAULT_SPIN_MICROS);
+        assert_eq!(
+            c.spin_wait(),
+            std::time::Duration::from_micros(crate::spin::DEFAULT_SPIN_MICROS)
+        );
         assert_eq!(c.apply_zoo_cfg("spinWaitMicros=0\n"), Ok(vec![]));
-        assert_eq!(c.spin_wait_micros, 0);
+        assert_eq!(c.spin_wait(), std::time::Duration::ZERO);
         let e = c
             .apply_zoo_cfg("spinWaitMicros=20000\n")
             .err()
             .unwrap_or_default();
         assert!(e.contains("spinWaitMicros") && e.contains("20000"), "{e}");
+    }
+
+    #[test]
+    fn an_ensemble_member_parks_unless_told_to_poll() {
+        let servers = "server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.1:2889:3889\n\
+                       server.3=127.0.0.1:2890:3890\n";
+        let mut c = Config::default();
+        c.apply_zoo_cfg(servers).unwrap();
+        assert_eq!(c.members.len(), 3);
+        assert_eq!(c.spin_wait(), std::time::Duration::ZERO);
+        c.apply_zoo_cfg("spinWaitMicros=300\n").unwrap();
+        assert_eq!(c.spin_wait(), std::time::Duration::from_micros(300));
     }
 }

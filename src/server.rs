@@ -170,7 +170,7 @@ async fn start_member(
         sync_limit: cfg.sync_limit,
         snap_count: cfg.snap_count,
         segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
-        spin_wait: std::time::Duration::from_micros(cfg.spin_wait_micros),
+        spin_wait: cfg.spin_wait(),
         reconfig: cfg.reconfig_enabled,
     };
     let (propose_tx, propose_rx) = mpsc::unbounded_channel();
@@ -367,7 +367,7 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     };
     let secret = datadir::load_secret(&cfg.data_dir)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
-    let spin_wait = Duration::from_micros(cfg.spin_wait_micros);
+    let spin_wait = cfg.spin_wait();
     if cfg.skip_acl {
         tracing::warn!("skipACL=yes: no ACL is checked");
     }
