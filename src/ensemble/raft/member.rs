@@ -492,6 +492,7 @@ async fn roles(
     lease_ms: u64,
 ) {
     let mut rx = raft.metrics();
+    let mut server = raft.server_metrics();
     let mut last = None;
     // (term, last log index) when this member became leader of that term.
     let mut led: Option<(u64, u64)> = None;
@@ -501,6 +502,7 @@ async fn roles(
     let mut left_out: Option<std::time::Instant> = None;
     loop {
         let want = desired.borrow_and_update().clone();
+        server.borrow_and_update();
         let v = {
             let m = rx.borrow_and_update();
             let leads = m.state == ServerState::Leader && m.current_leader == Some(me);
@@ -594,9 +596,19 @@ async fn roles(
             last = Some(v);
         }
         // Metrics change when something happens; a quorum that falls silent changes nothing,
-        // so the view is also looked at again every lease / 4.
+        // so the view is also looked at again every lease / 4. They change at every commit
+        // too, so after such a change the view is built again at most once a millisecond
+        // (building it costs sets, maps and strings: a few % of a busy ensemble's CPU).
         tokio::select! {
-            r = rx.changed() => if r.is_err() {
+            r = rx.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                if !server.has_changed().unwrap_or(true) {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            },
+            r = server.changed() => if r.is_err() {
                 return;
             },
             r = desired.changed() => if r.is_err() {
@@ -743,7 +755,7 @@ fn entries(batch: Vec<Proposed>) -> Vec<Proposal> {
 
 /// Resolves once Raft names another leader than `leader` (or stops).
 async fn leader_changes(raft: &Raft<TypeConfig>, leader: NodeId) {
-    let mut m = raft.metrics();
+    let mut m = raft.server_metrics();
     while m.borrow_and_update().current_leader == Some(leader) {
         if m.changed().await.is_err() {
             return;

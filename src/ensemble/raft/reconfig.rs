@@ -103,7 +103,9 @@ pub async fn reconcile(
     reconfig: bool,
     pause: Duration,
 ) {
-    let mut metrics = raft.metrics();
+    // Server metrics: they change with the role, the leader and the membership only, not at
+    // every commit as the full metrics do.
+    let mut metrics = raft.server_metrics();
     let mut followed = 0;
     loop {
         let want = desired.borrow_and_update().clone();
