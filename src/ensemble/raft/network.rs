@@ -25,7 +25,7 @@ use std::future::Future;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
@@ -136,7 +136,11 @@ async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, msg: &T) ->
     w.flush().await
 }
 
-/// Reads one frame. `Ok(None)`: the peer closed the link between frames.
+/// What a frame's announced length may reserve before its bytes arrive.
+const FRAME_RESERVE: usize = 64 << 10;
+
+/// Reads one frame. `Ok(None)`: the peer closed the link between frames. Links are read
+/// through a `BufReader`, so a frame's length and a small body come in one read call.
 async fn read_frame<R: AsyncRead + Unpin, T: for<'a> Deserialize<'a>>(
     r: &mut R,
 ) -> io::Result<Option<T>> {
@@ -153,8 +157,10 @@ async fn read_frame<R: AsyncRead + Unpin, T: for<'a> Deserialize<'a>>(
             format!("peer frame of {len} bytes announced (max {MAX_PEER_FRAME})"),
         ));
     }
-    // Grows with what arrives: an announced length reserves nothing.
-    let mut body = Vec::new();
+    // An announced length reserves at most FRAME_RESERVE; a larger body grows with what
+    // arrives. (From nothing, the buffer grew 32, 64, 128… bytes, one read call each: five
+    // calls for a one-entry append.)
+    let mut body = Vec::with_capacity((len as usize).min(FRAME_RESERVE));
     let got = r.take(u64::from(len)).read_to_end(&mut body).await?;
     if got != len as usize {
         return Err(io::ErrorKind::UnexpectedEof.into());
@@ -196,7 +202,8 @@ pub async fn serve<H: PeerHandler>(
     }
 }
 
-async fn serve_link<H: PeerHandler>(mut stream: TcpStream, handler: &H) -> io::Result<()> {
+async fn serve_link<H: PeerHandler>(stream: TcpStream, handler: &H) -> io::Result<()> {
+    let mut stream = BufReader::new(stream);
     while let Some(req) = read_frame::<_, PeerRequest>(&mut stream).await? {
         let resp = match req {
             PeerRequest::Append(r) => PeerResponse::Append(handler.append(r).await),
@@ -209,7 +216,7 @@ async fn serve_link<H: PeerHandler>(mut stream: TcpStream, handler: &H) -> io::R
             }
             PeerRequest::Join { id, addr } => PeerResponse::Join(handler.join(id, addr).await),
         };
-        write_frame(&mut stream, &resp).await?;
+        write_frame(stream.get_mut(), &resp).await?;
     }
     Ok(())
 }
@@ -353,7 +360,7 @@ pub struct PeerClient {
     addr: String,
     /// The member's previous address while it moves (`Network::moved_from`).
     moved_from: Option<String>,
-    link: Option<TcpStream>,
+    link: Option<BufReader<TcpStream>>,
     retry: Duration,
     /// The member could not be reached at the last try (logged once, and once when back).
     down: bool,
@@ -482,12 +489,14 @@ impl PeerClient {
                 self.down = false;
             }
             let _ = s.set_nodelay(true);
-            self.link = Some(s);
+            self.link = Some(BufReader::new(s));
         }
         let Some(link) = self.link.as_mut() else {
             return Err(CallError::Network(io::ErrorKind::NotConnected.into()));
         };
-        write_frame(link, &req).await.map_err(CallError::Network)?;
+        write_frame(link.get_mut(), &req)
+            .await
+            .map_err(CallError::Network)?;
         match read_frame(link).await {
             Ok(Some(r)) => Ok(r),
             Ok(None) => Err(CallError::Network(io::ErrorKind::UnexpectedEof.into())),

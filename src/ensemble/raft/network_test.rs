@@ -336,3 +336,46 @@ async fn a_followers_acknowledgement_waits_for_the_leaders_own_copy_on_disk() {
     assert!(matches!(r, Err(RPCError::Timeout(_))), "{r:?}");
     cancel.cancel();
 }
+
+/// How: two calls' frames arrive in one write and a third byte by byte; the link is read
+/// through a buffer now, so the bytes of the second frame that came with the first must be
+/// kept for it: three replies, in order, each the one its request asked for.
+#[tokio::test]
+async fn frames_that_arrive_together_or_in_pieces_are_each_answered() {
+    let (addr, cancel) = start(Arc::default()).await;
+    let mut raw = TcpStream::connect(&addr).await.unwrap();
+    let frame = |term: u64| {
+        let body = postcard::to_stdvec(&PeerRequest::Vote(VoteRequest::new(
+            Vote::new(term, 1),
+            None,
+        )))
+        .unwrap();
+        let mut f = (body.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(&body);
+        f
+    };
+    let mut two = frame(2);
+    two.extend(frame(3));
+    raw.write_all(&two).await.unwrap();
+    for b in frame(4) {
+        raw.write_all(&[b]).await.unwrap();
+        raw.flush().await.unwrap();
+    }
+    let mut rd = BufReader::new(raw);
+    for term in [2u64, 3, 4] {
+        let r = tokio::time::timeout(
+            Duration::from_secs(5),
+            read_frame::<_, PeerResponse>(&mut rd),
+        )
+        .await
+        .expect("a reply")
+        .unwrap()
+        .expect("a frame");
+        let PeerResponse::Vote(Ok(v)) = r else {
+            panic!("not a vote reply")
+        };
+        assert_eq!(v.vote.leader_id().term, term);
+        assert_eq!(v.vote_granted, term % 2 == 0);
+    }
+    cancel.cancel();
+}
