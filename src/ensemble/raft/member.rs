@@ -1,8 +1,9 @@
 //! One ensemble member at run time: the core (core/member.rs) wired to openraft.
 //!
 //! - `CoreApplier` is the state machine's `Applier`: committed entries go to the core thread
-//!   as `CoreMsg::Committed`, and the state machine returns once the core has applied them,
-//!   so Raft's `last_applied` never runs ahead of the tree clients read.
+//!   as `CoreMsg::Committed`; each batch's acknowledgement is awaited before the next batch
+//!   (or a snapshot) goes, so Raft's `last_applied` runs at most one batch ahead of the core,
+//!   whose channel orders every later message (a role change, a snapshot) behind it.
 //! - the proposer task hands the leader core's batches to `Raft::client_write_ff` in order
 //!   (fire and forget: the core learns the outcome from the committed stream);
 //! - the forwarder task sends a follower core's writes and session touches to the leader over
@@ -41,6 +42,28 @@ use tokio_util::sync::CancellationToken;
 /// The state machine's applier in a server: the core thread.
 pub struct CoreApplier {
     core: mpsc::Sender<CoreMsg>,
+    /// The last batch's acknowledgement, awaited when the next batch goes: by then the core
+    /// has nearly always sent it, so the Raft thread is not woken once per batch for it (a
+    /// context switch per commit on every member), and a core that failed still stops Raft,
+    /// one batch later.
+    pending: Option<oneshot::Receiver<()>>,
+}
+
+impl CoreApplier {
+    pub fn new(core: mpsc::Sender<CoreMsg>) -> Self {
+        CoreApplier {
+            core,
+            pending: None,
+        }
+    }
+
+    /// Waits for the last batch's acknowledgement.
+    async fn settle(&mut self) -> io::Result<()> {
+        match self.pending.take() {
+            Some(done) => done.await.map_err(|_| core_gone()),
+            None => Ok(()),
+        }
+    }
 }
 
 fn core_gone() -> io::Error {
@@ -58,6 +81,7 @@ impl Applier for CoreApplier {
         if txns.is_empty() {
             return Ok(());
         }
+        self.settle().await?;
         let mut items = Vec::with_capacity(txns.len());
         for (log_id, p) in txns {
             match p {
@@ -80,10 +104,12 @@ impl Applier for CoreApplier {
             })
             .await
             .map_err(|_| core_gone())?;
-        done.await.map_err(|_| core_gone())
+        self.pending = Some(done);
+        Ok(())
     }
 
     async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {
+        self.settle().await?;
         let (tx, rx) = oneshot::channel();
         self.core
             .send(CoreMsg::Image(tx))
@@ -98,6 +124,7 @@ impl Applier for CoreApplier {
     }
 
     async fn install(&mut self, image: &[u8], at: Option<LogId<NodeId>>) -> io::Result<()> {
+        self.settle().await?;
         let (ack, done) = oneshot::channel();
         let image = image.to_vec();
         self.core
@@ -309,7 +336,7 @@ pub async fn start(
     let learner = me.role == Role::Observer;
     let dir = &cfg.dir;
     crate::durability::datadir::create_private_dir(dir)?;
-    let applier = CoreApplier { core: core.clone() };
+    let applier = CoreApplier::new(core.clone());
     let segment = cfg.segment_bytes.max(1 << 20);
     let (mut log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
     super::vote::step_down_on_restart(&mut log, myid)
