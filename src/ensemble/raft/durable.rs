@@ -69,10 +69,6 @@ impl Durable {
         self.0.send_modify(|m| m.failed = true);
     }
 
-    pub fn failed(&self) -> bool {
-        self.0.borrow().failed
-    }
-
     /// Whether the log is on disk up to `id` (log ids order by term, then index, so an
     /// entry of a newer term that replaced a durable one is not covered by it).
     pub fn covers(&self, id: Option<LogId<NodeId>>) -> bool {

@@ -64,6 +64,16 @@ pub(super) struct Live {
     pub(super) entries: BTreeMap<u64, Slot>,
 }
 
+impl Live {
+    /// The last entry's log id, else the purge point: where the log ends.
+    fn last_log_id(&self) -> Option<LogId<NodeId>> {
+        self.entries
+            .last_key_value()
+            .map(|(_, s)| s.log_id())
+            .or(self.purged)
+    }
+}
+
 /// What the log thread reports, for tests and metrics.
 #[derive(Default)]
 pub struct LogCounters {
@@ -212,12 +222,7 @@ impl LogStore {
         let (tx, rx) = mpsc::channel();
         let c = counters.clone();
         // What the open found is what a sync left (the WAL writes records only to sync them).
-        let durable = Durable::new(
-            live.entries
-                .last_key_value()
-                .map(|(_, s)| s.log_id())
-                .or(live.purged),
-        );
+        let durable = Durable::new(live.last_log_id());
         let d = durable.clone();
         let live = Arc::new(Mutex::new(live));
         let l = live.clone();
@@ -375,10 +380,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<NodeId>> {
         let live = self.live.lock();
-        let last = live.entries.last_key_value().map(|(_, s)| s.log_id());
         Ok(LogState {
             last_purged_log_id: live.purged,
-            last_log_id: last.or(live.purged),
+            last_log_id: live.last_log_id(),
         })
     }
 
@@ -466,10 +470,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let last = {
             let mut live = self.live.lock();
             live.entries.split_off(&log_id.index);
-            live.entries
-                .last_key_value()
-                .map(|(_, s)| s.log_id())
-                .or(live.purged)
+            live.last_log_id()
         };
         let from = i64::try_from(log_id.index).unwrap_or(i64::MAX);
         self.run(|done| Cmd::Truncate(from, last, done))

@@ -337,6 +337,19 @@ fn a_lost_segment_refuses_to_open() {
     assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
 }
 
+/// Appends `e` and waits for openraft's flush callback at most `limit`: None if it did not come
+/// (the append stays queued).
+fn reported_within(
+    rt: &tokio::runtime::Runtime,
+    log: &mut LogStore,
+    e: Vec<Entry<TypeConfig>>,
+    limit: Duration,
+) -> Option<()> {
+    rt.block_on(async { tokio::time::timeout(limit, log.blocking_append(e)).await })
+        .ok()
+        .map(|r| r.unwrap())
+}
+
 /// How: the log thread is held. This member (1) leads term 1 by its saved vote, so an append
 /// of its own entries returns at once (openraft then replicates them while the sync runs),
 /// while the durable mark stays short of them until the thread syncs. Under another member's
@@ -351,15 +364,8 @@ fn the_leaders_own_entries_are_reported_at_once_and_the_mark_waits_for_their_syn
     rt.block_on(log.save_vote(&Vote::new_committed(1, 1)))
         .unwrap();
     let release = log.hold().unwrap();
-    rt.block_on(async {
-        tokio::time::timeout(
-            Duration::from_secs(5),
-            log.blocking_append(entries(1, 1, 3)),
-        )
-        .await
-    })
-    .expect("the leader's own append waited for its sync")
-    .unwrap();
+    reported_within(&rt, &mut log, entries(1, 1, 3), Duration::from_secs(5))
+        .expect("the leader's own append waited for its sync");
     assert!(
         !durable.covers(Some(id(1, 1))),
         "the mark ran ahead of the sync"
@@ -371,15 +377,9 @@ fn the_leaders_own_entries_are_reported_at_once_and_the_mark_waits_for_their_syn
     rt.block_on(log.save_vote(&Vote::new_committed(2, 2)))
         .unwrap();
     let release = log.hold().unwrap();
-    let early = rt.block_on(async {
-        tokio::time::timeout(
-            Duration::from_millis(300),
-            log.blocking_append(entries(2, 4, 5)),
-        )
-        .await
-    });
+    let early = reported_within(&rt, &mut log, entries(2, 4, 5), Duration::from_millis(300));
     assert!(
-        early.is_err(),
+        early.is_none(),
         "a follower's append was reported before its sync"
     );
     assert!(!durable.covers(Some(id(2, 4))));
@@ -402,13 +402,7 @@ fn a_truncation_moves_the_mark_back_to_the_logs_new_end() {
     assert!(durable.covers(Some(id(1, 2))));
     assert!(!durable.covers(Some(id(1, 3))));
     let release = log.hold().unwrap();
-    let _ = rt.block_on(async {
-        tokio::time::timeout(
-            Duration::from_millis(100),
-            log.blocking_append(entries(2, 3, 3)),
-        )
-        .await
-    });
+    let _ = reported_within(&rt, &mut log, entries(2, 3, 3), Duration::from_millis(100));
     assert!(!durable.covers(Some(id(2, 3))));
     release.send(()).unwrap();
     rt.block_on(durable.reach(Some(id(2, 3)), Duration::from_secs(10)))
