@@ -19,7 +19,7 @@
 //! Beside the log: the vote (`vote.rs`) and the purge point (`purged.rs`).
 
 use super::durable::Durable;
-use super::log_thread::{decode_committed, log_thread, Cmd, Done};
+use super::log_thread::{decode_committed, log_thread, Cmd, Done, Shared, Writer};
 use super::purged::PurgedFile;
 use super::types::{NodeId, TypeConfig};
 use super::vote::VoteFile;
@@ -81,6 +81,9 @@ pub struct LogCounters {
     pub fsyncs: std::sync::atomic::AtomicU64,
     /// Group commits: batches of appends written together.
     pub batches: std::sync::atomic::AtomicU64,
+    /// Of those, the ones written and synced by the caller (the Raft thread), the log thread
+    /// being idle.
+    pub inline: std::sync::atomic::AtomicU64,
 }
 
 pub struct LogStore {
@@ -90,6 +93,8 @@ pub struct LogStore {
     vote: VoteFile,
     purged_file: PurgedFile,
     counters: Arc<LogCounters>,
+    /// The writer, and how many commands the log thread has yet to finish.
+    shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// How far the log is on disk (`durable.rs`).
     durable: Durable,
@@ -220,15 +225,14 @@ impl LogStore {
         drop(recovered);
         let counters = Arc::new(LogCounters::default());
         let (tx, rx) = mpsc::channel();
-        let c = counters.clone();
         // What the open found is what a sync left (the WAL writes records only to sync them).
         let durable = Durable::new(live.last_log_id());
-        let d = durable.clone();
         let live = Arc::new(Mutex::new(live));
-        let l = live.clone();
+        let shared = Shared::new(wal, counters.clone(), live.clone(), durable.clone());
+        let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("raft-log".into())
-            .spawn(move || log_thread(wal, rx, c, l, d))?;
+            .spawn(move || log_thread(s, rx))?;
         Ok(LogStore {
             dir: dir.to_path_buf(),
             live,
@@ -236,6 +240,7 @@ impl LogStore {
             vote: VoteFile::new(dir),
             purged_file,
             counters,
+            shared,
             thread: Some(thread),
             durable,
             me: None,
@@ -277,9 +282,19 @@ impl LogStore {
     }
 
     fn send(&self, cmd: Cmd) -> io::Result<()> {
-        self.tx
-            .send(cmd)
-            .map_err(|_| io::Error::other("the Raft log thread is gone"))
+        use std::sync::atomic::Ordering::SeqCst;
+        self.shared.queued.fetch_add(1, SeqCst);
+        self.tx.send(cmd).map_err(|_| {
+            self.shared.queued.fetch_sub(1, SeqCst);
+            io::Error::other("the Raft log thread is gone")
+        })
+    }
+
+    /// The writer, if the log thread has nothing left to do: what this store sent it is all
+    /// done, and as only this store sends it anything, it stays idle while the writer is held.
+    fn idle_writer(&self) -> Option<parking_lot::MutexGuard<'_, Writer>> {
+        (self.shared.queued.load(std::sync::atomic::Ordering::SeqCst) == 0)
+            .then(|| self.shared.writer.lock())
     }
 
     /// Queues `cmd` and waits for the log thread to finish it.
@@ -392,6 +407,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     ) -> Result<(), StorageError<NodeId>> {
         let Some(id) = committed else { return Ok(()) };
         self.live.lock().committed = Some(id);
+        if let Some(mut writer) = self.idle_writer() {
+            // Buffered only: no wake-up of the log thread for it.
+            writer.committed(id);
+            return Ok(());
+        }
         self.send(Cmd::Committed(id))
             .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
     }
@@ -459,11 +479,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             callback.log_io_completed(Ok(()));
             return Ok(());
         }
-        self.send(Cmd::Append(
-            encoded,
-            Box::new(move |r| callback.log_io_completed(r)),
-        ))
-        .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
+        let done: Done = Box::new(move |r| callback.log_io_completed(r));
+        if let Some(mut writer) = self.idle_writer() {
+            // A follower's append (openraft sends it the next only once this one is answered):
+            // written and synced here, which spares the hand-off to the log thread and back.
+            writer.append(vec![(encoded, done)]);
+            self.counters
+                .inline
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Ok(());
+        }
+        self.send(Cmd::Append(encoded, done))
+            .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {

@@ -200,6 +200,50 @@ fn queued_appends_share_one_fdatasync() {
     assert_eq!(counters.batches.load(Relaxed), 1);
 }
 
+/// How: with nothing queued, a follower's append is written and synced by the caller before
+/// `append` returns (no hand-off to the log thread); with the thread busy (held), it queues
+/// behind what the thread has, and a leader's own append always goes to the thread, whose
+/// sync then runs alongside replication.
+#[test]
+fn a_followers_append_is_synced_by_the_caller_when_the_log_thread_is_idle() {
+    let rt = rt();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    log.lead_as(1);
+    let counters = log.counters();
+    let durable = log.durable();
+    rt.block_on(log.save_vote(&Vote::new_committed(1, 2)))
+        .unwrap();
+    rt.block_on(log.blocking_append(entries(1, 1, 3))).unwrap();
+    assert_eq!(counters.inline.load(Relaxed), 1);
+    assert_eq!(counters.fsyncs.load(Relaxed), 1);
+    assert!(durable.covers(Some(id(1, 3))));
+
+    let release = log.hold().unwrap();
+    let early = reported_within(&rt, &mut log, entries(1, 4, 4), Duration::from_millis(200));
+    assert!(early.is_none(), "an append ran ahead of the queue");
+    assert_eq!(counters.inline.load(Relaxed), 1);
+    release.send(()).unwrap();
+    rt.block_on(durable.reach(Some(id(1, 4)), Duration::from_secs(10)))
+        .unwrap();
+
+    rt.block_on(log.save_vote(&Vote::new_committed(2, 1)))
+        .unwrap();
+    // The thread has finished the held append: it is idle again, but these are the leader's.
+    rt.block_on(durable.reach(Some(id(1, 4)), Duration::from_secs(10)))
+        .unwrap();
+    reported_within(&rt, &mut log, entries(2, 5, 6), Duration::from_secs(5)).unwrap();
+    rt.block_on(durable.reach(Some(id(2, 6)), Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(counters.inline.load(Relaxed), 1);
+    assert_eq!(counters.batches.load(Relaxed), 3);
+    drop(log);
+    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    let (state, all) = rt.block_on(everything(&mut log));
+    assert_eq!(state.last_log_id, Some(id(2, 6)));
+    assert_eq!(all.len(), 6);
+}
+
 /// How: committed ids saved between appends come back after a reopen (the last one whose
 /// entry is still in the log); one recorded after entries a truncation then cut goes with
 /// them, leaving the one before, which is still true.

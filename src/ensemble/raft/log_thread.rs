@@ -1,6 +1,7 @@
-//! The Raft log's one thread: it owns the WAL writer and runs the log store's commands in
-//! queue order, committing every append queued behind the first with one fdatasync (group
-//! commit) before their callbacks run.
+//! The Raft log's writer and its thread: the thread runs the log store's commands in queue
+//! order, committing every append queued behind the first with one fdatasync (group commit)
+//! before their callbacks run; when nothing is queued, the Raft thread may run a follower's
+//! append or a committed id on the writer itself.
 
 use super::durable::Durable;
 use super::log_store::{Encoded, Live, LogCounters, Slot};
@@ -9,6 +10,7 @@ use openraft::LogId;
 use palisade_wal::{RecordKind, RecordPos, Wal, WalError};
 use parking_lot::Mutex;
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -32,17 +34,144 @@ pub(super) enum Cmd {
     Hold(mpsc::Receiver<()>),
 }
 
-/// Group commit: every append queued when the thread wakes is written, then one sync covers
-/// them all, then their callbacks run. Any other command runs alone, in queue order.
-pub(super) fn log_thread(
-    mut wal: Wal,
-    rx: mpsc::Receiver<Cmd>,
+/// The WAL writer and what a sync updates: the durable mark, the in-memory tail, the
+/// counters. The log thread runs its commands on it; so does the Raft thread itself, for an
+/// append or a committed id that finds nothing queued (`LogStore::idle_writer`): a follower
+/// gets its next append only after answering this one, so handing the sync to another thread
+/// and back bought it nothing but two wake-ups on its commit path.
+pub(super) struct Writer {
+    wal: Wal,
+    tail: Tail,
     counters: Arc<LogCounters>,
     live: Arc<Mutex<Live>>,
     durable: Durable,
-) {
-    use std::sync::atomic::Ordering::Relaxed;
-    let mut tail = Tail::default();
+}
+
+/// The writer and the number of commands sent to the log thread and not yet finished: at
+/// zero the thread is idle, and whoever takes the writer comes after all it was given.
+pub(super) struct Shared {
+    pub(super) writer: Mutex<Writer>,
+    pub(super) queued: AtomicUsize,
+}
+
+impl Shared {
+    pub(super) fn new(
+        wal: Wal,
+        counters: Arc<LogCounters>,
+        live: Arc<Mutex<Live>>,
+        durable: Durable,
+    ) -> Arc<Shared> {
+        Arc::new(Shared {
+            writer: Mutex::new(Writer {
+                wal,
+                tail: Tail::default(),
+                counters,
+                live,
+                durable,
+            }),
+            queued: AtomicUsize::new(0),
+        })
+    }
+}
+
+impl Writer {
+    /// Group commit: writes every batch, issues one sync for them all, then runs each
+    /// batch's callback.
+    pub(super) fn append(&mut self, batches: Vec<(Vec<Encoded>, Done)>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut dones = Vec::with_capacity(batches.len());
+        let mut placed: Vec<(LogId<NodeId>, RecordPos, usize)> = Vec::new();
+        let mut result = Ok(());
+        for (entries, done) in batches {
+            if result.is_ok() {
+                result = append_all(&mut self.wal, &entries, &mut placed);
+            }
+            dones.push(done);
+        }
+        let synced = std::time::Instant::now();
+        let result = result.and_then(|()| self.wal.sync());
+        if result.is_ok() && !placed.is_empty() {
+            // mntr's fsync and batch figures, as the standalone log reports them (an append
+            // of no entries writes and syncs nothing, so it is not counted).
+            crate::metrics::shared().log_synced(placed.len() as u64, synced.elapsed());
+        }
+        match &result {
+            Ok(()) => {
+                if let Some(last) = placed.iter().map(|p| p.0).max() {
+                    self.durable.advance(last);
+                }
+                // Durable. The newest stay in memory too: replication and the state machine
+                // read them right away, and a read from a segment costs an open and a pread
+                // per entry. Older ones are read from the segments from now on, unless a
+                // truncation replaced them meanwhile.
+                self.tail.extend(placed);
+                let mut live = self.live.lock();
+                for (id, pos) in self.tail.evict() {
+                    if let Some(slot) = live.entries.get_mut(&id.index) {
+                        if slot.log_id() == id {
+                            *slot = Slot::Disk(id, pos);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                // The WAL is poisoned from here on: every later write fails too.
+                tracing::error!(error = %e, "the Raft log could not be written: this member commits nothing more");
+                self.durable.fail();
+            }
+        }
+        self.counters.fsyncs.store(self.wal.fsyncs(), Relaxed);
+        self.counters.batches.fetch_add(1, Relaxed);
+        for done in dones {
+            done(clone_result(&result));
+        }
+    }
+
+    /// Entries from `from` on go; the log then ends at `last`.
+    fn truncate(&mut self, from: i64, last: Option<LogId<NodeId>>) -> io::Result<()> {
+        self.wal.truncate_from(from)?;
+        self.durable.reset(last);
+        Ok(())
+    }
+
+    /// A purge at or past the log's end (a snapshot replaced it all) empties it; otherwise
+    /// whole segments below the purge point go.
+    fn purge(&mut self, upto: i64, id: LogId<NodeId>) -> io::Result<()> {
+        if self.wal.last_txn_zxid().is_none_or(|last| last <= upto) {
+            self.wal.reset()?;
+            // The log now resumes after the snapshot's last entry.
+            self.durable.reset(Some(id));
+            Ok(())
+        } else {
+            upto.checked_add(1)
+                .map_or(Ok(Vec::new()), |keep| self.wal.purge_before(keep))
+                .map(drop)
+                .map_err(Into::into)
+        }
+    }
+
+    /// Buffers a committed log id, made durable by the next sync (or at close). Losing it
+    /// costs nothing but an earlier re-apply at restart.
+    pub(super) fn committed(&mut self, id: LogId<NodeId>) {
+        // An empty log (all purged) has nowhere to put it, and needs none.
+        if self.wal.last_txn_zxid().is_some() {
+            if let Err(e) = self.wal.append(RecordKind::Meta, 0, &encode_committed(&id)) {
+                tracing::warn!(error = %e, "committed log id not recorded");
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        // A committed id still buffered goes to disk.
+        if let Err(e) = self.wal.sync() {
+            tracing::warn!(error = %e, "the Raft log's last records were not written at close");
+        }
+    }
+}
+
+/// The log thread: every append queued when it wakes is written, then one sync covers them
+/// all, then their callbacks run. Any other command runs alone, in queue order.
+pub(super) fn log_thread(shared: Arc<Shared>, rx: mpsc::Receiver<Cmd>) {
     let mut spinner = crate::spin::Spinner::lenient(std::time::Duration::ZERO);
     let wait = |spinner: &mut crate::spin::Spinner| {
         spinner.wait(
@@ -57,114 +186,43 @@ pub(super) fn log_thread(
     };
     let mut next = wait(&mut spinner);
     while let Some(cmd) = next.take() {
+        let mut taken = 1;
         match cmd {
             Cmd::Append(entries, done) => {
-                let mut dones = Vec::new();
-                let mut placed: Vec<(LogId<NodeId>, RecordPos, usize)> = Vec::new();
-                let mut result = append_all(&mut wal, &entries, &mut placed);
-                dones.push(done);
+                let mut batches = vec![(entries, done)];
                 loop {
                     match rx.try_recv() {
                         Ok(Cmd::Append(entries, done)) => {
-                            if result.is_ok() {
-                                result = append_all(&mut wal, &entries, &mut placed);
-                            }
-                            dones.push(done);
+                            batches.push((entries, done));
+                            taken += 1;
                         }
                         Ok(other) => {
+                            // Counted when it runs, next turn.
                             next = Some(other);
                             break;
                         }
                         Err(_) => break,
                     }
                 }
-                let synced = std::time::Instant::now();
-                let result = result.and_then(|()| wal.sync());
-                if result.is_ok() && !placed.is_empty() {
-                    // mntr's fsync and batch figures, as the standalone log reports them (an
-                    // append of no entries writes and syncs nothing, so it is not counted).
-                    crate::metrics::shared().log_synced(placed.len() as u64, synced.elapsed());
-                }
-                match &result {
-                    Ok(()) => {
-                        if let Some(last) = placed.iter().map(|p| p.0).max() {
-                            durable.advance(last);
-                        }
-                    }
-                    Err(e) => {
-                        // The WAL is poisoned from here on: every later write fails too.
-                        tracing::error!(error = %e, "the Raft log could not be written: this member commits nothing more");
-                        durable.fail();
-                    }
-                }
-                if result.is_ok() {
-                    // Durable. The newest stay in memory too: replication and the state
-                    // machine read them right away, and a read from a segment costs an open
-                    // and a pread per entry. Older ones are read from the segments from now
-                    // on, unless a truncation replaced them meanwhile.
-                    tail.extend(placed);
-                    let mut live = live.lock();
-                    for (id, pos) in tail.evict() {
-                        if let Some(slot) = live.entries.get_mut(&id.index) {
-                            if slot.log_id() == id {
-                                *slot = Slot::Disk(id, pos);
-                            }
-                        }
-                    }
-                }
-                counters.fsyncs.store(wal.fsyncs(), Relaxed);
-                counters.batches.fetch_add(1, Relaxed);
-                for done in dones {
-                    done(clone_result(&result));
-                }
+                shared.writer.lock().append(batches);
             }
-            Cmd::Truncate(from, last, done) => {
-                let r = wal.truncate_from(from);
-                if r.is_ok() {
-                    durable.reset(last);
-                }
-                done(r.map_err(Into::into))
-            }
+            Cmd::Truncate(from, last, done) => done(shared.writer.lock().truncate(from, last)),
+            Cmd::Purge(upto, id, done) => done(shared.writer.lock().purge(upto, id)),
+            Cmd::Committed(id) => shared.writer.lock().committed(id),
             Cmd::SpinWait(d) => spinner = crate::spin::Spinner::lenient(d),
-            Cmd::Committed(id) => {
-                // An empty log (all purged) has nowhere to put it, and needs none.
-                if wal.last_txn_zxid().is_some() {
-                    if let Err(e) = wal.append(RecordKind::Meta, 0, &encode_committed(&id)) {
-                        tracing::warn!(error = %e, "committed log id not recorded");
-                    }
-                }
-            }
-            Cmd::Purge(upto, id, done) => {
-                // A purge at or past the log's end (a snapshot replaced it all) empties it;
-                // otherwise whole segments below the purge point go.
-                let r = if wal.last_txn_zxid().is_none_or(|last| last <= upto) {
-                    let r = wal.reset();
-                    if r.is_ok() {
-                        // The log now resumes after the snapshot's last entry.
-                        durable.reset(Some(id));
-                    }
-                    r
-                } else {
-                    upto.checked_add(1)
-                        .map_or(Ok(Vec::new()), |keep| wal.purge_before(keep))
-                        .map(drop)
-                };
-                done(r.map_err(Into::into))
-            }
             #[cfg(test)]
             Cmd::Hold(release) => {
                 let _ = release.recv();
             }
         }
-        counters.fsyncs.store(wal.fsyncs(), Relaxed);
+        // After the writer is released: at zero, the Raft thread may take it.
+        shared.queued.fetch_sub(taken, Ordering::SeqCst);
         if next.is_none() {
             next = wait(&mut spinner);
         }
     }
-    // The store is closing: a committed id still buffered goes to disk.
-    if let Err(e) = wal.sync() {
-        tracing::warn!(error = %e, "the Raft log's last records were not written at close");
-    }
+    // The store is closing.
+    shared.writer.lock().close();
 }
 
 /// Raft metadata record for a committed log id: tag 1, index, term, leader node (u64 LE).
