@@ -806,7 +806,15 @@ async fn forwarder(
     // another process, even with the same id (a member restarted and elected again), and a
     // link to the one before would fail the first call after a quiet spell.
     let mut link: Option<(PeerClient, u64)> = None;
-    while let Some(msg) = rx.recv().await {
+    let mut held: Option<ToLeader> = None;
+    loop {
+        let msg = match held.take() {
+            Some(m) => m,
+            None => match rx.recv().await {
+                Some(m) => m,
+                None => return,
+            },
+        };
         let (leader, addr, term) = {
             let m = raft.metrics();
             let m = m.borrow();
@@ -831,6 +839,7 @@ async fn forwarder(
         }
         match msg {
             ToLeader::Forward(ops) => {
+                let ops = gather(ops, &mut rx, &mut held);
                 let sent: Vec<(i64, i32)> = ops.iter().map(|f| (f.session, f.cxid)).collect();
                 let points = match (&mut link, leader) {
                     (Some((c, _)), Some(l)) => tokio::select! {
@@ -867,10 +876,92 @@ async fn forwarder(
     }
 }
 
+/// How many request bytes one forward call gathers from the queue, at most.
+const GATHER_BYTES: usize = 1 << 20;
+
+/// `ops` and the forwards queued behind them, up to GATHER_BYTES, as one call: they queued
+/// while the last call was out, and one round trip to the leader each would pace a follower's
+/// writes by that round trip. A touch stops the gathering (held, to go next in its order).
+fn gather(
+    mut ops: Vec<Forward>,
+    rx: &mut mpsc::UnboundedReceiver<ToLeader>,
+    held: &mut Option<ToLeader>,
+) -> Vec<Forward> {
+    let size = |ops: &[Forward]| -> usize {
+        ops.iter()
+            .map(|f| match &f.what {
+                crate::core::member::Forwarded::Request(b) => b.len(),
+                _ => 16,
+            })
+            .sum()
+    };
+    let mut bytes = size(&ops);
+    while bytes < GATHER_BYTES {
+        match rx.try_recv() {
+            Ok(ToLeader::Forward(more)) => {
+                bytes = bytes.saturating_add(size(&more));
+                ops.extend(more);
+            }
+            Ok(other) => {
+                *held = Some(other);
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    ops
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use openraft::CommittedLeaderId;
+
+    fn fwd(cxid: i32, bytes: usize) -> Forward {
+        Forward {
+            session: 7,
+            cxid,
+            what: crate::core::member::Forwarded::Request(Bytes::from(vec![0u8; bytes])),
+            auth: Vec::new(),
+        }
+    }
+
+    fn cxids(ops: &[Forward]) -> Vec<i32> {
+        ops.iter().map(|f| f.cxid).collect()
+    }
+
+    /// How: forwards queued behind the first go with it, in order, until a touch (held for
+    /// next) or GATHER_BYTES; what is left stays queued, in order.
+    #[test]
+    fn queued_forwards_go_in_one_call_up_to_a_touch_or_the_byte_bound() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut held = None;
+        tx.send(ToLeader::Forward(vec![fwd(2, 10), fwd(3, 10)]))
+            .unwrap();
+        tx.send(ToLeader::Forward(vec![fwd(4, 10)])).unwrap();
+        tx.send(ToLeader::Touch(vec![(7, 1)])).unwrap();
+        tx.send(ToLeader::Forward(vec![fwd(5, 10)])).unwrap();
+        let ops = gather(vec![fwd(1, 10)], &mut rx, &mut held);
+        assert_eq!(cxids(&ops), [1, 2, 3, 4]);
+        assert!(matches!(held.take(), Some(ToLeader::Touch(_))));
+        let Ok(ToLeader::Forward(next)) = rx.try_recv() else {
+            panic!("the forward after the touch was taken")
+        };
+        let ops = gather(next, &mut rx, &mut held);
+        assert_eq!(cxids(&ops), [5]);
+        assert!(held.is_none());
+
+        for cxid in 11..15 {
+            tx.send(ToLeader::Forward(vec![fwd(cxid, GATHER_BYTES / 3)]))
+                .unwrap();
+        }
+        let ops = gather(vec![fwd(10, 10)], &mut rx, &mut held);
+        assert_eq!(cxids(&ops), [10, 11, 12, 13]);
+        let Ok(ToLeader::Forward(rest)) = rx.try_recv() else {
+            panic!("the forward past the bound was taken")
+        };
+        assert_eq!(cxids(&rest), [14]);
+    }
 
     fn metrics(term: u64, applied: u64) -> RaftMetrics<NodeId, BasicNode> {
         let mut m = RaftMetrics::new_initial(1);
