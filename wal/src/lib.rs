@@ -121,6 +121,11 @@
 //!    starts (`Wal::start_at`, the txn after a snapshot), so the next txn must carry it.
 //!    `*.tmp` files are deleted (they never held records).
 //!
+//! Then the last segment is fdatasynced (unless `Options::sync` is off): a kill -9 between a
+//! write and its sync leaves records in the page cache only, and the caller takes what the
+//! open found as on disk (a restarted member answers for its log), so a power cut after the
+//! restart must not take them back. Earlier segments were synced before the next existed.
+//!
 //! A consequence of rule 3 worth knowing: after a power loss, the kernel may have written a
 //! later page of the last (unacknowledged) batch but not an earlier one. Valid records (or
 //! non-zero bytes) then follow the damage, so open refuses; an operator who checks the report

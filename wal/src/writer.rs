@@ -94,6 +94,16 @@ impl Wal {
             Some(r) => open_active(r)?,
             None => (None, None),
         };
+        // A kill -9 between a write and its fdatasync leaves those records in the page cache
+        // only, and only in the last segment (`write_chunks` syncs a finished segment before
+        // the next exists). They are synced before anything is answered from them: the
+        // caller takes what the open found as on disk, and a power cut after the restart
+        // must not take back what it acknowledged since.
+        let mut fsyncs = 0;
+        if let Some(a) = active.as_ref().filter(|_| opts.sync) {
+            a.file.sync_data().map_err(|e| WalError::io(&a.path, e))?;
+            fsyncs = 1;
+        }
         let last_txn = recovered.report().last_txn_zxid;
         let wal = Wal {
             opts,
@@ -107,7 +117,7 @@ impl Wal {
             poisoned: false,
             identity,
             flavour,
-            fsyncs: 0,
+            fsyncs,
         };
         Ok((wal, recovered))
     }

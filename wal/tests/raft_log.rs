@@ -175,6 +175,36 @@ fn a_sync_is_one_fdatasync_however_many_records() {
     assert_eq!(wal.fsyncs(), 5, "a sync with nothing buffered issues none");
 }
 
+/// How: a log reopened with records in its last segment syncs that segment once at open,
+/// before its writer answers for them (a kill -9 may have left them in the page cache only);
+/// one opened empty, or with `sync` off, issues none.
+#[test]
+fn an_open_syncs_the_last_segment_it_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = |sync: bool| Options {
+        segment_bytes: 4096,
+        sync,
+        ..Options::new(dir.path())
+    };
+    let (mut wal, _) = Wal::open_raft(opts(true), Corruption::Refuse).unwrap();
+    assert_eq!(wal.fsyncs(), 0);
+    for i in 1..=200 {
+        wal.append(RecordKind::Txn, i, b"an entry of some length")
+            .unwrap();
+    }
+    wal.sync().unwrap();
+    drop(wal);
+    let (wal, recovered) = Wal::open_raft(opts(true), Corruption::Refuse).unwrap();
+    assert!(
+        recovered.segments().count() > 1,
+        "the test needs several segments"
+    );
+    assert_eq!(wal.fsyncs(), 1);
+    drop(wal);
+    let (wal, _) = Wal::open_raft(opts(false), Corruption::Refuse).unwrap();
+    assert_eq!(wal.fsyncs(), 0);
+}
+
 /// How: every record's position from `append_at`, read back after a sync across many rolls;
 /// after a truncation the kept ones still read the same and a cut one no longer does.
 #[test]

@@ -2,13 +2,16 @@
 //! in its Raft flavour (segment format 3), one record per entry, the record's zxid field the
 //! entry's index and its payload the entry (log id and payload) in postcard.
 //!
-//! One log thread (`log_thread.rs`) owns the writer, as in standalone. `append` hands it
+//! One log thread (`log_thread.rs`) runs the writer, as in standalone. `append` hands it
 //! the encoded entries and returns; the thread takes every append queued behind it, writes
-//! them all and issues one fdatasync, then calls each append's callback: group commit. Truncation and
-//! purge go through the same queue, so they are ordered with the appends before them, and
-//! they return once durable. One exception: the leader's own entries are reported flushed
+//! them all and issues one fdatasync, then calls each append's callback: group commit.
+//! Truncation and purge go through the same queue, so they are ordered with the appends
+//! before them, and they return once durable. The leader's own entries are reported flushed
 //! when queued, so that openraft replicates them while the sync runs; the durable mark
-//! (`durable.rs`) then holds back their commit and their apply until the sync is done.
+//! (`durable.rs`) then holds back their commit and their apply until the sync is done. Any
+//! other append (a follower's), and a committed id, that finds the thread idle is written by
+//! the caller itself (`idle_writer`): a follower's next append comes only once this one is
+//! answered, so the thread would add two wake-ups and no overlap.
 //!
 //! Readers (replication) read the live segments: an index in memory maps each live entry to
 //! its log id and where its record is (segment, offset), and a read is a pread of that record,
@@ -225,7 +228,8 @@ impl LogStore {
         drop(recovered);
         let counters = Arc::new(LogCounters::default());
         let (tx, rx) = mpsc::channel();
-        // What the open found is what a sync left (the WAL writes records only to sync them).
+        // What the open found is on disk: what a sync left, or what the open synced (a kill -9
+        // between the log thread's write and its sync left it in the page cache).
         let durable = Durable::new(live.last_log_id());
         let live = Arc::new(Mutex::new(live));
         let shared = Shared::new(wal, counters.clone(), live.clone(), durable.clone());
