@@ -10,6 +10,11 @@ pub const CORE_TURN_MESSAGES: usize = 4096;
 /// taken: small enough that a turn stays well under a millisecond, so writes keep flowing.
 pub const SNAPSHOT_STEP: usize = 2048;
 
+/// The most a Raft snapshot capture reserves up front (from the last image's size): the
+/// reservation is address space until written, but a bound keeps one odd image from asking
+/// for more than a tree could hold.
+pub const SNAPSHOT_RESERVE_MAX: usize = 4 << 30;
+
 /// Captured bytes per snapshot block handed to the snapshot thread.
 pub const SNAPSHOT_BLOCK: usize = 1 << 20;
 

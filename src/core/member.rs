@@ -196,6 +196,8 @@ pub(super) struct Member {
     pub(super) applied_at: Option<LogPos>,
     /// The Raft snapshot being captured, if one is.
     pub(super) capture: Option<super::raft_snapshot::RaftCapture>,
+    /// The size of the last Raft snapshot's image: the next capture reserves as much.
+    pub(super) image_bytes: usize,
     /// Txns applied since the last snapshot was asked for, and how many make the next due.
     since_snapshot: u64,
     snapshot_due: u64,
@@ -262,6 +264,7 @@ impl Core {
             digests: Default::default(),
             applied_at: None,
             capture: None,
+            image_bytes: 0,
             since_snapshot: 0,
             snapshot_due,
             ro: Default::default(),

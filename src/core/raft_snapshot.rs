@@ -22,7 +22,10 @@ type Reply = oneshot::Sender<(Vec<u8>, Option<LogPos>)>;
 pub(super) struct RaftCapture {
     start: i64,
     capture: Capture,
-    items: Vec<u8>,
+    /// The image being built in place: kind (and key), room for the head, then the items.
+    image: Vec<u8>,
+    /// Where the head's room starts in `image`.
+    head_at: usize,
     /// The txns applied since the capture began, as `image::push_txn` writes them.
     txns: Vec<u8>,
     waiting: Vec<Reply>,
@@ -40,13 +43,26 @@ impl Core {
             return;
         }
         let start = self.state.zxid();
-        let mut items = Vec::new();
+        // Room for an image the size of the last one and an eighth more: growing a Vec of
+        // 100+ MB by doubling copies it again and again on the core thread.
+        let hint = m.image_bytes.saturating_add(m.image_bytes / 8);
+        let mut image = Vec::with_capacity(hint.min(crate::limits::SNAPSHOT_RESERVE_MAX));
+        match m.key {
+            Some(k) => {
+                image.push(3);
+                image.extend_from_slice(&k);
+            }
+            None => image.push(2),
+        }
+        let head_at = image.len();
+        image.resize(head_at + image::FUZZY_HEAD, 0);
         let sessions = self.state.sessions().iter().map(|(&id, &t)| (id, t));
-        let capture = Capture::begin(&self.state.tree, sessions, start, &mut items);
+        let capture = Capture::begin(&self.state.tree, sessions, start, &mut image);
         m.capture = Some(RaftCapture {
             start,
             capture,
-            items,
+            image,
+            head_at,
             txns: Vec::new(),
             waiting: vec![reply],
             started: Instant::now(),
@@ -72,23 +88,17 @@ impl Core {
         let Some(c) = m.capture.as_mut() else { return };
         if !c
             .capture
-            .step(&self.state.tree, SNAPSHOT_STEP, &mut c.items)
+            .step(&self.state.tree, SNAPSHOT_STEP, &mut c.image)
         {
             return;
         }
         let Some(c) = m.capture.take() else { return };
         let end = self.state.zxid();
         let trailer = c.capture.trailer(end, self.state.tree.digest());
-        let mut out = Vec::with_capacity(17 + c.items.len() + c.txns.len() + 64);
-        match m.key {
-            Some(k) => {
-                out.push(3);
-                out.extend_from_slice(&k);
-            }
-            None => out.push(2),
-        }
-        // Written in place: the image can be the size of the tree.
-        image::encode_fuzzy(&mut out, c.start, &trailer, &c.items, &c.txns);
+        let mut out = c.image;
+        // Finished in place: the image can be the size of the tree.
+        image::finish_fuzzy(&mut out, c.head_at, c.start, &trailer, &c.txns);
+        m.image_bytes = out.len();
         tracing::info!(
             start = format_args!("{:#x}", c.start),
             end = format_args!("{end:#x}"),
@@ -98,8 +108,13 @@ impl Core {
             "Raft snapshot captured"
         );
         let at = m.applied_at;
-        for w in c.waiting {
+        let mut waiting = c.waiting;
+        let last = waiting.pop();
+        for w in waiting {
             let _ = w.send((out.clone(), at));
+        }
+        if let Some(w) = last {
+            let _ = w.send((out, at));
         }
     }
 }

@@ -86,10 +86,28 @@ pub fn decode(image: &[u8]) -> io::Result<State> {
 /// and `txns` — the txns applied while it was taken, each a u32 big-endian length and the
 /// txn's encoding.
 pub fn encode_fuzzy(out: &mut Vec<u8>, start: i64, t: &Trailer, items: &[u8], txns: &[u8]) {
-    out.reserve(HEADER + 8 + items.len() + txns.len());
-    header(out, start, t);
-    out.extend_from_slice(&(items.len() as u64).to_le_bytes());
+    out.reserve(FUZZY_HEAD + items.len() + txns.len());
+    let at = out.len();
+    out.resize(at + FUZZY_HEAD, 0);
     out.extend_from_slice(items);
+    finish_fuzzy(out, at, start, t, txns);
+}
+
+/// The bytes before a fuzzy image's items: header and the items' length.
+pub const FUZZY_HEAD: usize = HEADER + 8;
+
+/// Completes a fuzzy image built in place: `out[at..]` holds FUZZY_HEAD bytes reserved for
+/// the head, then the capture's items (the capture wrote them there, so an image the size
+/// of the tree is never copied); the head is written over the reserved bytes and `txns`
+/// appended.
+pub fn finish_fuzzy(out: &mut Vec<u8>, at: usize, start: i64, t: &Trailer, txns: &[u8]) {
+    let items = out.len().saturating_sub(at).saturating_sub(FUZZY_HEAD);
+    let mut head = Vec::with_capacity(FUZZY_HEAD);
+    header(&mut head, start, t);
+    head.extend_from_slice(&(items as u64).to_le_bytes());
+    if let Some(slot) = out.get_mut(at..at.saturating_add(FUZZY_HEAD)) {
+        slot.copy_from_slice(&head);
+    }
     out.extend_from_slice(txns);
 }
 
@@ -126,4 +144,42 @@ pub fn decode_fuzzy(image: &[u8]) -> io::Result<State> {
         txns = rest;
     }
     r.finish().map(|r| r.state).map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How: an image finished in place over reserved head room behind a prefix, and one
+    /// `encode_fuzzy` appends after the same prefix, are both byte for byte the layout.
+    #[test]
+    fn an_image_finished_in_place_equals_one_encoded_from_parts() {
+        let t = Trailer {
+            end_zxid: 0x1_0000_0009,
+            digest: 0xdead_beef,
+            node_count: 3,
+            session_count: 1,
+            acl_count: 2,
+        };
+        let items: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        let txns = vec![0, 0, 0, 3, 7, 8, 9];
+        // The layout, by hand (module docs).
+        let mut want = vec![3u8; 17];
+        for w in [0x1_0000_0001i64, 0x1_0000_0009] {
+            want.extend_from_slice(&w.to_le_bytes());
+        }
+        for w in [0xdead_beefu64, 3, 1, 2, items.len() as u64] {
+            want.extend_from_slice(&w.to_le_bytes());
+        }
+        want.extend_from_slice(&items);
+        want.extend_from_slice(&txns);
+        let mut parts = vec![3u8; 17];
+        encode_fuzzy(&mut parts, 0x1_0000_0001, &t, &items, &txns);
+        assert_eq!(parts, want);
+        let mut in_place = vec![3u8; 17];
+        in_place.resize(17 + FUZZY_HEAD, 0);
+        in_place.extend_from_slice(&items);
+        finish_fuzzy(&mut in_place, 17, 0x1_0000_0001, &t, &txns);
+        assert_eq!(in_place, want);
+    }
 }

@@ -71,6 +71,12 @@ pub(super) fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
 /// Replaces `dir/name` with `bytes` atomically and durably: a temporary file, fsynced, renamed
 /// over the old one, then the directory fsynced. A crash leaves the old content or the new.
 pub(super) fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    replace_file_parts(dir, name, &[bytes])
+}
+
+/// [`replace_file`] with the content in parts, written one after the other (a large body
+/// need not be copied behind its header first).
+pub(super) fn replace_file_parts(dir: &Path, name: &str, parts: &[&[u8]]) -> io::Result<()> {
     let tmp = dir.join(format!("{name}.tmp"));
     let mut f = OpenOptions::new()
         .write(true)
@@ -78,7 +84,9 @@ pub(super) fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<(
         .truncate(true)
         .mode(0o600)
         .open(&tmp)?;
-    f.write_all(bytes)?;
+    for part in parts {
+        f.write_all(part)?;
+    }
     f.sync_all()?;
     drop(f);
     fs::rename(&tmp, dir.join(name))?;

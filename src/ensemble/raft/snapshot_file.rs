@@ -6,7 +6,7 @@
 //! Layout: magic "PLSN", format 1 (u32 LE), the metadata's length (u32 LE), the metadata
 //! (postcard `SnapshotMeta`), the applier's bytes, then a crc32 (LE) of everything before it.
 
-use super::sealed::replace_file;
+use super::sealed::replace_file_parts;
 use super::types::{Node, NodeId};
 use openraft::SnapshotMeta;
 use std::io;
@@ -34,15 +34,17 @@ impl SnapshotFile {
     pub fn save(&self, meta: &SnapshotMeta<NodeId, Node>, data: &[u8]) -> io::Result<()> {
         let meta = postcard::to_allocvec(meta).map_err(io::Error::other)?;
         let meta_len = u32::try_from(meta.len()).map_err(io::Error::other)?;
-        let mut b = Vec::with_capacity(16 + meta.len() + data.len());
-        b.extend_from_slice(MAGIC);
-        b.extend_from_slice(&FORMAT.to_le_bytes());
-        b.extend_from_slice(&meta_len.to_le_bytes());
-        b.extend_from_slice(&meta);
-        b.extend_from_slice(data);
-        let crc = crc32fast::hash(&b);
-        b.extend_from_slice(&crc.to_le_bytes());
-        replace_file(&self.dir, FILE, &b)
+        let mut head = Vec::with_capacity(12 + meta.len());
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&FORMAT.to_le_bytes());
+        head.extend_from_slice(&meta_len.to_le_bytes());
+        head.extend_from_slice(&meta);
+        // Written in parts: the image can be the size of the tree.
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&head);
+        crc.update(data);
+        let crc = crc.finalize().to_le_bytes();
+        replace_file_parts(&self.dir, FILE, &[&head, data, &crc])
     }
 
     /// [`save`](Self::save) on tokio's blocking pool, handing `data` back. The Raft runtime

@@ -61,7 +61,9 @@ pub trait Applier: Send + 'static {
 
 struct Stored {
     meta: SnapshotMeta<NodeId, Node>,
-    data: Vec<u8>,
+    /// The image, unless the snapshot file holds it: an image can be the size of the tree,
+    /// and openraft asks for it again only to send it to a member that fell behind.
+    data: Option<Vec<u8>>,
 }
 
 struct Inner<A> {
@@ -167,7 +169,8 @@ impl<A: Applier> StateMachine<A> {
                 inner.applier.install(&data, meta.last_log_id).await?;
                 inner.last_applied = meta.last_log_id;
                 inner.set_membership(meta.last_membership.clone(), true);
-                inner.snapshot = Some(Stored { meta, data });
+                drop(data);
+                inner.snapshot = Some(Stored { meta, data: None });
             }
             inner.file = Some(file);
         }
@@ -256,17 +259,19 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
                     AnyError::new(&e),
                 ))
             })?;
-        let mut data = data;
-        if let Some(f) = inner.file.clone() {
-            let (saved, back) = f.save_off_thread(meta, data).await;
-            data = back;
-            saved.map_err(|e| {
-                StorageError::from(StorageIOError::write_snapshot(
-                    Some(meta.signature()),
-                    AnyError::new(&e),
-                ))
-            })?;
-        }
+        let data = match inner.file.clone() {
+            Some(f) => {
+                let (saved, _) = f.save_off_thread(meta, data).await;
+                saved.map_err(|e| {
+                    StorageError::from(StorageIOError::write_snapshot(
+                        Some(meta.signature()),
+                        AnyError::new(&e),
+                    ))
+                })?;
+                None
+            }
+            None => Some(data),
+        };
         inner.last_applied = meta.last_log_id;
         inner.set_membership(meta.last_membership.clone(), true);
         inner.snapshot = Some(Stored {
@@ -280,10 +285,15 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
-        Ok(self.inner.lock().await.snapshot.as_ref().map(|s| Snapshot {
-            meta: s.meta.clone(),
-            snapshot: Box::new(Cursor::new(s.data.clone())),
-        }))
+        // Not under the lock: reading an image from the file can take a while.
+        let (meta, data, file) = {
+            let inner = self.inner.lock().await;
+            match &inner.snapshot {
+                Some(s) => (s.meta.clone(), s.data.clone(), inner.file.clone()),
+                None => return Ok(None),
+            }
+        };
+        current(meta, data, file).await.map(Some)
     }
 }
 
@@ -322,10 +332,7 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
                     snapshot = %s.meta.snapshot_id,
                     "a snapshot was installed while one was taken: the installed one stands"
                 );
-                return Ok(Snapshot {
-                    meta: s.meta.clone(),
-                    snapshot: Box::new(Cursor::new(s.data.clone())),
-                });
+                return current(s.meta.clone(), s.data.clone(), inner.file.clone()).await;
             }
         }
         let (data, at) = taken.map_err(failed)?;
@@ -344,26 +351,66 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
             last_membership,
             snapshot_id,
         };
-        let mut data = data;
-        if let Some(f) = inner.file.clone() {
-            let (saved, back) = f.save_off_thread(&meta, data).await;
-            data = back;
-            saved.map_err(|e| {
-                StorageError::from(StorageIOError::write_snapshot(
-                    Some(meta.signature()),
-                    AnyError::new(&e),
-                ))
-            })?;
-        }
+        // With a file, the image goes to openraft and the file keeps it: no copy of it on
+        // the Raft thread, and none held in memory.
+        let (data, kept) = match inner.file.clone() {
+            Some(f) => {
+                let (saved, back) = f.save_off_thread(&meta, data).await;
+                saved.map_err(|e| {
+                    StorageError::from(StorageIOError::write_snapshot(
+                        Some(meta.signature()),
+                        AnyError::new(&e),
+                    ))
+                })?;
+                (back, None)
+            }
+            None => (data.clone(), Some(data)),
+        };
         inner.snapshot = Some(Stored {
             meta: meta.clone(),
-            data: data.clone(),
+            data: kept,
         });
         Ok(Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(data)),
         })
     }
+}
+
+/// The current snapshot with its image: the one held, or else the snapshot file's, read off
+/// the Raft thread. The file is saved before `Stored` changes, so it holds the stored snapshot
+/// or one built since, which is as current.
+async fn current(
+    meta: SnapshotMeta<NodeId, Node>,
+    data: Option<Vec<u8>>,
+    file: Option<SnapshotFile>,
+) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
+    let failed = |e: io::Error| {
+        StorageError::from(StorageIOError::read_snapshot(
+            Some(meta.signature()),
+            AnyError::new(&e),
+        ))
+    };
+    let (meta, data) = match (data, file) {
+        (Some(d), _) => (meta.clone(), d),
+        (None, Some(f)) => {
+            let read = tokio::task::spawn_blocking(move || f.read())
+                .await
+                .map_err(io::Error::other)
+                .and_then(|r| r);
+            read.map_err(failed)?
+                .ok_or_else(|| failed(io::Error::other("the snapshot file is gone")))?
+        }
+        (None, None) => {
+            return Err(failed(io::Error::other(
+                "the snapshot's image was not kept",
+            )))
+        }
+    };
+    Ok(Snapshot {
+        meta,
+        snapshot: Box::new(Cursor::new(data)),
+    })
 }
 
 /// An applier that owns a `State` (tests, and a member before the core is wired in).
