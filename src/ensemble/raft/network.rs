@@ -124,14 +124,17 @@ impl PeerHandler for openraft::Raft<TypeConfig> {
 }
 
 async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, msg: &T) -> io::Result<()> {
-    let body = postcard::to_stdvec(msg).map_err(io::Error::other)?;
-    let len = u32::try_from(body.len())
+    // The body is encoded behind room for its length, which is then filled in: one buffer,
+    // one write, no copy of a body that can hold a 1 MiB batch.
+    let mut buf = postcard::to_extend(msg, vec![0u8; 4]).map_err(io::Error::other)?;
+    let body = buf.len().saturating_sub(4);
+    let len = u32::try_from(body)
         .ok()
         .filter(|l| *l <= MAX_PEER_FRAME)
-        .ok_or_else(|| io::Error::other(format!("frame of {} bytes too large", body.len())))?;
-    let mut buf = Vec::with_capacity(4 + body.len());
-    buf.extend_from_slice(&len.to_be_bytes());
-    buf.extend_from_slice(&body);
+        .ok_or_else(|| io::Error::other(format!("frame of {body} bytes too large")))?;
+    if let Some(head) = buf.first_chunk_mut::<4>() {
+        *head = len.to_be_bytes();
+    }
     w.write_all(&buf).await?;
     w.flush().await
 }
