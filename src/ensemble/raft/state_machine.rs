@@ -261,13 +261,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
             })?;
         let data = match inner.file.clone() {
             Some(f) => {
-                let (saved, _) = f.save_off_thread(meta, data).await;
-                saved.map_err(|e| {
-                    StorageError::from(StorageIOError::write_snapshot(
-                        Some(meta.signature()),
-                        AnyError::new(&e),
-                    ))
-                })?;
+                save(&f, meta, data).await?;
                 None
             }
             None => Some(data),
@@ -332,7 +326,9 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
                     snapshot = %s.meta.snapshot_id,
                     "a snapshot was installed while one was taken: the installed one stands"
                 );
-                return current(s.meta.clone(), s.data.clone(), inner.file.clone()).await;
+                let (meta, data, file) = (s.meta.clone(), s.data.clone(), inner.file.clone());
+                drop(inner);
+                return current(meta, data, file).await;
             }
         }
         let (data, at) = taken.map_err(failed)?;
@@ -354,16 +350,7 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
         // With a file, the image goes to openraft and the file keeps it: no copy of it on
         // the Raft thread, and none held in memory.
         let (data, kept) = match inner.file.clone() {
-            Some(f) => {
-                let (saved, back) = f.save_off_thread(&meta, data).await;
-                saved.map_err(|e| {
-                    StorageError::from(StorageIOError::write_snapshot(
-                        Some(meta.signature()),
-                        AnyError::new(&e),
-                    ))
-                })?;
-                (back, None)
-            }
+            Some(f) => (save(&f, &meta, data).await?, None),
             None => (data.clone(), Some(data)),
         };
         inner.snapshot = Some(Stored {
@@ -375,6 +362,22 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
             snapshot: Box::new(Cursor::new(data)),
         })
     }
+}
+
+/// Saves the snapshot to `file` off the Raft thread; gives the image back.
+async fn save(
+    file: &SnapshotFile,
+    meta: &SnapshotMeta<NodeId, Node>,
+    data: Vec<u8>,
+) -> Result<Vec<u8>, StorageError<NodeId>> {
+    let (saved, back) = file.save_off_thread(meta, data).await;
+    saved.map_err(|e| {
+        StorageError::from(StorageIOError::write_snapshot(
+            Some(meta.signature()),
+            AnyError::new(&e),
+        ))
+    })?;
+    Ok(back)
 }
 
 /// The current snapshot with its image: the one held, or else the snapshot file's, read off
