@@ -107,6 +107,7 @@ pub mod format;
 mod item;
 mod reader;
 mod validate;
+mod writeback;
 mod writer;
 
 pub use dir::{check_identity, clean, list, load_newest, retain, retain_known, DETACHED_DIR};
@@ -117,4 +118,5 @@ pub use item::{
     ItemReader, NodeItem, ACL_ENTRIES_MAX, DATA_BYTES_MAX, NAME_BYTES_MAX, NO_PARENT,
 };
 pub use reader::{Items, Snapshot};
-pub use writer::{SnapshotWriter, WRITEBACK_BYTES};
+pub use writeback::{write_paced, Writeback, WRITEBACK_BYTES};
+pub use writer::SnapshotWriter;

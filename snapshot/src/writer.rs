@@ -8,6 +8,7 @@ use crate::format::{
     BLOCK_BYTES_MAX, BLOCK_HEADER_LEN, HEADER_LEN, KIND_ITEMS, KIND_TRAILER,
 };
 use crate::validate::Validator;
+use crate::writeback::Writeback;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -19,12 +20,6 @@ pub const DIR_MODE: u32 = 0o700;
 
 /// Small writes (block headers) are coalesced; large payloads go straight to the file.
 const BUFFER_BYTES: usize = 256 << 10;
-
-/// Written bytes are sent to the disk every this many, and the writer waits for the window
-/// before: at most two windows are dirty in the page cache at a time. Without it a snapshot
-/// of 10M znodes left ~2 GB dirty until the final fsync, and the WAL's fdatasync queued
-/// behind that flush for up to a second, so no write was acknowledged meanwhile.
-pub const WRITEBACK_BYTES: u64 = 4 << 20;
 
 /// Lives on the snapshot-writer thread. Dropped without `finish`, it removes its tmp file.
 pub struct SnapshotWriter {
@@ -39,9 +34,9 @@ pub struct SnapshotWriter {
     chain: Chain,
     check: Validator,
     poisoned: bool,
-    /// File bytes handed to the disk (`sync_file_range`) so far, and those known written.
-    started_to: u64,
-    written_to: u64,
+    /// Paced writeback (`writeback.rs`): a snapshot must not leave the WAL's fdatasync
+    /// queued behind a flush of the whole file.
+    pace: Writeback,
 }
 
 const _: () = {
@@ -81,8 +76,7 @@ impl SnapshotWriter {
             chain: Chain::new(),
             check: Validator::default(),
             poisoned: false,
-            started_to: 0,
-            written_to: 0,
+            pace: Writeback::default(),
         };
         // On error `w` drops here and removes the tmp file.
         w.write(&encode_header(start_zxid, identity))?;
@@ -128,43 +122,33 @@ impl SnapshotWriter {
             .map_or(0, |c| u32::from_le_bytes(*c));
         self.chain.push(crc);
         self.offset = payload_at.saturating_add(items.len() as u64);
-        if self.offset.saturating_sub(self.started_to) >= WRITEBACK_BYTES {
-            self.write_back()?;
-        }
-        Ok(())
+        self.write_back()
     }
 
     /// Bytes of the file whose writeback to the disk has completed (not yet durable: the
     /// file's metadata waits for `finish`'s fsync).
     pub fn written_back(&self) -> u64 {
-        self.written_to
+        self.pace.written_back()
     }
 
-    /// Starts writeback of everything written since the last call, then waits for the
-    /// previous window's: the disk works on one window while the capture fills the next.
+    /// Hands the bytes written so far to the pacer (flushing the buffer first once a window
+    /// has accumulated).
     fn write_back(&mut self) -> Result<(), SnapError> {
+        if !self.pace.due(self.offset) {
+            return Ok(());
+        }
         let Some(f) = self.file.as_mut() else {
             return Err(SnapError::Poisoned {
                 path: self.tmp.clone(),
             });
         };
-        let file = match f.flush() {
-            Ok(()) => f.get_ref(),
-            Err(e) => {
-                self.poisoned = true;
-                return Err(SnapError::io(&self.tmp)(e));
-            }
-        };
-        let (previous, end) = (self.started_to, self.offset);
-        range_write_back(file, previous, end)
-            .and_then(|()| range_wait(file, self.written_to, previous))
-            .map_err(|e| {
-                self.poisoned = true;
-                SnapError::io(&self.tmp)(e)
-            })?;
-        self.written_to = previous;
-        self.started_to = end;
-        Ok(())
+        let paced = f
+            .flush()
+            .and_then(|()| self.pace.wrote_to(f.get_ref(), self.offset));
+        paced.map_err(|e| {
+            self.poisoned = true;
+            SnapError::io(&self.tmp)(e)
+        })
     }
 
     /// Writes the trailer (after checking its counts against the items written), fsyncs the
@@ -242,58 +226,6 @@ fn publish(
     drop(file);
     std::fs::rename(tmp, target).map_err(SnapError::io(target))?;
     sync_dir(dir)
-}
-
-/// Starts writeback of `[from, to)` without waiting for it.
-#[cfg(target_os = "linux")]
-fn range_write_back(file: &File, from: u64, to: u64) -> std::io::Result<()> {
-    sync_range(file, from, to, libc::SYNC_FILE_RANGE_WRITE)
-}
-
-/// Waits until `[from, to)` is written back (starting any part not yet started).
-#[cfg(target_os = "linux")]
-fn range_wait(file: &File, from: u64, to: u64) -> std::io::Result<()> {
-    sync_range(
-        file,
-        from,
-        to,
-        libc::SYNC_FILE_RANGE_WAIT_BEFORE
-            | libc::SYNC_FILE_RANGE_WRITE
-            | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-    )
-}
-
-#[cfg(target_os = "linux")]
-fn sync_range(file: &File, from: u64, to: u64, flags: libc::c_uint) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    if to <= from {
-        return Ok(());
-    }
-    let (Ok(offset), Ok(len)) = (
-        libc::off64_t::try_from(from),
-        libc::off64_t::try_from(to.saturating_sub(from)),
-    ) else {
-        return Ok(());
-    };
-    // SAFETY: a plain syscall on an fd this File owns; no memory is passed.
-    #[allow(unsafe_code)]
-    let rc = unsafe { libc::sync_file_range(file.as_raw_fd(), offset, len, flags) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// Elsewhere the final fsync does all the writing.
-#[cfg(not(target_os = "linux"))]
-fn range_write_back(_: &File, _: u64, _: u64) -> std::io::Result<()> {
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn range_wait(_: &File, _: u64, _: u64) -> std::io::Result<()> {
-    Ok(())
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), SnapError> {
