@@ -143,6 +143,7 @@ impl Pair {
             stopped[i] |= n.core.handle(CoreMsg::Committed {
                 items,
                 at: None,
+                log_bytes: 0,
                 ack,
             });
         }
@@ -375,6 +376,7 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
     p.nodes[0].core.handle(CoreMsg::Committed {
         items,
         at: None,
+        log_bytes: 0,
         ack,
     });
     let r = replies(&mut c);
@@ -399,6 +401,7 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
     p.nodes[1].core.handle(CoreMsg::Committed {
         items,
         at: None,
+        log_bytes: 0,
         ack,
     });
     let r = replies(&mut moved);
@@ -434,6 +437,7 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     p.nodes[1].core.handle(CoreMsg::Committed {
         items,
         at: None,
+        log_bytes: 0,
         ack,
     });
     let r = replies(&mut c);
@@ -448,6 +452,7 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     p.nodes[0].core.handle(CoreMsg::Committed {
         items,
         at: None,
+        log_bytes: 0,
         ack,
     });
     p.settle();
@@ -592,6 +597,7 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
         n.core.handle(CoreMsg::Committed {
             items,
             at: None,
+            log_bytes: 0,
             ack,
         })
     };

@@ -285,8 +285,13 @@ impl Core {
                 return true;
             }
             CoreMsg::Drained(conn) => self.drained(conn),
-            CoreMsg::Committed { items, at, ack } => {
-                let ok = self.committed(items, at);
+            CoreMsg::Committed {
+                items,
+                at,
+                log_bytes,
+                ack,
+            } => {
+                let ok = self.committed(items, at, log_bytes);
                 let _ = ack.send(());
                 return !ok;
             }

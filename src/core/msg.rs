@@ -326,6 +326,8 @@ pub enum CoreMsg {
     Committed {
         items: Vec<super::member::Committed>,
         at: Option<super::member::LogPos>,
+        /// The entries' bytes in the log, for the snapshot rule (member.rs).
+        log_bytes: u64,
         ack: oneshot::Sender<()>,
     },
     /// Ensemble: who leads now, and whether this member may prep.

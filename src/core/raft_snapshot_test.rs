@@ -69,6 +69,11 @@ fn create(zxid: i64, path: &str, pcv: i32) -> Txn {
 }
 
 fn commit(core: &mut Core, txns: Vec<Txn>, index: u64) {
+    commit_sized(core, txns, index, 0);
+}
+
+/// `commit`, with the entries' size in the log.
+fn commit_sized(core: &mut Core, txns: Vec<Txn>, index: u64, log_bytes: u64) {
     let (ack, _) = oneshot::channel();
     let items = txns.into_iter().map(Committed::Txn).collect();
     let at = Some(LogPos {
@@ -76,7 +81,12 @@ fn commit(core: &mut Core, txns: Vec<Txn>, index: u64) {
         node: 1,
         index,
     });
-    assert!(!core.handle(CoreMsg::Committed { items, at, ack }));
+    assert!(!core.handle(CoreMsg::Committed {
+        items,
+        at,
+        log_bytes,
+        ack,
+    }));
 }
 
 #[test]
@@ -211,4 +221,59 @@ fn a_member_asks_raft_for_a_snapshot_by_txns_applied_and_on_csnp() {
     );
     assert_eq!(a.ask_raft_snapshot(), Some(z), "csnp asks at once");
     assert!(asked.try_recv().is_ok());
+}
+
+#[test]
+fn after_a_snapshot_the_next_waits_for_a_log_as_large_as_its_image() {
+    let (mut a, mut asked) = member_asking(1, 10);
+    let mut z = 1i64 << 32;
+    let mut creates = |n: usize| -> Vec<Txn> {
+        (0..n)
+            .map(|_| {
+                z += 1;
+                let k = (z - (1i64 << 32)) as i32;
+                create(z, &format!("/n{k}"), k)
+            })
+            .collect()
+    };
+    // No image yet: snapCount alone decides, whatever the log's size.
+    commit_sized(&mut a, creates(10), 1, 0);
+    assert!(asked.try_recv().is_ok(), "10 txns, snapCount 10");
+    while asked.try_recv().is_ok() {}
+
+    let (tx, mut rx) = oneshot::channel();
+    a.handle(CoreMsg::Image(tx));
+    let (image, _) = loop {
+        a.raft_snapshot_step();
+        if let Ok(r) = rx.try_recv() {
+            break r;
+        }
+    };
+    let image_bytes = image.len() as u64;
+    assert!(
+        image_bytes > 100,
+        "an image of 10 nodes: {image_bytes} bytes"
+    );
+
+    // Three snapCounts' worth of txns whose log is smaller than the image: no snapshot.
+    for i in 0..3 {
+        commit_sized(&mut a, creates(10), 2 + i, image_bytes / 4);
+        assert!(
+            asked.try_recv().is_err(),
+            "{} txns, {} of {image_bytes} log bytes",
+            10 * (i + 1),
+            (i + 1) * (image_bytes / 4)
+        );
+    }
+    // The log reaches the image's size: the next is asked for.
+    commit_sized(&mut a, creates(1), 5, image_bytes - 3 * (image_bytes / 4));
+    assert!(asked.try_recv().is_ok(), "a log as large as the image");
+    // And the count starts again from there, bytes and txns both.
+    commit_sized(&mut a, creates(10), 6, 1);
+    assert!(asked.try_recv().is_err(), "the bytes start again from zero");
+    assert_eq!(
+        a.ask_raft_snapshot(),
+        Some(z),
+        "csnp asks at once, floor or not"
+    );
 }

@@ -61,6 +61,7 @@ fn cut_off(grace: Option<Duration>) -> (Core, i64) {
     core.handle(CoreMsg::Committed {
         items,
         at: None,
+        log_bytes: 0,
         ack,
     });
     core.handle(follower_of(None));

@@ -83,7 +83,9 @@ impl Applier for CoreApplier {
         }
         self.settle().await?;
         let mut items = Vec::with_capacity(txns.len());
+        let mut log_bytes = 0u64;
         for (log_id, p) in txns {
+            log_bytes = log_bytes.saturating_add(p.payload_len() as u64);
             match p {
                 Proposal::Key(k) => items.push(Committed::Key(k)),
                 Proposal::Digest { zxid, digest } => items.push(Committed::Digest { zxid, digest }),
@@ -100,6 +102,7 @@ impl Applier for CoreApplier {
             .send(CoreMsg::Committed {
                 items,
                 at: Some(log_pos(upto)),
+                log_bytes,
                 ack,
             })
             .await

@@ -25,6 +25,18 @@ pub enum Proposal {
     Txns(Vec<Bytes>),
 }
 
+impl Proposal {
+    /// The bytes of the txns it carries (what the log holds of it, near enough).
+    pub fn payload_len(&self) -> usize {
+        match self {
+            Proposal::Txn(b) => b.len(),
+            Proposal::Txns(batch) => batch.iter().map(Bytes::len).sum(),
+            Proposal::Key(k) => k.len(),
+            Proposal::Digest { .. } => 16,
+        }
+    }
+}
+
 impl std::fmt::Display for Proposal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
