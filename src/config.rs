@@ -397,6 +397,19 @@ impl Config {
                 "dynamicConfigFile" => {}
                 // Accepted for compatibility; it has no effect.
                 "audit.enable" => {}
+                // Peer links are plaintext and unauthenticated: a config that asks for TLS or
+                // SASL between servers stops the start rather than run without it.
+                "sslQuorum"
+                | "quorum.auth.enableSasl"
+                | "quorum.auth.learnerRequireSasl"
+                | "quorum.auth.serverRequireSasl" => {
+                    if parse_bool(k, v)? {
+                        return Err(format!(
+                            "{k}=true is not supported: Palisade's peer links are plaintext and \
+                             unauthenticated (keep peer ports on a trusted network)"
+                        ));
+                    }
+                }
                 // Checked as a whole below.
                 k if k.starts_with("server.") => {}
                 _ => unknown.push(k.clone()),
@@ -584,6 +597,22 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("forceSync"), "{e}");
+    }
+
+    #[test]
+    fn quorum_tls_or_sasl_asked_for_stops_the_start_and_off_is_accepted() {
+        for key in [
+            "sslQuorum",
+            "quorum.auth.enableSasl",
+            "quorum.auth.learnerRequireSasl",
+            "quorum.auth.serverRequireSasl",
+        ] {
+            let mut c = Config::default();
+            let e = c.apply_zoo_cfg(&format!("{key}=true\n")).unwrap_err();
+            assert!(e.contains(key) && e.contains("not supported"), "{e}");
+            let mut c = Config::default();
+            assert_eq!(c.apply_zoo_cfg(&format!("{key}=false\n")), Ok(vec![]));
+        }
     }
 
     #[test]
