@@ -340,8 +340,8 @@ def one_round(kind, work, seconds, results, raw, notes):
         # Before the kill: after it, the survivors' lost connections are logged as errors.
         errors = ens.error_lines()
         if errors:
-            notes.append(f"{kind}: {len(errors)} ERROR lines in the members' logs during the "
-                         f"workloads, e.g. {errors[0]}")
+            notes.append(f"{kind}: {len(errors)} ERROR lines in the members' logs before the "
+                         f"kill (formation included), e.g. {errors[0]}")
         t_leader, t_write = failover(ens)
         record(results, kind, NEW_LEADER, round(t_leader, 3))
         record(results, kind, FIRST_WRITE, round(t_write, 3))
