@@ -138,22 +138,34 @@ class Ensemble:
             with open(self.cfgs[-1], "w") as f:
                 f.write("\n".join(cfg) + "\n")
 
+    def command(self, cfg):
+        if self.kind == "palisade":
+            return [PALISADE, cfg]
+        # driver.py's JVM flags for its standalone ZooKeeper, so the two benchmarks compare.
+        return ["java", "-Xms1g", "-Xmx6g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+                "-cp", ZK_CP, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg]
+
+    def spawn(self, i):
+        """Starts member i's process (appending to its log)."""
+        with open(self.logs[i], "a") as log:
+            p = subprocess.Popen(self.command(self.cfgs[i]), stdout=log, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, cwd=os.path.dirname(self.cfgs[i]),
+                                 start_new_session=True)
+        _procs.append(p)
+        return p
+
+    def kill9_and_spawn(self, i):
+        """kill -9 of member i, then its process started again; returns the start's monotonic time."""
+        self.procs[i].kill()
+        self.procs[i].wait(10)
+        t0 = time.monotonic()
+        self.procs[i] = self.spawn(i)
+        return t0
+
     def start(self):
-        for cfg, log_path in zip(self.cfgs, self.logs):
-            if self.kind == "palisade":
-                cmd = [PALISADE, cfg]
-            else:
-                # driver.py's JVM flags for its standalone ZooKeeper, so the two benchmarks compare.
-                cmd = ["java", "-Xms1g", "-Xmx6g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-                       "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                       "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
-                       "-cp", ZK_CP, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg]
-            with open(log_path, "a") as log:
-                p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=os.path.dirname(cfg),
-                                     start_new_session=True)
-            _procs.append(p)
-            self.procs.append(p)
+        self.procs = [self.spawn(i) for i in range(len(self.cfgs))]
         t0 = time.monotonic()
         formed_at, leader = None, None
         while time.monotonic() - t0 < FORM_TIMEOUT:
