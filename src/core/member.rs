@@ -219,7 +219,7 @@ pub(super) struct Member {
 /// image. The floor is the Raft dissertation's (Ongaro, §5.1.1: snapshot when the log is
 /// larger than a snapshot, and the disk bandwidth spent on snapshots stays small): with
 /// ZooKeeper's rule alone a member holding a 900,000-znode tree wrote a 175 MB image every
-/// 50,000–100,000 txns of ~100 bytes, 20–30 times the log's own bytes, and under create-seq
+/// 50,000–100,000 txns of ~100 bytes, 17–35 times the log's own bytes (5–10 MB), and under create-seq
 /// 14 of them per member in 8 s. A member's restart is not an outage (the quorum serves), so
 /// the longer replay it may face is the better trade; a standalone server keeps ZooKeeper's
 /// rule, its restart time being its downtime.

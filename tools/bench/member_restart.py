@@ -72,6 +72,8 @@ def one_round(kind, work, want):
         leader = ens.leader()
         follower = (leader + 1) % ensemble.MEMBERS
         target, count = zxid(ens.ports[leader]), znodes(ens.ports[leader])
+        if target is None:
+            raise RuntimeError(ens.diagnose("the leader's srvr gave no Zxid"))
         data = du_mb(os.path.join(os.path.dirname(ens.cfgs[follower]), "data"))
         t0 = ens.kill9_and_spawn(follower)
         serving = caught = None
