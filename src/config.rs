@@ -51,6 +51,9 @@ pub struct Config {
     pub tls: crate::net::tls::TlsConfig,
     /// The AdminServer and the Prometheus endpoint (`admin.*`, `metricsProvider.*`).
     pub admin: AdminConfig,
+    /// The links between members: quorum TLS and quorum SASL (`sslQuorum`, `ssl.quorum.*`,
+    /// `portUnification`, `quorum.auth.*`; ensemble/link/settings.rs, docs/ENSEMBLE.md).
+    pub quorum: crate::ensemble::link::QuorumSettings,
     /// SASL and enforced authentication (`authProvider.N`, `jaasLoginConfig`,
     /// `enforce.auth.*`, ...; see auth/settings.rs and docs/SASL.md).
     pub sasl: crate::auth::SaslSettings,
@@ -159,6 +162,7 @@ impl Default for Config {
             secure_client_port_address: None,
             port_unification: false,
             tls: Default::default(),
+            quorum: Default::default(),
             sasl: Default::default(),
         }
     }
@@ -384,6 +388,7 @@ impl Config {
                 // The x509 identity is given whenever TLS is configured (net/tls.rs).
                 "authProvider.x509"
                     if v == "org.apache.zookeeper.server.auth.X509AuthenticationProvider" => {}
+                k if self.quorum.apply(k, v)? => {}
                 k if k.starts_with("ssl.") && self.tls.apply(k, v)? => {}
                 k if self.sasl.apply(k, v)? => {}
                 "initLimit" => self.init_limit = ticks(k, v)?,
@@ -397,19 +402,6 @@ impl Config {
                 "dynamicConfigFile" => {}
                 // Accepted for compatibility; it has no effect.
                 "audit.enable" => {}
-                // Peer links are plaintext and unauthenticated: a config that asks for TLS or
-                // SASL between servers stops the start rather than run without it.
-                "sslQuorum"
-                | "quorum.auth.enableSasl"
-                | "quorum.auth.learnerRequireSasl"
-                | "quorum.auth.serverRequireSasl" => {
-                    if parse_bool(k, v)? {
-                        return Err(format!(
-                            "{k}=true is not supported: Palisade's peer links are plaintext and \
-                             unauthenticated (keep peer ports on a trusted network)"
-                        ));
-                    }
-                }
                 // Checked as a whole below.
                 k if k.starts_with("server.") => {}
                 _ => unknown.push(k.clone()),
@@ -421,6 +413,7 @@ impl Config {
         if self.secure_client_port.is_some() || self.port_unification {
             self.tls.validate()?;
         }
+        self.quorum.validate()?;
         Ok(unknown)
     }
 
@@ -600,16 +593,24 @@ mod tests {
     }
 
     #[test]
-    fn quorum_tls_or_sasl_asked_for_stops_the_start_and_off_is_accepted() {
-        for key in [
-            "sslQuorum",
-            "quorum.auth.enableSasl",
-            "quorum.auth.learnerRequireSasl",
-            "quorum.auth.serverRequireSasl",
-        ] {
-            let mut c = Config::default();
-            let e = c.apply_zoo_cfg(&format!("{key}=true\n")).unwrap_err();
-            assert!(e.contains(key) && e.contains("not supported"), "{e}");
+    fn quorum_tls_and_sasl_are_read_and_checked_at_start() {
+        let mut c = Config::default();
+        let cfg = "sslQuorum=true\nssl.quorum.keyStore.location=/k.pem\n\
+                   ssl.quorum.trustStore.location=/t.pem\nportUnification=true\n\
+                   quorum.auth.enableSasl=true\nquorum.auth.serverRequireSasl=true\n";
+        assert_eq!(c.apply_zoo_cfg(cfg), Ok(vec![]));
+        assert!(c.quorum.ssl_quorum && c.quorum.port_unification && c.quorum.sasl);
+        // The client port's stores are another block of keys.
+        assert!(c.tls.key_store.location.is_none());
+        let mut c = Config::default();
+        let e = c.apply_zoo_cfg("sslQuorum=true\n").unwrap_err();
+        assert!(e.contains("ssl.quorum.keyStore.location"), "{e}");
+        let mut c = Config::default();
+        let e = c
+            .apply_zoo_cfg("quorum.auth.learnerRequireSasl=true\n")
+            .unwrap_err();
+        assert!(e.contains("enableSasl"), "{e}");
+        for key in ["sslQuorum", "quorum.auth.enableSasl"] {
             let mut c = Config::default();
             assert_eq!(c.apply_zoo_cfg(&format!("{key}=false\n")), Ok(vec![]));
         }

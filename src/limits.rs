@@ -65,3 +65,61 @@ pub const GLOBAL_BUDGET_DEFAULT: usize = 1 << 30;
 /// data filled a whole request (at most jute.maxbuffer) replies with that data plus a reply
 /// header, a length and a Stat (88 bytes), so no reply ZooKeeper gives for one node is refused.
 pub const REPLY_HEADROOM: usize = 1024;
+
+// The peer port (src/ensemble/link/): what anyone who can reach it may hold before and after
+// a link has proven which member it is.
+
+/// The largest frame of a link's handshake (a hello, a SASL token of at most 4 KiB, an
+/// answer): before a link is authenticated it can make the member hold no more than this.
+pub const PEER_HANDSHAKE_FRAME: u32 = 8 << 10;
+
+/// The largest frame of an authenticated link: an append of at most `PEER_APPEND_BYTES` of
+/// entries, or a snapshot chunk (openraft's default chunk is 3 MiB), with room to spare.
+pub const PEER_FRAME: u32 = 64 << 20;
+
+/// The payload bytes one append-entries call carries at most (one entry more than that is
+/// sent alone): openraft 0.9 gives the call one heartbeat interval to be answered, and the
+/// follower writes and syncs it all before it answers.
+pub const PEER_APPEND_BYTES: usize = 2 << 20;
+
+/// The most txn bytes one Raft entry (a batch of a core turn's txns) carries, and the most a
+/// follower's forward call gathers: each goes whole in one frame.
+pub const PEER_BATCH_BYTES: usize = 1 << 20;
+
+/// Bytes of frames being read on all peer links at once (each frame reserves its announced
+/// length before its body is read): 24 links each announcing a 48 MiB frame and sending part
+/// of it once took a member to 1.3 GB.
+pub const PEER_FRAMES_IN_FLIGHT: usize = 256 << 20;
+
+/// A frame's body must arrive within this once its length has: a link that announces a frame
+/// and trickles it holds its reservation no longer.
+pub const PEER_FRAME_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// A link has this long from its accept to its last handshake frame (TLS, hello, SASL, the
+/// proof by connecting back).
+pub const PEER_HANDSHAKE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Links still in their handshake, at once and from one source address: 20,000 idle
+/// connections once used up the leader's file descriptors, and its log could not roll a
+/// segment. Past these a connection is closed as soon as it is accepted.
+pub const PEER_PENDING: usize = 32;
+pub const PEER_PENDING_PER_SOURCE: usize = 8;
+
+/// Authenticated links at once, and per member: a member opens one replication link to each
+/// other member, one for votes, one for forwards and touches, and a few more while old ones
+/// time out. With the pending ones this bounds the descriptors the peer port can ever take.
+pub const PEER_LINKS: usize = 128;
+pub const PEER_LINKS_PER_MEMBER: usize = 16;
+
+const _: () = assert!(PEER_APPEND_BYTES + PEER_BATCH_BYTES < PEER_FRAME as usize);
+const _: () = assert!((PEER_FRAME as usize) < PEER_FRAMES_IN_FLIGHT);
+const _: () = assert!(PEER_PENDING_PER_SOURCE <= PEER_PENDING);
+
+/// Learners (observers and joined servers) a leader takes: 200 joins once made 195 learners,
+/// each a replication stream, and every member stopped serving.
+pub const PEER_LEARNERS: usize = 16;
+
+/// A learner that no configuration names (it joined, and no reconfig made it a voter or an
+/// observer) and that stays further behind than this many entries for `initLimit` ticks is
+/// removed again: one that never catches up holds a replication stream for nothing.
+pub const LEARNER_LAG_ENTRIES: u64 = 1024;

@@ -161,7 +161,20 @@ async fn start_member(
     let myid = crate::ensemble::members::parse_myid(&text).map_err(io::Error::other)?;
     let raft_dir = cfg.log_dir().join("raft");
     let identity = datadir::load_identity(&cfg.data_dir, std::slice::from_ref(&raft_dir))?;
+    let listen = cfg
+        .members
+        .iter()
+        .find(|m| m.id == myid)
+        .and_then(crate::ensemble::raft::reconfig::peer_addr);
+    let security = crate::ensemble::link::Security::open(
+        myid,
+        listen,
+        &cfg.quorum,
+        cfg.sasl.jaas_file.as_deref(),
+    )
+    .map_err(io::Error::other)?;
     let settings = crate::ensemble::raft::member::Settings {
+        security,
         identity,
         members: cfg.members.clone(),
         dir: raft_dir,
@@ -335,7 +348,7 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     let tls = if cfg.secure_client_port.is_some() || cfg.port_unification {
         let a = tls::Acceptor::new(cfg.tls.clone()).map_err(io::Error::other)?;
         crate::acl::enable_x509();
-        a.spawn_reloader(TLS_RELOAD_CHECK);
+        tls::spawn_reloader(a.clone(), TLS_RELOAD_CHECK);
         Some(a)
     } else {
         None

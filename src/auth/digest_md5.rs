@@ -36,10 +36,38 @@ enum State {
     Over,
 }
 
+/// Who the server is in an exchange: the service (protocol) and server name of its
+/// digest-uri, the server name also being its only realm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Service {
+    pub protocol: &'static str,
+    pub server: &'static str,
+}
+
+/// ZooKeeper's client port: `zookeeper/zk-sasl-md5`.
+pub const CLIENT_PORT: Service = Service {
+    protocol: SERVICE,
+    server: SERVER_NAME,
+};
+
+/// ZooKeeper's quorum links (QuorumAuth's protocol and DIGEST server name):
+/// `zookeeper-quorum/zk-quorum-sasl-md5`. Palisade's peer links use the same names.
+pub const QUORUM: Service = Service {
+    protocol: "zookeeper-quorum",
+    server: "zk-quorum-sasl-md5",
+};
+
 /// One connection's exchange.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Exchange {
     state: State,
+    service: Service,
+}
+
+impl Default for Exchange {
+    fn default() -> Self {
+        Exchange::new(CLIENT_PORT)
+    }
 }
 
 /// What a token led to.
@@ -52,6 +80,13 @@ pub enum Step {
 }
 
 impl Exchange {
+    pub fn new(service: Service) -> Self {
+        Exchange {
+            state: State::Start,
+            service,
+        }
+    }
+
     /// Evaluates one client token. `random` fills the nonce's random bytes (only the first
     /// step asks); an error there fails the exchange. Every failure ends the exchange.
     pub fn evaluate(
@@ -76,11 +111,11 @@ impl Exchange {
                 let nonce = base64::engine::general_purpose::STANDARD
                     .encode(raw)
                     .into_bytes();
-                let challenge = challenge(&nonce);
+                let challenge = challenge(self.service.server, &nonce);
                 self.state = State::Challenged { nonce };
                 Ok(Step::Challenge(challenge))
             }
-            State::Challenged { nonce } => verify(token, &nonce, users),
+            State::Challenged { nonce } => verify(token, &nonce, users, self.service),
             State::Over => Err("the exchange is already over"),
         }
     }
@@ -93,10 +128,10 @@ impl Exchange {
 
 /// The challenge, byte for byte as the JDK writes it for ZooKeeper (which sets no qop, so
 /// none is listed: the default is auth).
-fn challenge(nonce: &[u8]) -> Vec<u8> {
+fn challenge(realm: &str, nonce: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
     out.extend_from_slice(b"realm=\"");
-    directives::quote(&mut out, SERVER_NAME.as_bytes());
+    directives::quote(&mut out, realm.as_bytes());
     out.extend_from_slice(b"\",nonce=\"");
     directives::quote(&mut out, nonce);
     out.extend_from_slice(b"\",charset=utf-8,algorithm=md5-sess");
@@ -104,7 +139,7 @@ fn challenge(nonce: &[u8]) -> Vec<u8> {
 }
 
 /// Java's `Integer.parseInt(s, radix)`: an optional sign, then digits, within i32.
-fn java_int(s: &[u8], radix: u32) -> Option<i32> {
+pub(crate) fn java_int(s: &[u8], radix: u32) -> Option<i32> {
     let s = std::str::from_utf8(s).ok()?;
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
@@ -200,7 +235,7 @@ pub fn response_value(i: &Inputs<'_>, method: &str) -> Vec<u8> {
 }
 
 /// Checks the client's digest response, in the JDK's order of checks.
-fn verify(token: &[u8], nonce: &[u8], users: &Users) -> Result<Step, Refusal> {
+fn verify(token: &[u8], nonce: &[u8], users: &Users, service: Service) -> Result<Step, Refusal> {
     let d = directives::parse(token)?;
     let get = |name| directives::one(&d, name);
     if let Some(cs) = get("charset")? {
@@ -215,8 +250,8 @@ fn verify(token: &[u8], nonce: &[u8], users: &Users) -> Result<Step, Refusal> {
     let realm = get("realm")?
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
-    if realm != SERVER_NAME {
-        return Err("realm is not zk-sasl-md5");
+    if realm != service.server {
+        return Err("realm is not the server's name");
     }
     if get("nonce")?.ok_or("no nonce")? != nonce {
         return Err("nonce does not match the challenge's");
@@ -234,9 +269,9 @@ fn verify(token: &[u8], nonce: &[u8], users: &Users) -> Result<Step, Refusal> {
         Some(_) => return Err("invalid qop"),
     }
     let uri = get("digest-uri")?.ok_or("no digest-uri")?;
-    let expected_uri = format!("{SERVICE}/{SERVER_NAME}");
+    let expected_uri = format!("{}/{}", service.protocol, service.server);
     if !uri.eq_ignore_ascii_case(expected_uri.as_bytes()) {
-        return Err("digest-uri is not zookeeper/zk-sasl-md5");
+        return Err("digest-uri is not the server's protocol/name");
     }
     let response = get("response")?.ok_or("no response")?;
     let authzid = get("authzid")?;

@@ -142,11 +142,11 @@ fn altered_responses_fail() {
         ),
         (
             replaced("realm=\"zk-sasl-md5\",", ""),
-            "realm is not zk-sasl-md5",
+            "realm is not the server's name",
         ),
         (
             replaced("zookeeper/zk-sasl-md5", "zookeeper/localhost"),
-            "digest-uri is not zookeeper/zk-sasl-md5",
+            "digest-uri is not the server's protocol/name",
         ),
         (
             replaced("qop=auth", "qop=auth-conf"),

@@ -8,6 +8,7 @@
 //! nothing of the crate.
 
 pub mod digest_md5;
+pub mod digest_md5_client;
 pub mod directives;
 pub mod jaas;
 mod settings;

@@ -5,6 +5,7 @@
 //! (`core/member.rs`: what it proposes and forwards, what it is told: committed entries and
 //! its role), so a move to openraft 0.10 touches `raft/` only. Plan: docs/ENSEMBLE.md.
 
+pub mod link;
 pub mod raft;
 
 // The configuration model lives below the core (src/membership/); its old paths stay.

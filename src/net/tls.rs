@@ -157,7 +157,9 @@ impl TlsConfig {
         Ok(())
     }
 
-    fn versions(&self) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, String> {
+    pub(crate) fn versions(
+        &self,
+    ) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, String> {
         if self.enabled_protocols.is_empty() {
             return Ok(rustls::ALL_VERSIONS.to_vec());
         }
@@ -185,7 +187,7 @@ impl TlsConfig {
     }
 
     /// The ring provider, cut down to `ssl.ciphersuites` (IANA names as Java uses them).
-    fn provider(&self) -> Result<Arc<CryptoProvider>, String> {
+    pub(crate) fn provider(&self) -> Result<Arc<CryptoProvider>, String> {
         let mut p = rustls::crypto::ring::default_provider();
         if !self.ciphersuites.is_empty() {
             let iana = |s: &rustls::SupportedCipherSuite| {
@@ -244,7 +246,7 @@ impl TlsConfig {
         Ok(Arc::new(cfg))
     }
 
-    fn files(&self) -> Vec<PathBuf> {
+    pub(crate) fn files(&self) -> Vec<PathBuf> {
         [&self.key_store.location, &self.trust_store.location]
             .into_iter()
             .flatten()
@@ -276,9 +278,9 @@ fn pkcs12(
         })
 }
 
-type KeyPair = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+pub(crate) type KeyPair = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
 
-fn load_key_store(store: &Store) -> Result<KeyPair, String> {
+pub(crate) fn load_key_store(store: &Store) -> Result<KeyPair, String> {
     const W: &str = "keyStore";
     match store.kind()? {
         StoreType::Pem => {
@@ -321,7 +323,7 @@ fn load_key_store(store: &Store) -> Result<KeyPair, String> {
     }
 }
 
-fn load_trust_store(store: &Store) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn load_trust_store(store: &Store) -> Result<Vec<CertificateDer<'static>>, String> {
     const W: &str = "trustStore";
     let certs: Vec<CertificateDer<'static>> = match store.kind()? {
         StoreType::Pem => CertificateDer::pem_slice_iter(&read(store, W)?)
@@ -386,48 +388,63 @@ impl Acceptor {
             }
         }
     }
+}
 
-    fn fingerprint(&self) -> Vec<Option<(SystemTime, u64)>> {
-        self.cfg
-            .files()
-            .iter()
-            .map(|p| {
-                std::fs::metadata(p)
-                    .ok()
-                    .and_then(|m| Some((m.modified().ok()?, m.len())))
-            })
-            .collect()
+impl Reload for Acceptor {
+    fn files(&self) -> Vec<PathBuf> {
+        self.cfg.files()
     }
+    fn reload(&self, why: &str) {
+        Acceptor::reload(self, why)
+    }
+}
 
-    /// Reloads on SIGHUP and when a store file's mtime or size changes (checked every `every`).
-    pub fn spawn_reloader(self: &Arc<Self>, every: Duration) {
-        let me = self.clone();
-        tokio::spawn(async move {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut hup = signal(SignalKind::hangup()).ok();
-            let mut seen = me.fingerprint();
-            let mut t = tokio::time::interval(every);
-            loop {
-                let hup_fired = tokio::select! {
-                    _ = t.tick() => false,
-                    Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => true,
-                };
-                let now = me.fingerprint();
-                if hup_fired {
+/// Something built from certificate files that can be built again from them.
+pub trait Reload: Send + Sync + 'static {
+    fn files(&self) -> Vec<PathBuf>;
+    fn reload(&self, why: &str);
+}
+
+fn fingerprint(files: &[PathBuf]) -> Vec<Option<(SystemTime, u64)>> {
+    files
+        .iter()
+        .map(|p| {
+            std::fs::metadata(p)
+                .ok()
+                .and_then(|m| Some((m.modified().ok()?, m.len())))
+        })
+        .collect()
+}
+
+/// Reloads `target` on SIGHUP and when a file's mtime or size changes (checked every
+/// `every`).
+pub fn spawn_reloader(target: Arc<dyn Reload>, every: Duration) {
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hup = signal(SignalKind::hangup()).ok();
+        let files = target.files();
+        let mut seen = fingerprint(&files);
+        let mut t = tokio::time::interval(every);
+        loop {
+            let hup_fired = tokio::select! {
+                _ = t.tick() => false,
+                Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => true,
+            };
+            let now = fingerprint(&files);
+            if hup_fired {
+                seen = now;
+                target.reload("SIGHUP");
+            } else if now != seen {
+                // Let a writer finish: reload once the files have stopped changing.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let settled = fingerprint(&files);
+                if settled == now {
                     seen = now;
-                    me.reload("SIGHUP");
-                } else if now != seen {
-                    // Let a writer finish: reload once the files have stopped changing.
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    let settled = me.fingerprint();
-                    if settled == now {
-                        seen = now;
-                        me.reload("store file changed");
-                    }
+                    target.reload("store file changed");
                 }
             }
-        });
-    }
+        }
+    });
 }
 
 /// The first byte of a TLS ClientHello record (handshake content type).

@@ -50,6 +50,8 @@ fn openraft_panics() -> &'static Mutex<Vec<String>> {
 struct Slot {
     id: NodeId,
     addr: String,
+    /// Every slot's address, as zoo.cfg names the members (peer links accept only those).
+    peers: BTreeMap<NodeId, String>,
     dir: tempfile::TempDir,
     run: Option<(
         Raft<TypeConfig>,
@@ -92,12 +94,16 @@ impl Slot {
             .expect("storage");
         // As a server runs it: the leader's own sync alongside replication (durable.rs).
         log.lead_as(self.id);
-        let net = Network::new(self.id, Duration::from_millis(30)).with_durable(log.durable());
-        let raft = Raft::new(self.id, cfg, net, log, sm.clone())
+        let net = Network::new(self.id, Duration::from_millis(30))
+            .with_durable(log.durable())
+            .with_addrs(self.peers.clone());
+        let raft = Raft::new(self.id, cfg, net.clone(), log, sm.clone())
             .await
             .expect("raft");
+        net.watch_membership(&raft);
         let stop = CancellationToken::new();
-        tokio::spawn(serve(listener, Arc::new(raft.clone()), stop.clone()));
+        let (r, s) = (raft.clone(), stop.clone());
+        tokio::spawn(async move { serve(listener, Arc::new(r), &net, s).await });
         self.run = Some((raft, sm, stop));
     }
 
@@ -164,9 +170,14 @@ async fn membership_changes_interleaved_with_leader_stops_do_not_panic_openraft(
         slots.push(Slot {
             id,
             addr,
+            peers: BTreeMap::new(),
             dir,
             run: None,
         });
+    }
+    let peers: BTreeMap<NodeId, String> = slots.iter().map(|s| (s.id, s.addr.clone())).collect();
+    for s in &mut slots {
+        s.peers = peers.clone();
     }
     let node = |s: &Slot| BasicNode::new(s.addr.clone());
     for s in slots.iter_mut().take(3) {

@@ -25,23 +25,31 @@ struct Member {
     stop: CancellationToken,
 }
 
-async fn start(id: NodeId, dir: &Path, listener: TcpListener, config: Arc<Config>) -> Member {
+/// Member `id`, reaching the others at `nodes`' addresses as a zoo.cfg would name them (its
+/// peer links accept only members it knows).
+async fn start(
+    id: NodeId,
+    dir: &Path,
+    listener: TcpListener,
+    config: Arc<Config>,
+    nodes: &BTreeMap<NodeId, BasicNode>,
+) -> Member {
     let (mut log, sm) = storage::open(dir, 64 << 10, StateApplier::default())
         .await
         .unwrap();
     // As a server runs it: the leader's own sync alongside replication (durable.rs).
     log.lead_as(id);
-    let raft = Raft::new(
-        id,
-        config,
-        Network::new(id, Duration::from_millis(50)).with_durable(log.durable()),
-        log,
-        sm.clone(),
-    )
-    .await
-    .unwrap();
+    let addrs = nodes.iter().map(|(i, n)| (*i, n.addr.clone())).collect();
+    let net = Network::new(id, Duration::from_millis(50))
+        .with_durable(log.durable())
+        .with_addrs(addrs);
+    let raft = Raft::new(id, config, net.clone(), log, sm.clone())
+        .await
+        .unwrap();
+    net.watch_membership(&raft);
     let stop = CancellationToken::new();
-    tokio::spawn(serve(listener, Arc::new(raft.clone()), stop.clone()));
+    let (r, s) = (raft.clone(), stop.clone());
+    tokio::spawn(async move { serve(listener, Arc::new(r), &net, s).await });
     Member { raft, sm, stop }
 }
 
@@ -103,7 +111,7 @@ async fn form(
     }
     let mut members = Vec::new();
     for (i, l) in listeners.into_iter().enumerate() {
-        members.push(start(i as u64 + 1, dirs[i].path(), l, config.clone()).await);
+        members.push(start(i as u64 + 1, dirs[i].path(), l, config.clone(), &nodes).await);
     }
     members[0].raft.initialize(nodes.clone()).await.unwrap();
     let m = members[0]
@@ -181,6 +189,7 @@ async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
         dirs[f as usize - 1].path(),
         rebind(&nodes[&f].addr).await,
         config.clone(),
+        &nodes,
     )
     .await;
     members.push(back);
@@ -203,7 +212,7 @@ async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
     }
     for id in 1..=3u64 {
         let l = rebind(&nodes[&id].addr).await;
-        members.push(start(id, dirs[id as usize - 1].path(), l, config.clone()).await);
+        members.push(start(id, dirs[id as usize - 1].path(), l, config.clone(), &nodes).await);
     }
     for m in &members {
         m.sm.with_applier(|a| assert!(a.state.zxid() > 0, "restored from its snapshot"))
@@ -244,7 +253,7 @@ async fn three_members_elect_replicate_and_agree() {
     let mut members = Vec::new();
     for (i, l) in listeners.into_iter().enumerate() {
         let id = i as u64 + 1;
-        members.push(start(id, dirs[i].path(), l, config()).await);
+        members.push(start(id, dirs[i].path(), l, config(), &nodes).await);
     }
     members[0].raft.initialize(nodes.clone()).await.unwrap();
     let m = members[0]
@@ -315,7 +324,14 @@ async fn three_members_elect_replicate_and_agree() {
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
-    let back = start(f, dirs[f as usize - 1].path(), listener.unwrap(), config()).await;
+    let back = start(
+        f,
+        dirs[f as usize - 1].path(),
+        listener.unwrap(),
+        config(),
+        &nodes,
+    )
+    .await;
     members.push(back);
     for m in &members {
         m.raft
@@ -372,7 +388,16 @@ async fn the_leader_stops_and_no_acknowledged_write_is_lost() {
         elected.as_millis()
     );
     let l = rebind(&nodes[&leader].addr).await;
-    members.push(start(leader, dirs[leader as usize - 1].path(), l, config.clone()).await);
+    members.push(
+        start(
+            leader,
+            dirs[leader as usize - 1].path(),
+            l,
+            config.clone(),
+            &nodes,
+        )
+        .await,
+    );
     let mut direct = State::new();
     for t in &w.log {
         direct.apply(t);

@@ -69,6 +69,12 @@ impl Durable {
         self.0.send_modify(|m| m.failed = true);
     }
 
+    /// Resolves once a write or sync of the log has failed (never, while it works).
+    pub async fn failed(&self) {
+        let mut rx = self.0.subscribe();
+        let _ = rx.wait_for(|m| m.failed).await;
+    }
+
     /// Whether the log is on disk up to `id` (log ids order by term, then index, so an
     /// entry of a newer term that replaced a durable one is not covered by it).
     pub fn covers(&self, id: Option<LogId<NodeId>>) -> bool {

@@ -232,7 +232,8 @@ impl LogStore {
         // between the log thread's write and its sync left it in the page cache).
         let durable = Durable::new(live.last_log_id());
         let live = Arc::new(Mutex::new(live));
-        let shared = Shared::new(wal, counters.clone(), live.clone(), durable.clone());
+        let watch = super::log_thread::DirWatch::open(dir).ok();
+        let shared = Shared::new(wal, counters.clone(), live.clone(), durable.clone(), watch);
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("raft-log".into())

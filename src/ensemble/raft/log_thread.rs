@@ -45,6 +45,49 @@ pub(super) struct Writer {
     counters: Arc<LogCounters>,
     live: Arc<Mutex<Live>>,
     durable: Durable,
+    /// The log's directory, to notice it removed under the member.
+    dir: Option<DirWatch>,
+    /// A write, a sync or the directory failed: nothing written from then on counts.
+    broken: bool,
+}
+
+/// Writes to files of a removed directory still succeed (the files are unlinked, not gone),
+/// so a member whose data dir was removed would acknowledge appends that no restart can
+/// find. The directory opened at start has no links left once it is removed: looked at
+/// after a sync, at most every `DIR_CHECK`.
+pub(super) struct DirWatch {
+    path: std::path::PathBuf,
+    dir: std::fs::File,
+    checked: std::time::Instant,
+}
+
+const DIR_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+impl DirWatch {
+    pub(super) fn open(path: &std::path::Path) -> io::Result<DirWatch> {
+        Ok(DirWatch {
+            path: path.to_path_buf(),
+            dir: std::fs::File::open(path)?,
+            checked: std::time::Instant::now(),
+        })
+    }
+
+    /// An error if the directory is gone (looked at no more often than `DIR_CHECK`).
+    fn check(&mut self) -> Result<(), WalError> {
+        use std::os::unix::fs::MetadataExt;
+        if self.checked.elapsed() < DIR_CHECK {
+            return Ok(());
+        }
+        self.checked = std::time::Instant::now();
+        let links = self.dir.metadata().map(|m| m.nlink()).unwrap_or(0);
+        if links == 0 {
+            return Err(WalError::Io {
+                path: self.path.clone(),
+                source: io::Error::new(io::ErrorKind::NotFound, "the log's directory was removed"),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The writer and the number of commands sent to the log thread and not yet finished: at
@@ -60,6 +103,7 @@ impl Shared {
         counters: Arc<LogCounters>,
         live: Arc<Mutex<Live>>,
         durable: Durable,
+        dir: Option<DirWatch>,
     ) -> Arc<Shared> {
         Arc::new(Shared {
             writer: Mutex::new(Writer {
@@ -68,6 +112,8 @@ impl Shared {
                 counters,
                 live,
                 durable,
+                dir,
+                broken: false,
             }),
             queued: AtomicUsize::new(0),
         })
@@ -89,7 +135,16 @@ impl Writer {
             dones.push(done);
         }
         let synced = std::time::Instant::now();
-        let result = result.and_then(|()| self.wal.sync());
+        let result = result.and_then(|()| self.wal.sync()).and_then(|()| {
+            if self.broken {
+                // Failed already (below): nothing written from now on counts.
+                return Err(WalError::Io {
+                    path: std::path::PathBuf::new(),
+                    source: io::Error::other("the Raft log failed earlier"),
+                });
+            }
+            self.dir.as_mut().map_or(Ok(()), DirWatch::check)
+        });
         if result.is_ok() && !placed.is_empty() {
             // mntr's fsync and batch figures, as the standalone log reports them (an append
             // of no entries writes and syncs nothing, so it is not counted).
@@ -115,9 +170,13 @@ impl Writer {
                 }
             }
             Err(e) => {
-                // The WAL is poisoned from here on: every later write fails too.
-                tracing::error!(error = %e, "the Raft log could not be written: this member commits nothing more");
+                // Broken from here on: every later append fails too (and the member stops:
+                // member.rs `stop_on_log_failure`). Logged once.
+                if !self.broken {
+                    tracing::error!(error = %e, "the Raft log could not be written: this member commits nothing more");
+                }
                 self.durable.fail();
+                self.broken = true;
             }
         }
         self.counters.fsyncs.store(self.wal.fsyncs(), Relaxed);

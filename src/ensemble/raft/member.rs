@@ -12,23 +12,17 @@
 
 use super::election;
 use super::network::Contacts;
-use super::network::{serve, JoinReply, Network, PeerClient, PeerHandler};
+use super::network::{serve, Network, PeerClient};
+use super::peer::Peer;
 use super::reconfig::peer_addr;
 use super::state_machine::{Applier, PendingImage};
 use super::storage;
 use super::types::{NodeId, Proposal, TypeConfig};
-use crate::core::member::{
-    Committed, Forward, LogPos, Proposed, RaftInfo, RoleView, SyncPoint, ToLeader,
-};
+use crate::core::member::{Committed, Forward, LogPos, Proposed, RaftInfo, RoleView, ToLeader};
 use crate::core::CoreMsg;
 use crate::ensemble::dynamic::DynConfig;
 use crate::ensemble::members::{Member, Role};
 use bytes::Bytes;
-use openraft::error::{InstallSnapshotError, RaftError};
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
-};
 use openraft::{BasicNode, CommittedLeaderId, LogId, Raft, RaftMetrics, ServerState};
 use palisade_proto::Txn;
 use std::collections::{BTreeMap, BTreeSet};
@@ -186,52 +180,6 @@ fn prepped_in(txn: &[u8], term: u64) -> bool {
         .is_some_and(|b| (i64::from_be_bytes(*b) >> 32) as u64 == term)
 }
 
-/// What answers the peer port: Raft's RPCs, and on the leader its followers' forwards.
-struct Peer {
-    raft: Raft<TypeConfig>,
-    core: mpsc::Sender<CoreMsg>,
-    me: NodeId,
-    reconfig: bool,
-}
-
-impl PeerHandler for Peer {
-    async fn append(
-        &self,
-        r: AppendEntriesRequest<TypeConfig>,
-    ) -> Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>> {
-        PeerHandler::append(&self.raft, r).await
-    }
-    async fn vote(
-        &self,
-        r: VoteRequest<NodeId>,
-    ) -> Result<VoteResponse<NodeId>, RaftError<NodeId>> {
-        PeerHandler::vote(&self.raft, r).await
-    }
-    async fn snapshot(
-        &self,
-        r: InstallSnapshotRequest<TypeConfig>,
-    ) -> Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>> {
-        PeerHandler::snapshot(&self.raft, r).await
-    }
-    async fn forward(&self, ops: Vec<Forward>) -> Option<Vec<SyncPoint>> {
-        if self.raft.metrics().borrow().current_leader != Some(self.me) {
-            return None;
-        }
-        let (tx, rx) = oneshot::channel();
-        self.core
-            .send(CoreMsg::Forwarded(ops, Some(tx)))
-            .await
-            .ok()?;
-        rx.await.ok().flatten()
-    }
-    async fn touch(&self, ids: Vec<(i64, u64)>) {
-        let _ = self.core.send(CoreMsg::Touched(ids)).await;
-    }
-    async fn join(&self, id: NodeId, addr: String) -> JoinReply {
-        super::reconfig::answer_join(&self.raft, self.me, self.reconfig, id, addr).await
-    }
-}
-
 /// The running member.
 pub struct Running {
     pub raft: Raft<TypeConfig>,
@@ -314,6 +262,8 @@ pub struct Settings {
     /// reconfigEnabled: the membership follows /zookeeper/config, and a server with an empty
     /// log joins an existing ensemble (raft/reconfig.rs).
     pub reconfig: bool,
+    /// How the peer links prove who they are (quorum TLS, quorum SASL, or by address).
+    pub security: Arc<crate::ensemble::link::Security>,
 }
 
 /// Starts the member `myid`: opens its Raft storage under `dataLogDir/raft` (the core must
@@ -362,11 +312,17 @@ pub async fn start(
         .collect();
     let network = Network::new(myid, Duration::from_millis(config.heartbeat_interval))
         .with_addrs(addrs)
-        .with_durable(durable);
+        .with_durable(durable.clone())
+        .with_security(cfg.security.clone())
+        .with_joiners(cfg.reconfig);
+    if let Some(tls) = cfg.security.tls() {
+        crate::net::tls::spawn_reloader(tls, Duration::from_secs(1));
+    }
     let contacts = network.contacts.clone();
     let raft = Raft::new(myid, config, network.clone(), log, sm)
         .await
         .map_err(|e| io::Error::other(format!("cannot start Raft: {e}")))?;
+    network.watch_membership(&raft);
     let addr = peer_addr(me).ok_or_else(|| io::Error::other("server.N without an address"))?;
     let listener = TcpListener::bind(&addr)
         .await
@@ -377,9 +333,14 @@ pub async fn start(
         core: core.clone(),
         me: myid,
         reconfig: cfg.reconfig,
+        lease_ms,
+        incoming: Default::default(),
     });
     let listening = stop.child_token();
-    tokio::spawn(serve(listener, peer.clone(), listening.clone()));
+    {
+        let (peer, network, listening) = (peer.clone(), network.clone(), listening.clone());
+        tokio::spawn(async move { serve(listener, peer, &network, listening).await });
+    }
     if cfg.reconfig {
         tokio::spawn(super::reconfig::listen_as_configured(
             desired.clone(),
@@ -387,6 +348,7 @@ pub async fn start(
             addr.clone(),
             listening,
             peer,
+            network.clone(),
             stop.clone(),
         ));
     }
@@ -407,7 +369,7 @@ pub async fn start(
         // It may be joining an ensemble that runs without it: never form one alone.
         tokio::spawn(super::reconfig::join(
             raft.clone(),
-            myid,
+            network.clone(),
             cfg.members.clone(),
             pause,
         ));
@@ -432,13 +394,28 @@ pub async fn start(
     tokio::spawn(super::reconfig::reconcile(
         raft.clone(),
         network.clone(),
-        desired,
+        desired.clone(),
         myid,
         cfg.reconfig,
         pause,
     ));
     tokio::spawn(election::run(raft.clone(), myid));
+    if cfg.reconfig {
+        let catch_up =
+            Duration::from_millis(cfg.init_limit.saturating_mul(cfg.tick_time).max(10_000));
+        tokio::spawn(super::reconfig::drop_stale_learners(
+            raft.clone(),
+            desired.clone(),
+            myid,
+            catch_up,
+        ));
+    }
     tokio::spawn(stop_with_raft(raft.clone(), core.clone(), stop.clone()));
+    tokio::spawn(stop_on_log_failure(
+        durable.clone(),
+        core.clone(),
+        stop.clone(),
+    ));
     tokio::spawn(proposer(raft.clone(), propose));
     tokio::spawn(snapshots(raft.clone(), snapshot));
     let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
@@ -695,6 +672,30 @@ async fn stop_with_raft(
     }
 }
 
+/// A member whose Raft log cannot be written (a full disk, no descriptors left, an I/O
+/// error, its data dir removed) stops, loudly, rather than lead on committing nothing (it once
+/// went on leading, logging thousands of lines a second): its lease runs out and the others
+/// elect a leader; it is started again (its service manager restarts it) once the fault is
+/// gone, and catches up from its log on disk. A follower's failed append already stops Raft
+/// (openraft takes the failed flush as a storage error); a leader reports its own entries
+/// flushed before they are written (durable.rs), so it learns here.
+async fn stop_on_log_failure(
+    durable: super::durable::Durable,
+    core: mpsc::Sender<CoreMsg>,
+    stop: CancellationToken,
+) {
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        _ = durable.failed() => {
+            tracing::error!(
+                "the Raft log cannot be written: this member stops (it is restarted once the \
+                 fault is fixed, and catches up from its log)"
+            );
+            let _ = core.send(CoreMsg::Shutdown).await;
+        }
+    }
+}
+
 /// What the core sends the Raft side.
 pub struct Channels {
     pub propose: mpsc::UnboundedReceiver<Vec<Proposed>>,
@@ -743,8 +744,8 @@ async fn proposer(raft: Raft<TypeConfig>, mut rx: mpsc::UnboundedReceiver<Vec<Pr
 }
 
 /// The most txn bytes one batch entry carries: the peer link sends an entry whole, and
-/// openraft gives an append-entries call one heartbeat interval.
-const BATCH_BYTES: usize = 1 << 20;
+/// openraft gives an append-entries call one heartbeat interval (limits.rs).
+const BATCH_BYTES: usize = crate::limits::PEER_BATCH_BYTES;
 
 /// A core turn's proposals as Raft entries, in order: consecutive txns as one entry of at
 /// most BATCH_BYTES (a larger txn alone).
@@ -835,7 +836,7 @@ async fn forwarder(
                 .as_ref()
                 .is_none_or(|(c, t)| c.target() != l || c.addr() != a || *t != term)
             {
-                link = Some((PeerClient::new(me, l, a.clone()), term));
+                link = Some((network.client(l, a.clone()), term));
             }
         } else {
             link = None;
@@ -879,8 +880,8 @@ async fn forwarder(
     }
 }
 
-/// How many request bytes one forward call gathers from the queue, at most.
-const GATHER_BYTES: usize = 1 << 20;
+/// How many request bytes one forward call gathers from the queue, at most (limits.rs).
+const GATHER_BYTES: usize = crate::limits::PEER_BATCH_BYTES;
 
 /// `ops` and the forwards queued behind them, up to GATHER_BYTES, as one call: they queued
 /// while the last call was out, and one round trip to the leader each would pace a follower's

@@ -8,6 +8,7 @@ pub mod log_store;
 mod log_thread;
 pub mod member;
 pub mod network;
+pub mod peer;
 pub mod purged;
 pub mod reconfig;
 mod sealed;

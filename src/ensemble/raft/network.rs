@@ -1,14 +1,20 @@
-//! The peer links: Raft's three RPCs between members over TCP, one frame each way per call:
-//! a u32 big-endian length, then the postcard encoding. openraft opens one client per target
-//! and awaits each call before the next, so a link carries one call at a time and needs no
-//! request ids. A failed or timed-out call drops the connection; the next call reconnects.
+//! Raft's three RPCs and the ensemble's own calls between members, over the authenticated
+//! links of `ensemble/link/`: one frame each way per call, a u32 big-endian length, then the
+//! postcard encoding. openraft opens one client per target and awaits each call before the
+//! next, so a link carries one call at a time and needs no request ids. A failed call drops
+//! the link; the next call makes another. A link's handshake runs on a task of its own, so a
+//! call that times out while the link is being made leaves it to finish for the next call.
 //!
-//! The peer port is not a client port, but it is a listening socket all the same: a frame's
-//! announced length is bounded and its buffer grows only as bytes arrive.
+//! A link speaks only as the member it proved to be: a vote, append or snapshot whose vote
+//! names another candidate or leader, a join for another id, or anything but a join from a
+//! server no configuration names closes it (`serve_link`).
 
 use super::durable::Durable;
+use super::peer::vote_ok;
 use super::types::{NodeId, TypeConfig};
 use crate::core::member::{Forward, SyncPoint};
+use crate::ensemble::link::{self, read_frame, write_frame, Directory, Link, Peer, Security};
+use crate::limits::{PEER_APPEND_BYTES, PEER_FRAME};
 use openraft::error::{
     InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError, Timeout,
     Unreachable,
@@ -18,20 +24,15 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::BasicNode;
+use openraft::{BasicNode, RaftMetrics};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-
-/// The largest frame either side accepts: a batch of entries or a snapshot chunk (openraft's
-/// default chunk is 3 MiB) with room to spare.
-pub const MAX_PEER_FRAME: u32 = 64 << 20;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub enum PeerRequest {
@@ -79,155 +80,158 @@ pub enum JoinReply {
     Later,
 }
 
-/// What answers a peer's calls: the local Raft (below), or a test's stand-in.
+/// What answers a peer's calls: the local Raft (below), or a test's stand-in. `from` is the
+/// member the link proved to be.
 pub trait PeerHandler: Send + Sync + 'static {
     fn append(
         &self,
+        from: NodeId,
         r: AppendEntriesRequest<TypeConfig>,
     ) -> impl Future<Output = Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>> + Send;
     fn vote(
         &self,
+        from: NodeId,
         r: VoteRequest<NodeId>,
     ) -> impl Future<Output = Result<VoteResponse<NodeId>, RaftError<NodeId>>> + Send;
     fn snapshot(
         &self,
+        from: NodeId,
         r: InstallSnapshotRequest<TypeConfig>,
     ) -> impl Future<Output = SnapshotResult> + Send;
     /// Forwarded writes; the points of their syncs when this member leads and took them.
-    fn forward(&self, _ops: Vec<Forward>) -> impl Future<Output = Option<Vec<SyncPoint>>> + Send {
+    fn forward(
+        &self,
+        _from: NodeId,
+        _ops: Vec<Forward>,
+    ) -> impl Future<Output = Option<Vec<SyncPoint>>> + Send {
         async { None }
     }
-    fn touch(&self, _sessions: Vec<(i64, u64)>) -> impl Future<Output = ()> + Send {
+    fn touch(&self, _from: NodeId, _sessions: Vec<(i64, u64)>) -> impl Future<Output = ()> + Send {
         async {}
     }
     fn join(&self, _id: NodeId, _addr: String) -> impl Future<Output = JoinReply> + Send {
         async { JoinReply::Later }
+    }
+    /// Looked at before a call is answered: an error closes the link, and the call changes
+    /// nothing (raft/peer.rs: terms, entries, snapshot chunks).
+    fn admit(&self, _from: NodeId, _req: &PeerRequest) -> Result<(), String> {
+        Ok(())
     }
 }
 
 impl PeerHandler for openraft::Raft<TypeConfig> {
     async fn append(
         &self,
+        _from: NodeId,
         r: AppendEntriesRequest<TypeConfig>,
     ) -> Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>> {
         self.append_entries(r).await
     }
     async fn vote(
         &self,
+        _from: NodeId,
         r: VoteRequest<NodeId>,
     ) -> Result<VoteResponse<NodeId>, RaftError<NodeId>> {
         openraft::Raft::vote(self, r).await
     }
-    async fn snapshot(&self, r: InstallSnapshotRequest<TypeConfig>) -> SnapshotResult {
+    async fn snapshot(
+        &self,
+        _from: NodeId,
+        r: InstallSnapshotRequest<TypeConfig>,
+    ) -> SnapshotResult {
         self.install_snapshot(r).await
     }
 }
 
-async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, msg: &T) -> io::Result<()> {
-    // The body is encoded behind room for its length, which is then filled in: one buffer,
-    // one write, no copy of a body that can hold a 1 MiB batch.
-    let mut buf = postcard::to_extend(msg, vec![0u8; 4]).map_err(io::Error::other)?;
-    let body = buf.len().saturating_sub(4);
-    let len = u32::try_from(body)
-        .ok()
-        .filter(|l| *l <= MAX_PEER_FRAME)
-        .ok_or_else(|| io::Error::other(format!("frame of {body} bytes too large")))?;
-    if let Some(head) = buf.first_chunk_mut::<4>() {
-        *head = len.to_be_bytes();
-    }
-    w.write_all(&buf).await?;
-    w.flush().await
-}
-
-/// What a frame's announced length may reserve before its bytes arrive.
-const FRAME_RESERVE: usize = 64 << 10;
-
-/// Reads one frame. `Ok(None)`: the peer closed the link between frames. Links are read
-/// through a `BufReader`, so a frame's length and a small body come in one read call.
-async fn read_frame<R: AsyncRead + Unpin, T: for<'a> Deserialize<'a>>(
-    r: &mut R,
-) -> io::Result<Option<T>> {
-    let mut len = [0u8; 4];
-    match r.read_exact(&mut len).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let len = u32::from_be_bytes(len);
-    if len > MAX_PEER_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("peer frame of {len} bytes announced (max {MAX_PEER_FRAME})"),
-        ));
-    }
-    // An announced length reserves at most FRAME_RESERVE; a larger body grows with what
-    // arrives. (From nothing, the buffer grew 32, 64, 128… bytes, one read call each: five
-    // calls for a one-entry append.)
-    let mut body = Vec::with_capacity((len as usize).min(FRAME_RESERVE));
-    let got = r.take(u64::from(len)).read_to_end(&mut body).await?;
-    if got != len as usize {
-        return Err(io::ErrorKind::UnexpectedEof.into());
-    }
-    postcard::from_bytes(&body)
-        .map(Some)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
-/// Answers peers' calls until `cancel`. A link that sends garbage is closed; others go on.
+/// Answers peers' calls until `cancel`, on links that proved which member they come from
+/// (`network`'s security and directory). A link that sends garbage, or speaks for another
+/// member than it proved to be, is closed; others go on.
 pub async fn serve<H: PeerHandler>(
     listener: TcpListener,
     handler: Arc<H>,
+    network: &Network,
     cancel: CancellationToken,
 ) {
-    loop {
-        let (stream, peer) = tokio::select! {
-            _ = cancel.cancelled() => return,
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!(error = %e, "peer accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let _ = stream.set_nodelay(true);
+    let sec = network.security.clone();
+    let budget = sec.budget().clone();
+    let dir: Arc<dyn Directory> = Arc::new(network.clone());
+    link::listen(listener, sec, dir, cancel, move |link, peer| {
         let handler = handler.clone();
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = cancel.cancelled() => {}
-                r = serve_link(stream, &*handler) => if let Err(e) = r {
-                    tracing::warn!(%peer, error = %e, "peer link closed");
-                },
+        let budget = budget.clone();
+        async move {
+            let id = peer.id;
+            if let Err(e) = serve_link(link, &peer, &*handler, &budget).await {
+                tracing::warn!(member = id, error = %e, "peer link closed");
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
-async fn serve_link<H: PeerHandler>(stream: TcpStream, handler: &H) -> io::Result<()> {
-    let mut stream = BufReader::new(stream);
-    while let Some(req) = read_frame::<_, PeerRequest>(&mut stream).await? {
+/// The candidate or leader a vote names.
+fn speaker(v: &openraft::Vote<NodeId>) -> Option<NodeId> {
+    v.leader_id().voted_for()
+}
+
+fn not_as(peer: &Peer, what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("member {} sent {what}", peer.id),
+    )
+}
+
+async fn serve_link<H: PeerHandler>(
+    mut link: Link,
+    peer: &Peer,
+    handler: &H,
+    budget: &link::FrameBudget,
+) -> io::Result<()> {
+    let from = peer.id;
+    while let Some(req) = read_frame::<_, PeerRequest>(&mut link, PEER_FRAME, budget).await? {
+        if peer.joiner && !matches!(req, PeerRequest::Join { .. }) {
+            return Err(not_as(
+                peer,
+                "a call other than a join before it is a member",
+            ));
+        }
+        if let Err(why) = handler.admit(from, &req) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("member {from}: {why}"),
+            ));
+        }
         let resp = match req {
-            PeerRequest::Append(r) => PeerResponse::Append(handler.append(r).await),
-            PeerRequest::Vote(r) => PeerResponse::Vote(handler.vote(r).await),
-            PeerRequest::Snapshot(r) => PeerResponse::Snapshot(handler.snapshot(r).await),
-            PeerRequest::Forward(ops) => PeerResponse::Forward(handler.forward(ops).await),
+            PeerRequest::Append(r) if speaker(&r.vote) == Some(from) => {
+                PeerResponse::Append(handler.append(from, r).await)
+            }
+            PeerRequest::Vote(r) if speaker(&r.vote) == Some(from) => {
+                PeerResponse::Vote(handler.vote(from, r).await)
+            }
+            PeerRequest::Snapshot(r) if speaker(&r.vote) == Some(from) => {
+                PeerResponse::Snapshot(handler.snapshot(from, r).await)
+            }
+            PeerRequest::Append(_) | PeerRequest::Vote(_) | PeerRequest::Snapshot(_) => {
+                return Err(not_as(peer, "a vote naming another member"));
+            }
+            PeerRequest::Forward(ops) => PeerResponse::Forward(handler.forward(from, ops).await),
             PeerRequest::Touch(ids) => {
-                handler.touch(ids).await;
+                handler.touch(from, ids).await;
                 PeerResponse::Touch
             }
-            PeerRequest::Join { id, addr } => PeerResponse::Join(handler.join(id, addr).await),
+            PeerRequest::Join { id, addr } if id == from && (!peer.joiner || addr == peer.addr) => {
+                PeerResponse::Join(handler.join(id, addr).await)
+            }
+            PeerRequest::Join { .. } => {
+                return Err(not_as(peer, "a join for another id or another address"))
+            }
         };
-        write_frame(stream.get_mut(), &resp).await?;
+        write_frame(link.get_mut(), &resp, PEER_FRAME).await?;
     }
     Ok(())
 }
 
-/// The payload bytes one append-entries call carries at most (one entry more than that is
-/// sent alone): openraft 0.9 gives the call one heartbeat interval to be answered, and the
-/// follower writes and syncs it all before it answers.
-pub const APPEND_BYTES: usize = 2 << 20;
+/// The payload bytes one append-entries call carries at most (limits.rs).
+pub const APPEND_BYTES: usize = PEER_APPEND_BYTES;
 
 fn entry_bytes(e: &openraft::Entry<TypeConfig>) -> usize {
     use super::types::Proposal;
@@ -276,9 +280,20 @@ pub struct Network {
     /// This member's log on disk: a follower's acknowledgement is handed to openraft only
     /// once it is on disk here too (`durable.rs`). None: tests whose log is never early.
     pub durable: Option<Durable>,
+    /// How this member's links prove who they are (quorum TLS, quorum SASL, or its address).
+    pub security: Arc<Security>,
+    /// Members openraft has made a client for (the membership's, learners included), at the
+    /// address it gave: a server a reconfig or a join added, which no zoo.cfg line names.
+    pub known: Arc<parking_lot::RwLock<BTreeMap<NodeId, String>>>,
+    /// reconfigEnabled: a server no configuration names may link to ask to join.
+    pub joiners: bool,
+    /// The local Raft's metrics, once it runs: its membership names members too.
+    membership:
+        Arc<std::sync::OnceLock<tokio::sync::watch::Receiver<RaftMetrics<NodeId, BasicNode>>>>,
 }
 
 impl Network {
+    /// A member whose links carry no credential (each proves its address).
     pub fn new(me: NodeId, retry: Duration) -> Network {
         Network {
             me,
@@ -287,7 +302,35 @@ impl Network {
             addrs: Default::default(),
             moved_from: Default::default(),
             durable: None,
+            security: Security::plain(me),
+            known: Default::default(),
+            joiners: false,
+            membership: Default::default(),
         }
+    }
+
+    /// Lets the links accept the members `raft`'s membership names (learners a join or a
+    /// reconfig added, at the address the membership gives).
+    pub fn watch_membership(&self, raft: &openraft::Raft<TypeConfig>) {
+        let _ = self.membership.set(raft.metrics());
+    }
+
+    /// Links secured as `security` says (its id must be this member's).
+    pub fn with_security(mut self, security: Arc<Security>) -> Network {
+        debug_assert_eq!(security.me(), self.me);
+        self.security = security;
+        self
+    }
+
+    /// Lets a server no configuration names link to ask to join (reconfigEnabled).
+    pub fn with_joiners(mut self, joiners: bool) -> Network {
+        self.joiners = joiners;
+        self
+    }
+
+    /// A client for calls of the ensemble's own (forwards, touches, joins) to `target`.
+    pub fn client(&self, target: NodeId, addr: String) -> PeerClient {
+        PeerClient::new(self, target, addr)
     }
 
     /// Holds back followers' acknowledgements until `durable` reaches them.
@@ -332,11 +375,29 @@ impl Network {
     }
 }
 
+impl Directory for Network {
+    fn addr_of(&self, id: u64) -> Option<String> {
+        let configured = self.addrs.read().get(&id).cloned();
+        configured
+            .or_else(|| self.known.read().get(&id).cloned())
+            .or_else(|| {
+                let m = self.membership.get()?.borrow();
+                let node = m.membership_config.membership().get_node(&id)?;
+                Some(node.addr.clone())
+            })
+    }
+
+    fn open_to_joiners(&self) -> bool {
+        self.joiners
+    }
+}
+
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
-        let addr = self.addr_of(target, node);
+        self.known.write().insert(target, node.addr.clone());
+        let addr = Network::addr_of(self, target, node);
         let moved_from = self
             .moved_from
             .read()
@@ -348,12 +409,31 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             addr,
             moved_from,
-            link: None,
+            link: LinkState::Down,
             retry: self.retry,
             down: false,
             contacts: Some(self.contacts.clone()),
             durable: self.durable.clone(),
+            security: self.security.clone(),
         }
+    }
+}
+
+/// A client's link to its member.
+enum LinkState {
+    Down,
+    /// Its handshake runs on a task of its own: a call that times out meanwhile leaves it to
+    /// finish for the next call (a handshake can take longer than a heartbeat's call).
+    Dialing(Dialing),
+    Up(Link),
+}
+
+/// The task making a link; aborted if the client goes first.
+struct Dialing(tokio::task::JoinHandle<io::Result<(Link, bool)>>);
+
+impl Drop for Dialing {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -363,12 +443,13 @@ pub struct PeerClient {
     addr: String,
     /// The member's previous address while it moves (`Network::moved_from`).
     moved_from: Option<String>,
-    link: Option<BufReader<TcpStream>>,
+    link: LinkState,
     retry: Duration,
     /// The member could not be reached at the last try (logged once, and once when back).
     down: bool,
     contacts: Option<Contacts>,
     durable: Option<Durable>,
+    security: Arc<Security>,
 }
 
 enum CallError {
@@ -388,19 +469,41 @@ impl CallError {
     }
 }
 
+/// Makes a link to `target` at `addr`, or at `old` (its address before a move) if `addr`
+/// cannot be reached; `true` when it was `addr`.
+async fn dial(
+    addr: String,
+    old: Option<String>,
+    target: NodeId,
+    sec: Arc<Security>,
+) -> io::Result<(Link, bool)> {
+    match link::dial(&addr, target, &sec).await {
+        Ok(l) => Ok((l, true)),
+        Err(e) => match old {
+            Some(old) if e.kind() != io::ErrorKind::PermissionDenied => {
+                let l = link::dial(&old, target, &sec).await.map_err(|_| e)?;
+                tracing::info!(member = target, new = %addr, %old, "member not yet at its new address: reached at its previous one");
+                Ok((l, false))
+            }
+            _ => Err(e),
+        },
+    }
+}
+
 impl PeerClient {
-    /// A link to the member at `addr` (connected at the first call).
-    pub fn new(me: NodeId, target: NodeId, addr: String) -> Self {
+    /// A link to the member at `addr` (made at the first call), secured as `network`'s.
+    pub fn new(network: &Network, target: NodeId, addr: String) -> Self {
         PeerClient {
-            me,
+            me: network.me,
             target,
             addr,
             moved_from: None,
-            link: None,
+            link: LinkState::Down,
             retry: Duration::from_millis(500),
             down: false,
             contacts: None,
             durable: None,
+            security: network.security.clone(),
         }
     }
 
@@ -454,56 +557,69 @@ impl PeerClient {
             Ok(r) => r,
             Err(_) => Err(CallError::Timeout(ttl)),
         };
-        if r.is_err() {
-            self.link = None;
-        } else if let Some(c) = &self.contacts {
-            c.lock().insert(self.target, std::time::Instant::now());
+        match &r {
+            // A link being made is left to finish; one that was mid-call is unusable.
+            Err(_) if matches!(self.link, LinkState::Up(_)) => self.link = LinkState::Down,
+            Err(_) => {}
+            Ok(_) => {
+                if let Some(c) = &self.contacts {
+                    c.lock().insert(self.target, std::time::Instant::now());
+                }
+            }
         }
         r
     }
 
     async fn call_inner(&mut self, req: PeerRequest) -> Result<PeerResponse, CallError> {
-        if self.link.is_none() {
-            let s = match TcpStream::connect(&self.addr).await {
-                Ok(s) => {
-                    self.moved_from = None;
-                    s
+        loop {
+            match &mut self.link {
+                LinkState::Up(link) => {
+                    write_frame(link.get_mut(), &req, PEER_FRAME)
+                        .await
+                        .map_err(CallError::Network)?;
+                    return match read_frame(link, PEER_FRAME, self.security.budget()).await {
+                        Ok(Some(r)) => Ok(r),
+                        Ok(None) => Err(CallError::Network(io::ErrorKind::UnexpectedEof.into())),
+                        Err(e) => Err(CallError::Network(e)),
+                    };
                 }
-                Err(e) if self.moved_from.is_some() => {
-                    let old = self.moved_from.clone().unwrap_or_default();
-                    match TcpStream::connect(&old).await {
-                        Ok(s) => {
-                            tracing::info!(member = self.target, new = %self.addr, %old, "member not yet at its new address: reached at its previous one");
-                            s
+                LinkState::Dialing(task) => {
+                    let made = (&mut task.0).await;
+                    match made {
+                        Ok(Ok((link, new_addr))) => {
+                            if new_addr {
+                                self.moved_from = None;
+                            }
+                            if self.down {
+                                tracing::info!(member = self.target, addr = %self.addr, "member reachable again");
+                                self.down = false;
+                            }
+                            self.link = LinkState::Up(link);
                         }
-                        Err(_) => return Err(CallError::Unreachable(e)),
+                        Ok(Err(e)) => {
+                            self.link = LinkState::Down;
+                            if !self.down {
+                                tracing::warn!(member = self.target, addr = %self.addr, error = %e, "member unreachable");
+                                self.down = true;
+                            }
+                            return Err(CallError::Unreachable(e));
+                        }
+                        Err(e) => {
+                            self.link = LinkState::Down;
+                            return Err(CallError::Unreachable(io::Error::other(e)));
+                        }
                     }
                 }
-                Err(e) => {
-                    if !self.down {
-                        tracing::warn!(member = self.target, addr = %self.addr, error = %e, "member unreachable");
-                        self.down = true;
-                    }
-                    return Err(CallError::Unreachable(e));
+                LinkState::Down => {
+                    let task = tokio::spawn(dial(
+                        self.addr.clone(),
+                        self.moved_from.clone(),
+                        self.target,
+                        self.security.clone(),
+                    ));
+                    self.link = LinkState::Dialing(Dialing(task));
                 }
-            };
-            if self.down {
-                tracing::info!(member = self.target, addr = %self.addr, "member reachable again");
-                self.down = false;
             }
-            let _ = s.set_nodelay(true);
-            self.link = Some(BufReader::new(s));
-        }
-        let Some(link) = self.link.as_mut() else {
-            return Err(CallError::Network(io::ErrorKind::NotConnected.into()));
-        };
-        write_frame(link.get_mut(), &req)
-            .await
-            .map_err(CallError::Network)?;
-        match read_frame(link).await {
-            Ok(Some(r)) => Ok(r),
-            Ok(None) => Err(CallError::Network(io::ErrorKind::UnexpectedEof.into())),
-            Err(e) => Err(CallError::Network(e)),
         }
     }
 
@@ -524,8 +640,13 @@ impl PeerClient {
         }
     }
 
+    /// A reply of another kind, or one whose vote no member could hold (its term past what a
+    /// zxid carries: openraft would adopt it and overflow).
     fn mismatch<E: std::error::Error>(&self) -> RPCError<NodeId, BasicNode, E> {
-        let e = io::Error::new(io::ErrorKind::InvalidData, "reply of another kind");
+        let e = io::Error::new(
+            io::ErrorKind::InvalidData,
+            "reply of another kind, or a term past the largest",
+        );
         RPCError::Network(NetworkError::new(&e))
     }
 }
@@ -557,6 +678,11 @@ impl RaftNetwork<TypeConfig> for PeerClient {
             Ok(_) => return Err(self.mismatch()),
             Err(e) => return Err(self.rpc_error(e, RPCTypes::AppendEntries)),
         };
+        if let AppendEntriesResponse::HigherVote(v) = &r {
+            if !vote_ok(v) {
+                return Err(self.mismatch());
+            }
+        }
         // The follower matches the leader up to `upto`: openraft counts that toward a commit
         // once the leader's own copy is on disk as well.
         let matched = match &r {
@@ -592,6 +718,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
             .call(PeerRequest::Snapshot(rpc), option.hard_ttl())
             .await
         {
+            Ok(PeerResponse::Snapshot(Ok(r))) if !vote_ok(&r.vote) => Err(self.mismatch()),
             Ok(PeerResponse::Snapshot(r)) => r.map_err(|e| RemoteError::new(self.target, e).into()),
             Ok(_) => Err(self.mismatch()),
             Err(e) => Err(self.rpc_error(e, RPCTypes::InstallSnapshot)),
@@ -604,6 +731,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         match self.call(PeerRequest::Vote(rpc), option.hard_ttl()).await {
+            Ok(PeerResponse::Vote(Ok(r))) if !vote_ok(&r.vote) => Err(self.mismatch()),
             Ok(PeerResponse::Vote(r)) => r.map_err(|e| RemoteError::new(self.target, e).into()),
             Ok(_) => Err(self.mismatch()),
             Err(e) => Err(self.rpc_error(e, RPCTypes::Vote)),

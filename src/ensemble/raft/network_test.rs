@@ -6,6 +6,8 @@ use super::*;
 use crate::ensemble::raft::types::Proposal;
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
 use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 /// Grants votes for even terms, reports the number of entries it got as a conflict index
 /// (so the test sees that the entries crossed), and sleeps on append when `slow` is set.
@@ -17,6 +19,7 @@ struct Stand {
 impl PeerHandler for Stand {
     async fn append(
         &self,
+        _from: NodeId,
         r: AppendEntriesRequest<TypeConfig>,
     ) -> Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>> {
         let ms = self.slow_ms.load(Ordering::Relaxed);
@@ -33,28 +36,50 @@ impl PeerHandler for Stand {
     }
     async fn vote(
         &self,
+        _from: NodeId,
         r: VoteRequest<NodeId>,
     ) -> Result<VoteResponse<NodeId>, RaftError<NodeId>> {
         let granted = r.vote.leader_id().term.is_multiple_of(2);
         Ok(VoteResponse::new(r.vote, r.last_log_id, granted))
     }
-    async fn snapshot(&self, r: InstallSnapshotRequest<TypeConfig>) -> SnapshotResult {
+    async fn snapshot(
+        &self,
+        _from: NodeId,
+        r: InstallSnapshotRequest<TypeConfig>,
+    ) -> SnapshotResult {
         Ok(InstallSnapshotResponse { vote: r.vote })
     }
 }
 
-async fn start(stand: Arc<Stand>) -> (String, CancellationToken) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
+/// Member 2, answered by `stand`, and member 1, whose listener answers member 2's proofs
+/// (its links carry no credential): member 2's address, what stops both, member 1's network
+/// and address.
+async fn start(stand: Arc<Stand>) -> (String, CancellationToken, Network, String) {
+    let l1 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let a1 = l1.local_addr().unwrap().to_string();
+    let l2 = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let a2 = l2.local_addr().unwrap().to_string();
+    let net1 = Network::new(1, Duration::from_millis(50)).with_addrs([(2, a2.clone())].into());
+    let net2 = Network::new(2, Duration::from_millis(50)).with_addrs([(1, a1.clone())].into());
     let cancel = CancellationToken::new();
-    tokio::spawn(serve(listener, stand, cancel.clone()));
-    (addr, cancel)
+    // Member 1 listens for the whole test: member 2 asks it to vouch for its links.
+    let n1 = net1.clone();
+    tokio::spawn(async move {
+        serve(
+            l1,
+            Arc::new(Stand::default()),
+            &n1,
+            CancellationToken::new(),
+        )
+        .await
+    });
+    let c2 = cancel.clone();
+    tokio::spawn(async move { serve(l2, stand, &net2, c2).await });
+    (a2, cancel, net1, a1)
 }
 
-async fn client(addr: &str) -> PeerClient {
-    Network::new(1, Duration::from_millis(50))
-        .new_client(2, &BasicNode::new(addr))
-        .await
+async fn client(net: &Network, addr: &str) -> PeerClient {
+    net.clone().new_client(2, &BasicNode::new(addr)).await
 }
 
 fn entry(index: u64, bytes: &'static [u8]) -> Entry<TypeConfig> {
@@ -70,8 +95,8 @@ fn opt() -> RPCOption {
 
 #[tokio::test]
 async fn every_rpc_crosses_the_link_intact() {
-    let (addr, cancel) = start(Arc::default()).await;
-    let mut c = client(&addr).await;
+    let (addr, cancel, net, _) = start(Arc::default()).await;
+    let mut c = client(&net, &addr).await;
 
     for term in [2u64, 3] {
         let r = c
@@ -112,7 +137,7 @@ async fn an_unreachable_peer_is_reported_unreachable() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().to_string()
     };
-    let mut c = client(&addr).await;
+    let mut c = client(&Network::new(1, Duration::from_millis(50)), &addr).await;
     let e = c
         .vote(VoteRequest::new(Vote::new(2, 1), None), opt())
         .await
@@ -123,8 +148,8 @@ async fn an_unreachable_peer_is_reported_unreachable() {
 #[tokio::test]
 async fn a_slow_peer_times_out_and_the_next_call_reconnects() {
     let stand = Arc::new(Stand::default());
-    let (addr, cancel) = start(stand.clone()).await;
-    let mut c = client(&addr).await;
+    let (addr, cancel, net, _) = start(stand.clone()).await;
+    let mut c = client(&net, &addr).await;
     stand.slow_ms.store(2_000, Ordering::Relaxed);
     let req = || AppendEntriesRequest {
         vote: Vote::new_committed(3, 1),
@@ -146,8 +171,8 @@ async fn a_slow_peer_times_out_and_the_next_call_reconnects() {
 
 #[tokio::test]
 async fn a_hostile_frame_closes_only_its_link() {
-    let (addr, cancel) = start(Arc::default()).await;
-    let mut c = client(&addr).await;
+    let (addr, cancel, net, _) = start(Arc::default()).await;
+    let mut c = client(&net, &addr).await;
     c.vote(VoteRequest::new(Vote::new(2, 1), None), opt())
         .await
         .unwrap();
@@ -241,12 +266,11 @@ fn a_committed_configuration_moves_members_for_every_clone() {
 /// answered, the old one is never tried again.
 #[tokio::test]
 async fn a_moved_member_is_reached_at_its_previous_address_until_it_listens_at_the_new() {
-    let (old, cancel_old) = start(Arc::new(Stand::default())).await;
+    let (_old, cancel_old, mut n, a1) = start(Arc::new(Stand::default())).await;
     let new = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().to_string()
     };
-    let mut n = Network::new(1, Duration::from_millis(50)).with_addrs([(2, old.clone())].into());
     n.follow([(2, new.clone())]);
     let mut c = n.new_client(2, &BasicNode::new(&new)).await;
     c.vote(VoteRequest::new(Vote::new(2, 1), None), opt())
@@ -255,11 +279,9 @@ async fn a_moved_member_is_reached_at_its_previous_address_until_it_listens_at_t
     // The member moves: listens at the new address, closes the old one and its links.
     let listener = TcpListener::bind(&new).await.unwrap();
     let cancel_new = CancellationToken::new();
-    tokio::spawn(serve(
-        listener,
-        Arc::new(Stand::default()),
-        cancel_new.clone(),
-    ));
+    let me2 = Network::new(2, Duration::from_millis(50)).with_addrs([(1, a1)].into());
+    let stop = cancel_new.clone();
+    tokio::spawn(async move { serve(listener, Arc::new(Stand::default()), &me2, stop).await });
     cancel_old.cancel();
     let mut answered = false;
     for _ in 0..50 {
@@ -284,9 +306,9 @@ async fn a_moved_member_is_reached_at_its_previous_address_until_it_listens_at_t
 /// and one the mark never reaches ends as a timeout, not a success.
 #[tokio::test]
 async fn a_followers_acknowledgement_waits_for_the_leaders_own_copy_on_disk() {
-    let (addr, cancel) = start(Arc::default()).await;
+    let (addr, cancel, net, _) = start(Arc::default()).await;
     let durable = crate::ensemble::raft::durable::Durable::new(Some(entry(1, b"a").log_id));
-    let mut c = Network::new(1, Duration::from_millis(50))
+    let mut c = net
         .with_durable(durable.clone())
         .new_client(2, &BasicNode::new(&addr))
         .await;
@@ -342,8 +364,9 @@ async fn a_followers_acknowledgement_waits_for_the_leaders_own_copy_on_disk() {
 /// kept for it: three replies, in order, each the one its request asked for.
 #[tokio::test]
 async fn frames_that_arrive_together_or_in_pieces_are_each_answered() {
-    let (addr, cancel) = start(Arc::default()).await;
-    let mut raw = TcpStream::connect(&addr).await.unwrap();
+    let (addr, cancel, net, _) = start(Arc::default()).await;
+    let mut rd = link::dial(&addr, 2, &net.security).await.unwrap();
+    let raw = rd.get_mut();
     let frame = |term: u64| {
         let body = postcard::to_stdvec(&PeerRequest::Vote(VoteRequest::new(
             Vote::new(term, 1),
@@ -361,11 +384,11 @@ async fn frames_that_arrive_together_or_in_pieces_are_each_answered() {
         raw.write_all(&[b]).await.unwrap();
         raw.flush().await.unwrap();
     }
-    let mut rd = BufReader::new(raw);
+    let budget = link::FrameBudget::default();
     for term in [2u64, 3, 4] {
         let r = tokio::time::timeout(
             Duration::from_secs(5),
-            read_frame::<_, PeerResponse>(&mut rd),
+            read_frame::<_, PeerResponse>(&mut rd, PEER_FRAME, &budget),
         )
         .await
         .expect("a reply")

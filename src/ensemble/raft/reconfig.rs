@@ -185,6 +185,7 @@ pub async fn listen_as_configured<H: PeerHandler>(
     mut addr: String,
     mut current: CancellationToken,
     handler: Arc<H>,
+    network: Network,
     stop: CancellationToken,
 ) {
     let mut tried = None;
@@ -198,7 +199,8 @@ pub async fn listen_as_configured<H: PeerHandler>(
             match TcpListener::bind(&new).await {
                 Ok(listener) => {
                     let token = stop.child_token();
-                    tokio::spawn(serve(listener, handler.clone(), token.clone()));
+                    let (h, n, t) = (handler.clone(), network.clone(), token.clone());
+                    tokio::spawn(async move { serve(listener, h, &n, t).await });
                     current.cancel();
                     tracing::info!(old = %addr, new = %new, "the configuration moved this member's peer port: listening there");
                     current = token;
@@ -254,6 +256,20 @@ pub async fn answer_join(
     }
     match (leader, leader_addr) {
         (Some(l), _) if l == me => {
+            let joined = {
+                let m = raft.metrics();
+                let m = m.borrow();
+                let mem = m.membership_config.membership();
+                mem.learner_ids().count()
+            };
+            if joined >= crate::limits::PEER_LEARNERS {
+                tracing::warn!(
+                    server = id,
+                    learners = joined,
+                    "a server asks to join, but the ensemble has as many learners as it takes"
+                );
+                return JoinReply::Later;
+            }
             match raft
                 .add_learner(id, BasicNode::new(addr.clone()), false)
                 .await
@@ -273,9 +289,79 @@ pub async fn answer_join(
     }
 }
 
+/// On the leader: a learner no configuration names (a server that joined) and that stays
+/// more than `LEARNER_LAG_ENTRIES` behind for `catch_up` is removed again, so that joins
+/// that never catch up (or an outsider's) do not hold replication streams for good.
+pub async fn drop_stale_learners(
+    raft: Raft<TypeConfig>,
+    desired: watch::Receiver<Arc<DynConfig>>,
+    me: NodeId,
+    catch_up: Duration,
+) {
+    let mut behind_since: BTreeMap<NodeId, tokio::time::Instant> = BTreeMap::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1).min(catch_up));
+    loop {
+        tick.tick().await;
+        let named: BTreeSet<NodeId> = desired.borrow().members.iter().map(|m| m.id).collect();
+        let stale = {
+            let m = raft.metrics();
+            let m = m.borrow();
+            if m.running_state.is_err() {
+                return;
+            }
+            if m.current_leader != Some(me) {
+                behind_since.clear();
+                continue;
+            }
+            let last = m.last_log_index.unwrap_or(0);
+            let now = tokio::time::Instant::now();
+            let mut stale = BTreeSet::new();
+            let learners: Vec<NodeId> = m
+                .membership_config
+                .membership()
+                .learner_ids()
+                .filter(|id| !named.contains(id))
+                .collect();
+            behind_since.retain(|id, _| learners.contains(id));
+            for id in learners {
+                let matched = m
+                    .replication
+                    .as_ref()
+                    .and_then(|r| r.get(&id).copied().flatten());
+                let behind = matched.is_none_or(|l| {
+                    l.index.saturating_add(crate::limits::LEARNER_LAG_ENTRIES) < last
+                });
+                if !behind {
+                    behind_since.remove(&id);
+                    continue;
+                }
+                let since = *behind_since.entry(id).or_insert(now);
+                if now.duration_since(since) >= catch_up {
+                    stale.insert(id);
+                }
+            }
+            stale
+        };
+        if stale.is_empty() {
+            continue;
+        }
+        tracing::warn!(learners = ?stale, "joined servers that never caught up: removing them");
+        for id in &stale {
+            behind_since.remove(id);
+        }
+        if let Err(e) = raft
+            .change_membership(ChangeMembers::RemoveNodes(stale), false)
+            .await
+        {
+            tracing::info!(error = %e, "stale learners not removed (yet)");
+        }
+    }
+}
+
 /// On a server with reconfigEnabled and an empty log: find the ensemble, or form it with a
 /// majority of zoo.cfg's voters that have none (see the module's notes).
-pub async fn join(raft: Raft<TypeConfig>, me: NodeId, members: Vec<Member>, pause: Duration) {
+pub async fn join(raft: Raft<TypeConfig>, network: Network, members: Vec<Member>, pause: Duration) {
+    let me = network.me;
     let Some(my_addr) = members.iter().find(|m| m.id == me).and_then(peer_addr) else {
         return;
     };
@@ -287,7 +373,7 @@ pub async fn join(raft: Raft<TypeConfig>, me: NodeId, members: Vec<Member>, paus
     let mut peers: Vec<(NodeId, PeerClient)> = members
         .iter()
         .filter(|m| m.id != me)
-        .filter_map(|m| peer_addr(m).map(|a| (m.id, PeerClient::new(me, m.id, a))))
+        .filter_map(|m| peer_addr(m).map(|a| (m.id, network.client(m.id, a))))
         .collect();
     let ttl = pause.max(Duration::from_millis(200));
     let mut logged = false;
@@ -309,7 +395,7 @@ pub async fn join(raft: Raft<TypeConfig>, me: NodeId, members: Vec<Member>, paus
             }
         }
         if let (false, Some((id, addr))) = (in_ensemble, leader) {
-            let mut c = PeerClient::new(me, id, addr);
+            let mut c = network.client(id, addr);
             in_ensemble = matches!(
                 c.join(me, my_addr.clone(), ttl).await,
                 Ok(JoinReply::Added) | Ok(JoinReply::Member)

@@ -132,15 +132,21 @@ mod joining {
     impl PeerHandler for Joinable {
         async fn append(
             &self,
+            _from: u64,
             r: AppendEntriesRequest<super::TypeConfig>,
         ) -> Result<AppendEntriesResponse<u64>, RaftError<u64>> {
             self.0.append_entries(r).await
         }
-        async fn vote(&self, r: VoteRequest<u64>) -> Result<VoteResponse<u64>, RaftError<u64>> {
+        async fn vote(
+            &self,
+            _from: u64,
+            r: VoteRequest<u64>,
+        ) -> Result<VoteResponse<u64>, RaftError<u64>> {
             self.0.vote(r).await
         }
         async fn snapshot(
             &self,
+            _from: u64,
             r: InstallSnapshotRequest<super::TypeConfig>,
         ) -> Result<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>> {
             self.0.install_snapshot(r).await
@@ -155,7 +161,8 @@ mod joining {
         id: u64,
         dir: &std::path::Path,
         l: TcpListener,
-    ) -> (Raft<super::TypeConfig>, CancellationToken) {
+        m: &[Member],
+    ) -> (Raft<super::TypeConfig>, Network, CancellationToken) {
         let cfg = Arc::new(
             Config {
                 heartbeat_interval: 30,
@@ -169,18 +176,21 @@ mod joining {
         let (log, sm) = storage::open(dir, 64 << 10, StateApplier::default())
             .await
             .expect("storage");
-        let r = Raft::new(
-            id,
-            cfg,
-            Network::new(id, Duration::from_millis(30)),
-            log,
-            sm,
-        )
-        .await
-        .expect("raft");
+        let addrs = m
+            .iter()
+            .filter_map(|m| Some((m.id, super::super::peer_addr(m)?)))
+            .collect();
+        let net = Network::new(id, Duration::from_millis(30))
+            .with_addrs(addrs)
+            .with_joiners(true);
+        let r = Raft::new(id, cfg, net.clone(), log, sm)
+            .await
+            .expect("raft");
+        net.watch_membership(&r);
         let stop = CancellationToken::new();
-        tokio::spawn(serve(l, Arc::new(Joinable(r.clone())), stop.clone()));
-        (r, stop)
+        let (h, n, s) = (Arc::new(Joinable(r.clone())), net.clone(), stop.clone());
+        tokio::spawn(async move { serve(l, h, &n, s).await });
+        (r, net, stop)
     }
 
     /// A server whose zoo.cfg lists others it cannot reach never forms an ensemble of its
@@ -193,13 +203,13 @@ mod joining {
         let m = members(&ports);
         let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().expect("dir")).collect();
         let (l1, _) = ls.remove(0);
-        let (r1, s1) = raft(1, dirs[0].path(), l1).await;
-        tokio::spawn(join(r1.clone(), 1, m.clone(), Duration::from_millis(20)));
+        let (r1, n1, s1) = raft(1, dirs[0].path(), l1, &m).await;
+        tokio::spawn(join(r1.clone(), n1, m.clone(), Duration::from_millis(20)));
         tokio::time::sleep(Duration::from_millis(400)).await;
         assert!(!r1.is_initialized().await.expect("raft"), "formed alone");
         let (l2, _) = ls.remove(0);
-        let (r2, s2) = raft(2, dirs[1].path(), l2).await;
-        tokio::spawn(join(r2.clone(), 2, m.clone(), Duration::from_millis(20)));
+        let (r2, n2, s2) = raft(2, dirs[1].path(), l2, &m).await;
+        tokio::spawn(join(r2.clone(), n2, m.clone(), Duration::from_millis(20)));
         let formed = r1
             .wait(Some(Duration::from_secs(10)))
             .metrics(|x| x.current_leader.is_some(), "a leader")
@@ -209,8 +219,8 @@ mod joining {
         assert_eq!(voters, [1, 2, 3]);
         // The third comes late: it is told it is a member, and the leader's log reaches it.
         let (l3, _) = ls.remove(0);
-        let (r3, s3) = raft(3, dirs[2].path(), l3).await;
-        tokio::spawn(join(r3.clone(), 3, m.clone(), Duration::from_millis(20)));
+        let (r3, n3, s3) = raft(3, dirs[2].path(), l3, &m).await;
+        tokio::spawn(join(r3.clone(), n3, m.clone(), Duration::from_millis(20)));
         r3.wait(Some(Duration::from_secs(10)))
             .metrics(|x| x.current_leader.is_some(), "the leader's log")
             .await

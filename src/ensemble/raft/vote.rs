@@ -51,6 +51,21 @@ pub async fn step_down_on_restart<S: RaftLogStorage<TypeConfig>>(
 fn decode(path: &Path, b: &[u8]) -> io::Result<Vote<NodeId>> {
     let p = unseal(path, b, MAGIC, "the vote cannot be trusted")?;
     let (term, node) = (u64_at(&p, 0), u64_at(&p, 8));
+    // A vote no member can hold: saved from a forged vote request by a build that took any
+    // term (openraft then panicked at every start adding one to it).
+    if term > super::peer::MAX_TERM {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: holds a vote of term {term}, past the largest a member takes ({}); it \
+                 cannot have come from a member of this ensemble. This member's log and \
+                 snapshots are intact: move the file aside and start it again while the \
+                 other members run (docs/ENSEMBLE.md, \"A vote file that cannot be used\")",
+                path.display(),
+                super::peer::MAX_TERM
+            ),
+        ));
+    }
     match p.get(16..24) {
         Some([0, 0, 0, 0, 0, 0, 0, 0]) => Ok(Vote::new(term, node)),
         Some([1, 0, 0, 0, 0, 0, 0, 0]) => Ok(Vote::new_committed(term, node)),
@@ -101,6 +116,18 @@ mod tests {
             assert_eq!(f.read().unwrap(), Some(v));
         }
         assert!(!d.path().join("raft-vote.tmp").exists());
+    }
+
+    /// The term-overflow attack saved a vote of term 2^64-1; every start then panicked.
+    #[test]
+    fn a_vote_of_a_term_no_member_can_hold_is_refused_by_name() {
+        let d = tempfile::tempdir().unwrap();
+        let f = VoteFile::new(d.path());
+        f.save(&Vote::new(u64::MAX, 1)).unwrap();
+        let e = f.read().unwrap_err().to_string();
+        assert!(e.contains(FILE) && e.contains("past the largest"), "{e}");
+        f.save(&Vote::new(super::super::peer::MAX_TERM, 1)).unwrap();
+        assert!(f.read().is_ok());
     }
 
     #[test]

@@ -1,0 +1,633 @@
+//! The links between members on the peer port (`server.N`'s first port), below any Raft:
+//! every link proves which member it comes from before it carries a single RPC, and nobody
+//! who can merely reach the port can make a member hold more than a few small buffers.
+//!
+//! A link is a TCP connection, under TLS when `sslQuorum` is on, opened by one member (the
+//! dialer) to another. Its handshake (`hello.rs`), within `PEER_HANDSHAKE_DEADLINE`:
+//! 1. the dialer greets: its id, the id it means to reach, a nonce;
+//! 2. with `quorum.auth.enableSasl`, the member dialed challenges and both prove they know
+//!    the `QuorumLearner` password (DIGEST-MD5 with rspauth: mutual);
+//! 3. a link with neither a verified certificate nor SASL proves its id by connecting back
+//!    (`proof.rs`);
+//! 4. the member dialed welcomes it. From then on the link speaks only as that member.
+//!
+//! What each way of proving binds is in docs/ENSEMBLE.md ("Securing the peer links"). This
+//! folder knows nothing of openraft: `raft/network.rs` carries Raft's RPCs over these links.
+
+mod frame;
+mod gate;
+mod hello;
+mod proof;
+mod settings;
+mod stream;
+mod tls;
+
+pub use frame::{read_frame, write_frame, FrameBudget};
+pub use gate::{Gate, Limits};
+pub use hello::{Answer, Greeting, Hello, Response, MAGIC, VERSION};
+pub use proof::{Nonce, Proofs};
+pub use settings::QuorumSettings;
+pub use stream::Stream;
+pub use tls::QuorumTls;
+
+use crate::auth::digest_md5::{Exchange, Step, Users, QUORUM};
+use crate::auth::digest_md5_client::ClientExchange;
+use crate::limits::{PEER_HANDSHAKE_DEADLINE, PEER_HANDSHAKE_FRAME};
+use crate::net::tls::TLS_HANDSHAKE_BYTE;
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::BufReader;
+use tokio::net::TcpStream;
+
+// A handshake frame holds a SASL token (and its framing) whole.
+const _: () = assert!(PEER_HANDSHAKE_FRAME as usize >= 2 * crate::auth::digest_md5::MAX_TOKEN);
+
+/// A link once its handshake is done: read through a buffer.
+pub type Link = BufReader<Stream>;
+
+/// Who this member is on its links, and what it asks of them.
+pub struct Security {
+    me: u64,
+    /// This member's peer address, told to a member that may not know it (a joining server).
+    listen: Option<String>,
+    tls: Option<Arc<QuorumTls>>,
+    /// `sslQuorum`: dial over TLS.
+    dial_tls: bool,
+    /// Accept plaintext links (`sslQuorum` off, or `portUnification`).
+    accept_plain: bool,
+    sasl: Option<Sasl>,
+    learner_require_sasl: bool,
+    server_require_sasl: bool,
+    proofs: Proofs,
+    gate: Gate,
+    budget: FrameBudget,
+    refusals: RateLimited,
+}
+
+/// `quorum.auth.enableSasl`: the users a member checks links against (`QuorumServer`), and
+/// the user it dials as (`QuorumLearner`).
+struct Sasl {
+    users: Users,
+    learner: (String, String),
+}
+
+/// How a link proved which member it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proven {
+    /// A certificate the trust store signs (naming the member's host, unless
+    /// `ssl.quorum.hostnameVerification=false`).
+    Certificate,
+    /// A SASL exchange, as this `QuorumServer` user.
+    Sasl(String),
+    /// Its address, by connecting back.
+    Address,
+}
+
+/// The other end of an accepted link.
+pub struct Peer {
+    pub id: u64,
+    /// Where this member reaches it (its configuration's address, or a joiner's own).
+    pub addr: String,
+    pub proven: Proven,
+    /// No configuration of this member names it: it may only ask to join.
+    pub joiner: bool,
+    _admitted: gate::Admitted,
+}
+
+/// What the member dialed knows of the others.
+pub trait Directory: Send + Sync + 'static {
+    /// Where this member reaches server `id`, if it is one it knows (its zoo.cfg, the
+    /// configuration in force, Raft's membership).
+    fn addr_of(&self, id: u64) -> Option<String>;
+    /// Whether a server no configuration names may link to ask to join (reconfigEnabled).
+    fn open_to_joiners(&self) -> bool;
+}
+
+impl Security {
+    /// Links with no credential: each proves its address by connecting back.
+    pub fn plain(me: u64) -> Arc<Security> {
+        Arc::new(Security::bare(me, None))
+    }
+
+    fn bare(me: u64, listen: Option<String>) -> Security {
+        Security {
+            me,
+            listen,
+            tls: None,
+            dial_tls: false,
+            accept_plain: true,
+            sasl: None,
+            learner_require_sasl: false,
+            server_require_sasl: false,
+            proofs: Proofs::default(),
+            gate: Gate::default(),
+            budget: FrameBudget::default(),
+            refusals: RateLimited::default(),
+        }
+    }
+
+    /// From zoo.cfg's quorum keys (TLS stores and the JAAS file are read here).
+    pub fn open(
+        me: u64,
+        listen: Option<String>,
+        q: &QuorumSettings,
+        jaas: Option<&Path>,
+    ) -> Result<Arc<Security>, String> {
+        q.validate()?;
+        let mut s = Security::bare(me, listen);
+        if q.tls_on() {
+            s.tls = Some(QuorumTls::new(q.tls.clone(), q.hostname_verification)?);
+        }
+        s.dial_tls = q.ssl_quorum;
+        s.accept_plain = !q.ssl_quorum || q.port_unification;
+        if q.sasl {
+            s.sasl = Some(load_sasl(q, jaas)?);
+        }
+        s.learner_require_sasl = q.learner_require_sasl;
+        s.server_require_sasl = q.server_require_sasl;
+        Ok(Arc::new(s))
+    }
+
+    /// Replaces the admission bounds (tests).
+    pub fn with_limits(mut self: Arc<Self>, limits: Limits) -> Arc<Self> {
+        if let Some(s) = Arc::get_mut(&mut self) {
+            s.gate = Gate::new(limits);
+        }
+        self
+    }
+
+    pub fn me(&self) -> u64 {
+        self.me
+    }
+
+    /// The TLS configs, to reload (`sslQuorumReloadCertFiles`, SIGHUP).
+    pub fn tls(&self) -> Option<Arc<QuorumTls>> {
+        self.tls.clone()
+    }
+
+    pub fn budget(&self) -> &FrameBudget {
+        &self.budget
+    }
+
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// A refusal, logged at most once a second (an outsider can cause many).
+    fn refused(&self, source: SocketAddr, why: &str) {
+        if self.refusals.ready() {
+            tracing::warn!(%source, why, "peer link refused");
+        }
+    }
+}
+
+fn load_sasl(q: &QuorumSettings, jaas: Option<&Path>) -> Result<Sasl, String> {
+    let path = jaas.ok_or_else(|| {
+        "quorum.auth.enableSasl=true needs a JAAS file (jaasLoginConfig, or \
+         -Djava.security.auth.login.config in SERVER_JVMFLAGS) with QuorumServer and \
+         QuorumLearner sections"
+            .to_string()
+    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("reading the JAAS file {}: {e}", path.display()))?;
+    let sections = crate::auth::jaas::parse(&text)
+        .map_err(|e| format!("JAAS file {}: {e}", path.display()))?;
+    let section = |name: &str| {
+        sections
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| format!("no JAAS section '{name}' in {}", path.display()))
+    };
+    let digest_options = |name: &str| -> Result<Vec<(String, String)>, String> {
+        let mut out = Vec::new();
+        for m in &section(name)?.modules {
+            if m.class != crate::auth::DIGEST_LOGIN_MODULE {
+                return Err(format!(
+                    "JAAS section '{name}' uses {}: only {} (DIGEST-MD5) is supported",
+                    m.class,
+                    crate::auth::DIGEST_LOGIN_MODULE
+                ));
+            }
+            out.extend(m.options.iter().cloned());
+        }
+        Ok(out)
+    };
+    let users: Users = digest_options(&q.server_context)?
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("user_")?.to_string(), v)))
+        .collect();
+    if users.is_empty() {
+        return Err(format!(
+            "JAAS section '{}' lists no user_NAME: no member could link",
+            q.server_context
+        ));
+    }
+    let learner = digest_options(&q.learner_context)?;
+    let get = |k: &str| {
+        learner
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| format!("JAAS section '{}' has no {k}", q.learner_context))
+    };
+    Ok(Sasl {
+        users,
+        learner: (get("username")?, get("password")?),
+    })
+}
+
+/// At most one `ready` a second.
+#[derive(Default)]
+struct RateLimited(AtomicU64);
+
+impl RateLimited {
+    fn ready(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.0.swap(now, Ordering::Relaxed) != now
+    }
+}
+
+fn refused(why: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, why.into())
+}
+
+fn invalid(why: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why.into())
+}
+
+async fn within<T>(
+    what: &str,
+    f: impl std::future::Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    tokio::time::timeout(PEER_HANDSHAKE_DEADLINE, f)
+        .await
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("{what} did not finish within {PEER_HANDSHAKE_DEADLINE:?}"),
+            )
+        })?
+}
+
+async fn connect(addr: &str, sec: &Security) -> io::Result<Stream> {
+    let tcp = TcpStream::connect(addr).await?;
+    let _ = tcp.set_nodelay(true);
+    if !sec.dial_tls {
+        return Ok(Stream::Plain(tcp));
+    }
+    let tls = sec
+        .tls
+        .as_ref()
+        .ok_or_else(|| io::Error::other("sslQuorum without TLS configs"))?;
+    let name = tls::server_name(addr).map_err(io::Error::other)?;
+    let s = tls.connector().connect(name, tcp).await?;
+    Ok(Stream::Tls(Box::new(tokio_rustls::TlsStream::Client(s))))
+}
+
+async fn read<T: for<'a> serde::Deserialize<'a>>(link: &mut Link, sec: &Security) -> io::Result<T> {
+    read_frame(link, PEER_HANDSHAKE_FRAME, &sec.budget)
+        .await?
+        .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))
+}
+
+async fn send<T: serde::Serialize>(link: &mut Link, msg: &T) -> io::Result<()> {
+    write_frame(link.get_mut(), msg, PEER_HANDSHAKE_FRAME).await
+}
+
+/// Opens an authenticated link to member `target` at `addr`.
+pub async fn dial(addr: &str, target: u64, sec: &Security) -> io::Result<Link> {
+    within("the peer link's handshake", async {
+        let mut link = BufReader::new(connect(addr, sec).await?);
+        let (nonce, _held) = sec
+            .proofs
+            .hold(target)
+            .ok_or_else(|| io::Error::other("the operating system's random source failed"))?;
+        let hello = Hello {
+            magic: MAGIC,
+            version: VERSION,
+            from: sec.me,
+            to: target,
+            nonce,
+            listen: sec.listen.clone(),
+            sasl: sec.sasl.is_some(),
+        };
+        send(&mut link, &Greeting::Link(hello)).await?;
+        let mut client: Option<ClientExchange> = None;
+        let mut sasl_done = false;
+        loop {
+            match read::<Answer>(&mut link, sec).await? {
+                Answer::Welcome => {
+                    if sec.learner_require_sasl && !sasl_done {
+                        return Err(refused(format!(
+                            "member {target} ran no SASL exchange and \
+                             quorum.auth.learnerRequireSasl is true"
+                        )));
+                    }
+                    return Ok(link);
+                }
+                Answer::Sasl(token) => {
+                    let Some(sasl) = &sec.sasl else {
+                        return Err(invalid("a SASL challenge this member did not offer"));
+                    };
+                    match &client {
+                        None => {
+                            let (user, pw) = &sasl.learner;
+                            let mut c = ClientExchange::new(QUORUM, user, pw);
+                            let resp = c
+                                .respond(&token, |b| crate::auth::os_random(b))
+                                .map_err(|e| refused(format!("SASL with member {target}: {e}")))?;
+                            send(&mut link, &Response(resp)).await?;
+                            client = Some(c);
+                        }
+                        Some(c) if !sasl_done => {
+                            c.verify(&token)
+                                .map_err(|e| refused(format!("SASL with member {target}: {e}")))?;
+                            sasl_done = true;
+                        }
+                        Some(_) => return Err(invalid("a third SASL token")),
+                    }
+                }
+                Answer::Refused(why) => {
+                    return Err(refused(format!("member {target} refused the link: {why}")))
+                }
+                Answer::Proven(_) => return Err(invalid("a proof's answer to a hello")),
+            }
+        }
+    })
+    .await
+}
+
+/// Asks member `claimed`, at the address this member knows it by, whether it is dialing
+/// this member with `nonce`.
+async fn ask_proof(addr: &str, claimed: u64, nonce: Nonce, sec: &Security) -> io::Result<bool> {
+    let mut link = BufReader::new(connect(addr, sec).await?);
+    let ask = Greeting::Prove {
+        magic: MAGIC,
+        asker: sec.me,
+        prover: claimed,
+        nonce,
+    };
+    send(&mut link, &ask).await?;
+    match read::<Answer>(&mut link, sec).await? {
+        Answer::Proven(yes) => Ok(yes),
+        _ => Ok(false),
+    }
+}
+
+/// Takes a connection accepted on the peer port through its handshake. `Ok(None)`: it
+/// asked for a proof, which was answered, and is done. An error names why it was refused
+/// (and the connection is closed).
+pub async fn accept(
+    tcp: TcpStream,
+    source: SocketAddr,
+    sec: &Security,
+    dir: &dyn Directory,
+) -> io::Result<Option<(Link, Peer)>> {
+    let Some(pending) = sec.gate.admit(source.ip()) else {
+        sec.refused(source, "too many peer connections in their handshake");
+        return Err(refused("too many peer connections in their handshake"));
+    };
+    let _ = tcp.set_nodelay(true);
+    let r = within("a peer link's handshake", handshake(tcp, source, sec, dir)).await;
+    match r {
+        Ok(Some((link, id, addr, proven, joiner))) => match pending.promote(id) {
+            Some(admitted) => Ok(Some((
+                link,
+                Peer {
+                    id,
+                    addr,
+                    proven,
+                    joiner,
+                    _admitted: admitted,
+                },
+            ))),
+            None => {
+                sec.refused(source, "too many links");
+                Err(refused("too many links"))
+            }
+        },
+        Ok(None) => Ok(None),
+        Err(e) => {
+            sec.refused(source, &e.to_string());
+            Err(e)
+        }
+    }
+}
+
+/// Accepts links on `listener` until `cancel`, each through its handshake on a task of its
+/// own, and hands each authenticated one to `serve`. A refused link is closed; others go on.
+pub async fn listen<F, Fut>(
+    listener: tokio::net::TcpListener,
+    sec: Arc<Security>,
+    dir: Arc<dyn Directory>,
+    cancel: tokio_util::sync::CancellationToken,
+    serve: F,
+) where
+    F: Fn(Link, Peer) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let serve = Arc::new(serve);
+    loop {
+        let (tcp, source) = tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // EMFILE and the like: wait, rather than spin on the error.
+                    if sec.refusals.ready() {
+                        tracing::warn!(error = %e, "peer accept failed");
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let (sec, dir, serve, cancel) = (sec.clone(), dir.clone(), serve.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let accepted = tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = accept(tcp, source, &sec, &*dir) => r,
+            };
+            if let Ok(Some((link, peer))) = accepted {
+                tokio::select! {
+                    _ = cancel.cancelled() => {}
+                    _ = serve(link, peer) => {}
+                }
+            }
+        });
+    }
+}
+
+type Accepted = Option<(Link, u64, String, Proven, bool)>;
+
+async fn handshake(
+    tcp: TcpStream,
+    source: SocketAddr,
+    sec: &Security,
+    dir: &dyn Directory,
+) -> io::Result<Accepted> {
+    let mut first = [0u8; 1];
+    let n = tcp.peek(&mut first).await?;
+    if n == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    let stream = if first[0] == TLS_HANDSHAKE_BYTE {
+        let tls = sec
+            .tls
+            .as_ref()
+            .ok_or_else(|| refused("TLS on a peer port without sslQuorum"))?;
+        let s = tls.acceptor().accept(tcp).await?;
+        Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(s)))
+    } else if sec.accept_plain {
+        Stream::Plain(tcp)
+    } else {
+        return Err(refused(
+            "a plaintext link to a member with sslQuorum=true (and no portUnification)",
+        ));
+    };
+    let cert = stream.peer_certificate();
+    let mut link = BufReader::new(stream);
+    let hello = match read::<Greeting>(&mut link, sec).await? {
+        Greeting::Prove {
+            magic,
+            asker,
+            prover,
+            nonce,
+        } => {
+            let yes = magic == MAGIC && prover == sec.me && sec.proofs.owns(asker, &nonce);
+            send(&mut link, &Answer::Proven(yes)).await?;
+            return Ok(None);
+        }
+        Greeting::Link(h) => h,
+    };
+    match check_hello(&hello, cert.as_ref(), sec, dir) {
+        Ok(ok) => finish(link, hello, ok, source, sec).await,
+        Err(why) => {
+            let _ = send(&mut link, &Answer::Refused(why.clone())).await;
+            Err(refused(why))
+        }
+    }
+}
+
+/// What a hello leaves to do: the claimed member's address (known, or told by a joiner),
+/// whether it joins, and whether its certificate already proved it.
+struct Checked {
+    addr: String,
+    joiner: bool,
+    by_certificate: bool,
+}
+
+fn check_hello(
+    h: &Hello,
+    cert: Option<&rustls_pki_types::CertificateDer<'static>>,
+    sec: &Security,
+    dir: &dyn Directory,
+) -> Result<Checked, String> {
+    if h.magic != MAGIC || h.version != VERSION {
+        return Err(format!(
+            "peer protocol version {} (this member speaks {VERSION})",
+            h.version
+        ));
+    }
+    if h.to != sec.me {
+        return Err(format!("this is member {}, not {}", sec.me, h.to));
+    }
+    if h.from == sec.me {
+        return Err("a link claiming this member's own id".into());
+    }
+    let (addr, joiner) = match dir.addr_of(h.from) {
+        Some(a) => (a, false),
+        None if dir.open_to_joiners() => (
+            h.listen
+                .clone()
+                .filter(|a| a.len() <= 255)
+                .ok_or("a server unknown here that gives no address")?,
+            true,
+        ),
+        None => return Err("not a member of this ensemble".into()),
+    };
+    let by_certificate = match (&sec.tls, cert) {
+        (Some(tls), Some(c)) => {
+            if tls.hostname_verification() && !tls::names_host(c, &addr) {
+                return Err(format!(
+                    "the certificate does not name the host of member {} ({addr})",
+                    h.from
+                ));
+            }
+            true
+        }
+        _ => false,
+    };
+    Ok(Checked {
+        addr,
+        joiner,
+        by_certificate,
+    })
+}
+
+async fn finish(
+    mut link: Link,
+    hello: Hello,
+    c: Checked,
+    source: SocketAddr,
+    sec: &Security,
+) -> io::Result<Accepted> {
+    let mut proven = c.by_certificate.then_some(Proven::Certificate);
+    match (&sec.sasl, hello.sasl) {
+        (Some(sasl), true) => {
+            let mut server = Exchange::new(QUORUM);
+            let step = server.evaluate(b"", &sasl.users, |b| crate::auth::os_random(b));
+            let Ok(Step::Challenge(challenge)) = step else {
+                return Err(io::Error::other("SASL: no challenge"));
+            };
+            send(&mut link, &Answer::Sasl(challenge)).await?;
+            let Response(token) = read::<Response>(&mut link, sec).await?;
+            match server.evaluate(&token, &sasl.users, |_| false) {
+                Ok(Step::Done { token, user }) => {
+                    send(&mut link, &Answer::Sasl(token)).await?;
+                    proven = Some(Proven::Sasl(user));
+                }
+                Ok(Step::Challenge(_)) | Err(_) => {
+                    let why = format!("SASL failed for member {}", hello.from);
+                    let _ = send(&mut link, &Answer::Refused(why.clone())).await;
+                    return Err(refused(why));
+                }
+            }
+        }
+        (Some(_), false) if sec.server_require_sasl => {
+            let why = "quorum.auth.serverRequireSasl is true and the link runs no SASL";
+            let _ = send(&mut link, &Answer::Refused(why.into())).await;
+            return Err(refused(why));
+        }
+        _ => {}
+    }
+    let proven = match proven {
+        Some(p) => p,
+        None => {
+            let yes = ask_proof(&c.addr, hello.from, hello.nonce, sec)
+                .await
+                .unwrap_or(false);
+            if !yes {
+                let why = format!(
+                    "member {} at {} does not vouch for this link (from {source})",
+                    hello.from, c.addr
+                );
+                let _ = send(&mut link, &Answer::Refused("not proven".into())).await;
+                return Err(refused(why));
+            }
+            Proven::Address
+        }
+    };
+    send(&mut link, &Answer::Welcome).await?;
+    Ok(Some((link, hello.from, c.addr, proven, c.joiner)))
+}
+
+#[cfg(test)]
+#[path = "link_test.rs"]
+mod tests;
