@@ -10,7 +10,12 @@
 //! No sockets, clock or files here: the driver reads and writes the connection, feeds the
 //! time in ticks, and loads snapshots and applies txns. zab/README.md holds the protocol
 //! facts (checked against ZooKeeper 3.8's source and classes, and the golden captures in
-//! zab/testdata), 3.9's differences, and what ZooKeeper does about TLS and SASL on the link.
+//! zab/testdata) and 3.9's differences.
+//!
+//! Not handled here, and the driver's to do before the first packet: with quorum SASL on
+//! (`quorum.auth.enableSasl`), ZooKeeper's learner exchanges `QuorumAuthPacket {long magic;
+//! int status; buffer token}` records with the leader before its first QuorumPacket; with
+//! `sslQuorum=true` the whole link is inside TLS.
 #![cfg_attr(
     not(test),
     deny(

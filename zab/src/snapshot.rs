@@ -1,6 +1,6 @@
 //! The snapshot a leader streams after SNAP (ZKDatabase.serializeSnapshot, then the string
 //! "BenWasHere"): a snapshot file's body without its FileHeader, seals or digest, unframed.
-//! [`SnapScan`] walks it as it arrives, item by item, so the decoder knows where it ends;
+//! The decoder walks it item by item as it arrives, to know where it ends;
 //! [`WireSnapshot::decode`] turns it into zkdisk's [`ZkSnapshot`], the form the importer loads.
 
 use crate::error::CodecError;

@@ -1,6 +1,6 @@
 //! Incremental decoding of one direction of a quorum link: push the bytes as they arrive,
 //! take whole frames out. There is no length prefix, so a packet is known whole only when
-//! its lengths have been walked ([`crate::scan`]); after a SNAP from the leader the stream
+//! its lengths have been walked (`scan.rs`); after a SNAP from the leader the stream
 //! carries the snapshot, unframed, and the decoder walks that too.
 //!
 //! Bounded: every buffer, every packet and the snapshot have a limit, checked as soon as the
