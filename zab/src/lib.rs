@@ -1,0 +1,46 @@
+//! ZooKeeper 3.8's quorum protocol (Zab), as a ZooKeeper observer speaks it: the first part of
+//! live migration (issue 35), where a Palisade member joins a running ZooKeeper ensemble.
+//!
+//! - [`packet`]: QuorumPackets with their data decoded by type ([`Packet`], [`Body`]);
+//!   [`txn`]: the txns in PROPOSAL / INFORM, read as zkdisk reads a txn log.
+//! - [`stream`]: incremental, bounded decoding of a link's bytes ([`Decoder`]): the link has
+//!   no framing, and after SNAP the snapshot follows unframed ([`snapshot`]).
+//! - [`learner`]: the observer's side as a sans-IO state machine ([`Learner`]).
+//!
+//! No sockets, clock or files here: the driver reads and writes the connection, feeds the
+//! time in ticks, and loads snapshots and applies txns. zab/README.md holds the protocol
+//! facts (checked against ZooKeeper 3.8's source and classes, and the golden captures in
+//! zab/testdata) and 3.9's differences.
+//!
+//! Not handled here, and the driver's to do before the first packet: with quorum SASL on
+//! (`quorum.auth.enableSasl`), ZooKeeper's learner exchanges `QuorumAuthPacket {long magic;
+//! int status; buffer token}` records with the leader before its first QuorumPacket; with
+//! `sslQuorum=true` the whole link is inside TLS.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+#![deny(unsafe_code)]
+
+pub mod error;
+pub mod learner;
+pub mod packet;
+mod scan;
+pub mod snapshot;
+pub mod stream;
+pub mod txn;
+
+pub use error::CodecError;
+pub use learner::{Input, Learner, LearnerConfig, Output, Pending, Resync};
+pub use packet::{
+    epoch_of, make_zxid, Body, Direction, ForwardedBody, ForwardedRequest, Packet, PacketType,
+    PROTOCOL_VERSION,
+};
+pub use snapshot::{WireSnapshot, SIGNATURE};
+pub use stream::{Decoder, Frame, Limits};
+pub use txn::TxnEntry;

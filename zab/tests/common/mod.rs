@@ -1,0 +1,85 @@
+//! Reading the golden streams of zab/testdata (format: testdata/README.md).
+#![allow(dead_code)]
+
+use bytes::{Bytes, BytesMut};
+use palisade_zab::{Decoder, Direction, Frame, Limits};
+use std::path::{Path, PathBuf};
+
+pub struct Stream {
+    pub name: String,
+    /// (direction of the bytes, the bytes of one proxy read), in the order read.
+    pub chunks: Vec<(Direction, Bytes)>,
+    /// Recording stopped while the connection went on: the last packet may be incomplete.
+    pub cut: bool,
+}
+
+impl Stream {
+    pub fn bytes(&self, dir: Direction) -> Bytes {
+        let mut b = BytesMut::new();
+        for (d, c) in &self.chunks {
+            if *d == dir {
+                b.extend_from_slice(c);
+            }
+        }
+        b.freeze()
+    }
+}
+
+pub fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
+}
+
+pub fn streams() -> Vec<Stream> {
+    let mut paths: Vec<_> = std::fs::read_dir(testdata())
+        .expect("testdata")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "stream"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 5, "golden streams missing: {paths:?}");
+    paths.iter().map(|p| read(p)).collect()
+}
+
+pub fn stream(name: &str) -> Stream {
+    read(&testdata().join(format!("{name}.stream")))
+}
+
+fn read(path: &Path) -> Stream {
+    let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut chunks = Vec::new();
+    let mut cut = false;
+    for line in text.lines() {
+        if line.starts_with("# cut:") {
+            cut = true;
+        }
+        let (dir, hex) = match line.split_once(' ') {
+            Some((">", h)) => (Direction::FromLearner, h),
+            Some(("<", h)) => (Direction::FromLeader, h),
+            _ => continue,
+        };
+        chunks.push((dir, Bytes::from(hex::decode(hex).unwrap())));
+    }
+    Stream { name, chunks, cut }
+}
+
+/// Every frame in `bytes`, fed in `step`-byte pieces; and the bytes left undecoded.
+pub fn decode_all(dir: Direction, pieces: impl IntoIterator<Item = Bytes>) -> (Vec<Frame>, usize) {
+    let mut d = Decoder::new(dir, Limits::default());
+    let mut frames = Vec::new();
+    for p in pieces {
+        d.push(&p);
+        while let Some(f) = d.next_frame().unwrap() {
+            frames.push(f);
+        }
+    }
+    (frames, d.buffered())
+}
+
+pub fn encode_all(frames: &[Frame]) -> Bytes {
+    let mut w = BytesMut::new();
+    for f in frames {
+        f.write(&mut w);
+    }
+    w.freeze()
+}
