@@ -405,12 +405,24 @@ impl Core {
         for op in ops {
             self.liveness.touch(op.session, now);
             if let Forwarded::Sync = op.what {
-                points.push((op.session, op.cxid, self.prep.last_zxid()));
+                points.push((op.session, op.cxid, self.sync_point()));
                 continue;
             }
             self.prep_forwarded(op);
         }
         Some(points)
+    }
+
+    /// On the leader, a sync's point: its last txn prepped and not applied here yet, else what
+    /// it has applied. Not the prepper's counter: a new leader's starts at its term's base
+    /// (term << 32), which no txn holds until the term's first write, so a sync right after an
+    /// election waited for a write that might never come, and its client's pings queued
+    /// behind it until the client gave up (CONNECTIONLOSS: seen on every session after a
+    /// quorum outage that ended in an election, tests/ensemble test_quorum_outage.py).
+    fn sync_point(&self) -> i64 {
+        self.inflight
+            .back()
+            .map_or(self.state.zxid(), |t| t.header.zxid)
     }
 
     /// On the leader, a client's sync: its point is every txn prepped so far, as a
@@ -425,7 +437,7 @@ impl Core {
         xid: i32,
         r: &palisade_proto::SyncRequest,
     ) -> bool {
-        let point = self.prep.last_zxid();
+        let point = self.sync_point();
         if point <= self.state.zxid() {
             return false;
         }
