@@ -24,6 +24,10 @@
 //!   when children are deleted, instead of a counter that only grows: a lock contender can
 //!   take the suffix of one that waits already and be served first, so a later holder has a
 //!   lower fencing token than the one before it (the lock checker).
+//! - `expire-without-quorum`: a leader left without a quorum keeps expiring sessions (it
+//!   refuses every handshake meanwhile, so no client can keep its session), and one that a
+//!   quorum acknowledges again does not re-arm them; the expiries commit when the quorum
+//!   returns (the session checker; issue 34's bug).
 
 /// One fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +39,7 @@ pub enum Fault {
     IgnoreVersion,
     DeleteMissingOk,
     SeqFromChildren,
+    ExpireWithoutQuorum,
 }
 
 use std::sync::OnceLock;
@@ -52,6 +57,7 @@ pub fn on(f: Fault) -> bool {
             "ignore-version" => Some(Fault::IgnoreVersion),
             "delete-missing-ok" => Some(Fault::DeleteMissingOk),
             "seq-from-children" => Some(Fault::SeqFromChildren),
+            "expire-without-quorum" => Some(Fault::ExpireWithoutQuorum),
             _ => None,
         };
         match f {

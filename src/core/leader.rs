@@ -28,7 +28,9 @@ impl Core {
         self.report_sessions();
         self.read_only_tick();
         if self.leader.is_some() {
-            self.expire_sessions();
+            if self.session_clocks_run() {
+                self.expire_sessions();
+            }
             self.reap();
         }
     }

@@ -13,7 +13,8 @@
 //! they lose their leader: a pending write then fails with CONNECTIONLOSS (it may still
 //! commit, as in ZooKeeper), and the client resumes its session on any member, with its
 //! ephemerals and, through setWatches, its watches. Sessions are replicated txns; only the
-//! leader expires them, from its followers' touches; a new leader re-arms every session.
+//! leader expires them, from its followers' touches, and only while a quorum acknowledges it;
+//! a new leader, or one a quorum acknowledges again after an outage, re-arms every session.
 
 use super::conns::Slot;
 use super::leader::Leader;
@@ -22,6 +23,7 @@ use super::{wall_ms, Core};
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
 use crate::durability::Durability;
+use crate::faults::{self, Fault};
 use crate::prep::{Caller, Prepper};
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request, Txn};
@@ -403,12 +405,24 @@ impl Core {
         for op in ops {
             self.liveness.touch(op.session, now);
             if let Forwarded::Sync = op.what {
-                points.push((op.session, op.cxid, self.prep.last_zxid()));
+                points.push((op.session, op.cxid, self.sync_point()));
                 continue;
             }
             self.prep_forwarded(op);
         }
         Some(points)
+    }
+
+    /// On the leader, a sync's point: its last txn prepped and not applied here yet, else what
+    /// it has applied. Not the prepper's counter: a new leader's starts at its term's base
+    /// (term << 32), which no txn holds until the term's first write, so a sync right after an
+    /// election waited for a write that might never come, and its client's pings queued
+    /// behind it until the client gave up (CONNECTIONLOSS: seen on every session after a
+    /// quorum outage that ended in an election, tests/ensemble test_quorum_outage.py).
+    fn sync_point(&self) -> i64 {
+        self.inflight
+            .back()
+            .map_or(self.state.zxid(), |t| t.header.zxid)
     }
 
     /// On the leader, a client's sync: its point is every txn prepped so far, as a
@@ -423,7 +437,7 @@ impl Core {
         xid: i32,
         r: &palisade_proto::SyncRequest,
     ) -> bool {
-        let point = self.prep.last_zxid();
+        let point = self.sync_point();
         if point <= self.state.zxid() {
             return false;
         }
@@ -777,8 +791,42 @@ impl Core {
         }
         if v.ready && (changed || !old.ready) {
             self.lead(v.term);
+        } else if v.ready && !old.quorum && v.quorum && !faults::on(Fault::ExpireWithoutQuorum) {
+            // The same leader, acknowledged again after an outage it kept its term through
+            // (no election, so nothing else re-arms them): its sessions' clients could not be
+            // heard meanwhile, so each gets a full timeout from now, as from a new leader.
+            let sessions = self.rearm_sessions();
+            tracing::info!(
+                sessions,
+                "a quorum acknowledges this leader again: sessions re-armed"
+            );
         }
         self.leave_read_only();
+    }
+
+    /// Whether this server's session clocks run: always standalone; on a member, only while
+    /// it leads with a quorum. A session expires only once its client was silent for its whole
+    /// timeout while a quorum served: a leader left alone refuses every handshake, so no
+    /// client can be heard, and an expiry it prepped then would commit once a follower came
+    /// back (a 4 s session lost to a 10 s outage, issue 34). ZooKeeper's leader steps down
+    /// instead, and the next one re-arms every session.
+    pub(super) fn session_clocks_run(&self) -> bool {
+        let quorum = self
+            .member
+            .as_ref()
+            .is_none_or(|m| m.view.ready && m.view.quorum);
+        quorum || faults::on(Fault::ExpireWithoutQuorum)
+    }
+
+    /// Every session gets a full timeout from now (a leader starting to serve); returns how
+    /// many there are.
+    fn rearm_sessions(&mut self) -> usize {
+        let now = self.now_ms();
+        let ids: Vec<i64> = self.state.sessions().keys().copied().collect();
+        for &id in &ids {
+            self.liveness.touch(id, now);
+        }
+        ids.len()
     }
 
     /// Becomes the ready leader of `term`.
@@ -786,11 +834,7 @@ impl Core {
         let base = ((term.min(i32::MAX as u64) as i64) << 32).max(self.state.zxid());
         self.prep = Prepper::new(base, self.cfg.ttl_enabled);
         self.leader = Some(Leader::new(self.cfg.container_check_ms));
-        let now = self.now_ms();
-        let ids: Vec<i64> = self.state.sessions().keys().copied().collect();
-        for id in ids {
-            self.liveness.touch(id, now);
-        }
+        self.rearm_sessions();
         tracing::info!(
             term,
             sessions = self.liveness.len(),
@@ -870,3 +914,7 @@ fn decode_request(bytes: Bytes, max: usize) -> Option<Request> {
 #[cfg(test)]
 #[path = "member_test.rs"]
 pub(crate) mod tests;
+
+#[cfg(test)]
+#[path = "session_clocks_test.rs"]
+mod session_clocks_tests;

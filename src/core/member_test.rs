@@ -637,6 +637,37 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
     assert!(r[0].1 >= zxid);
 }
 
+#[test]
+fn a_sync_right_after_an_election_is_answered_without_waiting_for_a_write() {
+    let mut p = Pair::new(1);
+    let (_a, on_follower, pw_f) = session_on_follower(&mut p, 10);
+    let mut b = connect(&mut p.nodes[0], 30, 0, [0; 16]);
+    p.settle();
+    let (_, on_leader, _, pw_l) = replies(&mut b).first().cloned().expect("a session");
+    let pw_l: [u8; 16] = pw_l.as_ref().try_into().expect("16 bytes");
+    // Member 1 wins the next term; nothing is written in it.
+    p.nodes[0].core.handle(role(1, 2, true));
+    p.nodes[1].core.handle(role(1, 2, false));
+    p.settle();
+    let applied = p.nodes[0].core.state.zxid();
+    let mut a = connect(&mut p.nodes[1], 11, on_follower, pw_f);
+    let mut b = connect(&mut p.nodes[0], 31, on_leader, pw_l);
+    p.settle();
+    let _ = (replies(&mut a), replies(&mut b));
+    let sync = || Request::Sync(SyncRequest { path: "/".into() });
+    request(&mut p.nodes[1], &a, 1, sync());
+    request(&mut p.nodes[0], &b, 1, sync());
+    p.settle();
+    for (who, c) in [("follower", &mut a), ("leader", &mut b)] {
+        let r = replies(c);
+        assert_eq!(
+            r.iter().map(|x| (x.0, x.1, x.2)).collect::<Vec<_>>(),
+            vec![(1, applied, 0)],
+            "the sync on the {who}"
+        );
+    }
+}
+
 /// The forwards a follower has sent, as the forwarder reports them when they fail.
 fn sent_forwards(n: &mut Node) -> Vec<(i64, i32)> {
     n.core.flush_forwards();

@@ -229,3 +229,71 @@ def node_diff(a, b):
         else:
             out.append("%s %r vs %r" % (name, x, y))
     return "; ".join(out)
+
+
+def quorum_outages(history):
+    """[(start, end)] in ns: from each `quorum-lost` to the next `quorum-serving` (a leader
+    serving again), or to the history's end if none came."""
+    out = []
+    start = None
+    for ev in history.events:
+        if ev["workload"] != "nemesis":
+            continue
+        if ev["f"] == "quorum-lost" and start is None:
+            start = ev["time"]
+        elif ev["f"] == "quorum-serving" and start is not None:
+            out.append((start, ev["time"]))
+            start = None
+    if start is not None:
+        out.append((start, history.events[-1]["time"] if history.events else start))
+    return out
+
+
+def sessions(history, timeout_s, slack_s=1.0):
+    """A session expires only after its client was silent for its whole timeout while a quorum
+    was serving (issue 34). For each session of the ephemeral workload that its client was told
+    had expired (kazoo: LOST on EXPIRED_SESSION), unless the expiry nemesis closed it: from its
+    client's last answered request (or its start) to that news, less the time the nemesis had
+    a quorum away (`quorum_outages`), must be at least the timeout, less `slack_s`: a leader
+    notices a lost quorum only after its lease (Palisade's is at most 300 ms; ZooKeeper's
+    syncLimit ticks), and a request is heard before its answer arrives. The harness's clients
+    are never paused or cut off themselves, so a client is silent only while it cannot reach a
+    serving member; its last answer is a lower bound on when it was last heard, so the check
+    errs towards passing. Other faults (a leader killed, a partition) leave a quorum serving
+    but may stop service for a moment: counted as serving, which errs the same way."""
+    outages = quorum_outages(history)
+    closed = {ev["value"]["session"] for ev in history.events
+              if ev["workload"] == "nemesis" and ev["f"] == "expire-session"}
+    need = (timeout_s - slack_s) * 1e9
+    started = {}
+    heard = {}
+    expired = []
+    viol = []
+    for ev in history.events:
+        if ev["workload"] == "ephemeral" and ev["type"] == "ok" and ev["key"] is not None:
+            heard["%016x" % ev["key"]] = ev["time"]
+            continue
+        if ev["workload"] != "session":
+            continue
+        sid = ev["value"].get("session")
+        if ev["f"] == "connected":
+            started.setdefault(sid, ev["time"])
+            heard[sid] = max(heard.get(sid, 0), ev["time"])
+            continue
+        if ev["f"] != "expired" or sid is None:
+            continue
+        expired.append(sid)
+        if sid in closed or sid not in heard:
+            continue
+        last, now = heard[sid], ev["time"]
+        away = sum(max(0, min(e, now) - max(s, last)) for s, e in outages)
+        serving = now - last - away
+        if serving < need:
+            viol.append("session %s expired after %.2f s of silence with a quorum serving "
+                        "(%.2f s silent, %.2f s of it without a quorum; timeout %.1f s): last "
+                        "heard at %.3f s, told it expired at %.3f s"
+                        % (sid, serving / 1e9, (now - last) / 1e9, away / 1e9, timeout_s,
+                           last / 1e9, now / 1e9))
+    return result(len(started), viol, expired=len(expired),
+                  closed_by_nemesis=sum(1 for sid in expired if sid in closed),
+                  outages=len(outages))

@@ -44,10 +44,14 @@ class History:
         ev.update(extra)
         return self._add(ev)
 
-    def nemesis(self, what, **detail):
-        ev = {"process": "nemesis", "type": "info", "workload": "nemesis", "f": what,
+    def note(self, workload, what, **detail):
+        """An event that is no operation: a fault, a session's state as its client saw it."""
+        ev = {"process": workload, "type": "info", "workload": workload, "f": what,
               "key": None, "value": detail}
         return self._add(ev)
+
+    def nemesis(self, what, **detail):
+        return self.note("nemesis", what, **detail)
 
     def pairs(self, workload):
         """[(invoke, completion or None)] of one workload, in invocation order."""

@@ -29,6 +29,10 @@ sys.path.insert(0, os.path.join(REPO, "tests", "ensemble"))
 
 os.environ.setdefault("ENSEMBLE_PORT_BASE", "26000")
 PORT_BASE = int(os.environ["ENSEMBLE_PORT_BASE"])
+# The peer-link proxy's first port and the fenced store's (a narrower port range than the
+# default layout's 1,000 ports can place them).
+PROXY_PORT = int(os.environ.get("JEPSEN_PROXY_PORT", PORT_BASE + 600))
+STORE_PORT = int(os.environ.get("JEPSEN_STORE_PORT", PORT_BASE + 990))
 
 import checkers  # noqa: E402
 import cluster as ens  # noqa: E402
@@ -41,13 +45,15 @@ from history import History  # noqa: E402
 WORKLOADS = ("register", "ids", "counter", "queue", "lock", "ephemeral")
 # src/faults.rs's switches (PALISADE_FAULT).
 FAULTS = ("stale-read", "lower-counter", "early-ack", "keep-ephemerals", "ignore-version",
-          "delete-missing-ok", "seq-from-children")
+          "delete-missing-ok", "seq-from-children", "expire-without-quorum")
+# Events that are no operations: the nemesis's, and the sessions' states (workloads.py).
+NOTES = ("nemesis", "session")
 
 
 def proxied(cluster, proxy):
     """Rewrites every member's zoo.cfg so that it reaches each other member through a proxy
-    listener of its own (ports from PORT_BASE+600), and starts those listeners."""
-    port = PORT_BASE + 600
+    listener of its own (ports from PROXY_PORT), and starts those listeners."""
+    port = PROXY_PORT
     ports = {}
     for a in cluster.members:
         for b in cluster.members:
@@ -199,7 +205,9 @@ def main():
     out = args.out or tempfile.mkdtemp(prefix="jepsen-")
     shutil.rmtree(os.path.join(out, "cluster"), ignore_errors=True)  # a fresh ensemble
     os.makedirs(out, exist_ok=True)
-    steps = nem.schedule(seed, kinds, args.time, shapes=shapes) if kinds else []
+    session_timeout = wl.Ctx.SESSION_TIMEOUT
+    steps = (nem.schedule(seed, kinds, args.time, shapes=shapes, session_timeout=session_timeout)
+             if kinds else [])
     print("jepsen: %s, %d members, %.0f s, workloads %s, nemesis schedule (%d faults): %s"
           % (args.kind, args.members, args.time, on, len(steps), json.dumps(steps)), flush=True)
 
@@ -231,7 +239,7 @@ def main():
         if "queue" in on:
             ws["queue"] = wl.Queue(ctx, args.clients)
         if "lock" in on:
-            ws["lock"] = wl.Lock(ctx, max(2, args.clients - 1), args.bin_dir, PORT_BASE + 990,
+            ws["lock"] = wl.Lock(ctx, max(2, args.clients - 1), args.bin_dir, STORE_PORT,
                                  out)
         if "ephemeral" in on:
             ws["ephemeral"] = wl.Ephemeral(ctx, args.clients)
@@ -261,9 +269,9 @@ def main():
         summary["worker_crashes"] = [e["value"] for e in h.events if e["f"] == "worker-crashed"]
         summary["nemesis_events"] = [e["f"] for e in h.events if e["workload"] == "nemesis"]
         summary["operations"] = sum(1 for e in h.events
-                                    if e["type"] != "invoke" and e["workload"] != "nemesis")
+                                    if e["type"] != "invoke" and e["workload"] not in NOTES)
         summary["outcomes"] = {t: sum(1 for e in h.events if e["type"] == t
-                                      and e["workload"] != "nemesis")
+                                      and e["workload"] not in NOTES)
                                for t in ("ok", "fail", "info")}
         real = {m.peer_port for m in c.members} | {m.election_port for m in c.members}
         summary["proxy_bypassed"] = px.bypassing(real, proxy.upstream_ports)
@@ -286,6 +294,7 @@ def main():
             expired = [ev["value"]["session"] for ev in h.events if ev["f"] == "expire-session"]
             res["ephemeral"] = checkers.ephemerals(h, reads["ephemeral"], e.live_sessions(),
                                                    e.sessions_with_node(), expired)
+            res["sessions"] = checkers.sessions(h, ctx.session_timeout)
         trees, walks = settled_trees(c)
         res["members-equal"] = dict(checkers.trees_equal(trees), walks=walks)
         summary["checks"] = res

@@ -12,11 +12,15 @@ import shutil
 import threading
 import time
 
-KINDS = ("kill", "pause", "partition", "slow", "snapshot", "expiry")
+KINDS = ("kill", "pause", "partition", "slow", "snapshot", "expiry", "quorum")
 SHAPES = ("halves", "isolate-leader", "bridge", "one-way", "deaf-follower")
+# How the quorum nemesis takes a majority away: the leader's followers killed or SIGSTOPped
+# (the leader left with a minority), the leader killed with followers (followers left
+# without one), or every peer link cut (each member alone, its clients still attached).
+QUORUM_WAYS = ("kill-followers", "pause-followers", "kill-leader", "cut-all")
 
 
-def schedule(seed, kinds, duration, gap=(1.0, 3.0), shapes=SHAPES):
+def schedule(seed, kinds, duration, gap=(1.0, 3.0), shapes=SHAPES, session_timeout=4.0):
     rng = random.Random("nemesis-%s" % seed)
     out = []
     t = rng.uniform(*gap)
@@ -40,6 +44,10 @@ def schedule(seed, kinds, duration, gap=(1.0, 3.0), shapes=SHAPES):
                         down=round(rng.uniform(0.2, 1.5), 3))
         elif kind == "expiry":
             step.update(count=rng.randint(1, 3), down=0.5)
+        elif kind == "quorum":
+            # Longer than the sessions' timeout: they must outlive it (issue 34).
+            step.update(how=rng.choice(QUORUM_WAYS),
+                        down=round(rng.uniform(1.25, 1.75) * session_timeout, 3))
         out.append(step)
         t += step["down"] + rng.uniform(*gap)
     return out
@@ -202,6 +210,46 @@ class Nemesis:
         if kept is not None and os.path.exists(kept):
             os.remove(kept)
         self.h.nemesis("restart", member=m.myid)
+
+    def _quorum(self, step, rng):
+        """A majority taken away for `down` s, then brought back; the outage is noted from
+        `quorum-lost` until a leader serves again (`quorum-serving`: srvr says leader, which a
+        member says only while a quorum acknowledges it), for the sessions checker."""
+        ms = self.c.members
+        k = len(ms) - len(ms) // 2  # taken away: those left are a minority
+        ld = self.c.leader()
+        how = step["how"]
+        others = [m for m in ms if m is not ld]
+        rng.shuffle(others)
+        if how == "cut-all":
+            away = []
+            self.h.nemesis("quorum-lost", how=how, leader=ld and ld.myid)
+            self.proxy.set_blocked({(a.myid, b.myid) for a in ms for b in ms if a is not b})
+        else:
+            away = ([ld] if how == "kill-leader" and ld is not None else []) + others
+            away = away[:k]
+            self.h.nemesis("quorum-lost", how=how, members=[m.myid for m in away],
+                           leader=ld and ld.myid)
+            for m in away:
+                if how == "pause-followers":
+                    m.sigstop()
+                else:
+                    m.kill()
+        self._sleep(step["down"])
+        self.proxy.heal()
+        for m in away:
+            if how == "pause-followers":
+                m.sigcont()
+            else:
+                self._start(m)
+        self.h.nemesis("quorum-restored")
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline:
+            if self.c.leader() is not None:
+                self.h.nemesis("quorum-serving")
+                return
+            time.sleep(0.05)
+        self.h.nemesis("quorum-not-serving", waited_s=30.0)
 
     def _up_within(self, m, secs):
         deadline = time.monotonic() + secs

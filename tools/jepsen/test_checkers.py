@@ -1,7 +1,8 @@
 """Each checker on hand-made histories (no server, < 1 s): it passes a correct one and catches
 the violation it is for. The end-to-end negative controls (a server built wrong on purpose)
 are in test_jepsen.py; these cover every checker, including those no server fault reaches
-yet (fencing, lock exclusion, ephemerals, counter bounds, queue, members equal)."""
+yet (fencing, lock exclusion, ephemerals, counter bounds, queue, members equal, sessions
+against quorum outages)."""
 
 import os
 import sys
@@ -129,3 +130,55 @@ def test_members_equal_names_the_stat_fields_that_differ():
     v = checkers.trees_equal({1: a, 2: b})["violations"][0]
     assert "cversion 5 vs 9" in v and "pzxid 10 vs 99" in v, v
     assert "only on the other: ['y']" in v, v
+
+
+def session_history(script):
+    """A history from (seconds, what, session) steps: "connected"/"expired" (the session's
+    client saw it), "ok" (one of its requests answered), "quorum-lost"/"quorum-serving" (the
+    nemesis), "expire-session" (the expiry nemesis closed it)."""
+    h = History()
+    p = Proc(h)
+    for t, what, sid in script:
+        if what == "ok":
+            inv = p.invoke("ephemeral", "exists", None, sid)
+            inv["time"] = int(t * 1e9)
+            ev = p.ok(inv, True)
+        elif what in ("connected", "expired"):
+            ev = h.note("session", what, worker=0, session="%016x" % sid)
+        elif what == "expire-session":
+            ev = h.nemesis(what, worker=0, session="%016x" % sid)
+        else:
+            ev = h.nemesis(what)
+        ev["time"] = int(t * 1e9)
+    return h
+
+
+def test_sessions_expire_only_after_a_whole_timeout_of_silence_with_a_quorum_serving():
+    # Timeout 4 s. Silent 5 s with a quorum: may expire.
+    ok = session_history([(0.0, "connected", 1), (1.0, "ok", 1), (6.0, "expired", 1)])
+    assert checkers.sessions(ok, 4.0)["violation_count"] == 0
+    # Expired 1.5 s after its last answer, no outage: too early.
+    early = session_history([(0.0, "connected", 1), (1.0, "ok", 1), (2.5, "expired", 1)])
+    r = checkers.sessions(early, 4.0)
+    assert r["violation_count"] == 1 and "session 0000000000000001" in r["violations"][0], r
+    # Issue 34's bug: a 7 s outage, the expiry learnt 0.5 s after a leader serves again.
+    lost = session_history([(0.0, "connected", 2), (1.0, "ok", 2), (1.1, "quorum-lost", None),
+                            (8.0, "quorum-serving", None), (8.5, "expired", 2)])
+    r = checkers.sessions(lost, 4.0)
+    assert r["violation_count"] == 1 and r["outages"] == 1, r
+    assert "6.90 s of it without a quorum" in r["violations"][0], r["violations"][0]
+    # The same outage, then silent 4.5 s with the quorum back: may expire.
+    late = session_history([(0.0, "connected", 2), (1.0, "ok", 2), (1.1, "quorum-lost", None),
+                            (8.0, "quorum-serving", None), (12.5, "expired", 2)])
+    assert checkers.sessions(late, 4.0)["violation_count"] == 0
+    # An outage that never ended (no leader served again) lasts to the history's end: an
+    # expiry within it is one without a quorum.
+    open_ = session_history([(0.0, "connected", 3), (1.0, "ok", 3), (1.1, "quorum-lost", None),
+                             (5.0, "expired", 3), (6.0, "ok", 5)])
+    r = checkers.sessions(open_, 4.0)
+    assert r["violation_count"] == 1 and "3.90 s of it without a quorum" in r["violations"][0], r
+    # Closed by the expiry nemesis: not the server's expiry.
+    closed = session_history([(0.0, "connected", 4), (1.0, "ok", 4),
+                              (1.2, "expire-session", 4), (1.3, "expired", 4)])
+    r = checkers.sessions(closed, 4.0)
+    assert r["violation_count"] == 0 and r["closed_by_nemesis"] == 1, r

@@ -102,3 +102,14 @@ def test_control_a_sequence_from_the_child_count_inverts_fencing_tokens(tmp_path
                           "--clients", "4", "--nemesis", "none", "--time", "6", "--seed", "26",
                           "--expect", "lock-fencing")
     assert rc == 0, lines + "\n" + tail
+
+
+def test_control_sessions_expired_without_a_quorum_are_caught(tmp_path):
+    # Issue 34's bug put back: a leader left alone keeps its session clocks running while it
+    # refuses every handshake, and commits the expiries once its followers return. The quorum
+    # nemesis kills both followers for 6 s (seed 24: 1.2-7.2 s), longer than the 4 s sessions.
+    rc, lines, tail = run(tmp_path, "--fault", "expire-without-quorum", "--workloads",
+                          "ephemeral", "--nemesis", "quorum", "--time", "9", "--seed", "24",
+                          "--expect", "sessions")
+    assert rc == 0, lines + "\n" + tail
+

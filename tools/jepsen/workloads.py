@@ -20,6 +20,7 @@ import time
 from kazoo.exceptions import (BadVersionError, KazooException, NodeExistsError,
                               NoNodeError)
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState, KeeperState
 
 from history import Proc
 
@@ -39,7 +40,10 @@ def peer_port(zk):
 
 
 class Ctx:
-    def __init__(self, cluster, history, seed, op_timeout=3.0, session_timeout=4.0, pin=False):
+    SESSION_TIMEOUT = 4.0  # every kazoo session's, and palisade-lock's
+
+    def __init__(self, cluster, history, seed, op_timeout=3.0, session_timeout=SESSION_TIMEOUT,
+                 pin=False):
         self.cluster = cluster
         self.pin = pin
         self.h = history
@@ -412,7 +416,9 @@ class Lock(Workload):
 class Ephemeral(Workload):
     """Sessions with ephemerals: each client keeps `/jepsen/ephemeral/s<session id>` (made on
     each new session) and checks it (sync + exists) on its own session. The nemesis's expiry
-    bursts end some of these sessions from outside."""
+    bursts end some of these sessions from outside. Each session's start and its expiry (kazoo
+    told the session expired: LOST with EXPIRED_SESSION, not a close) are noted in the history
+    (workload "session"), for the sessions checker."""
 
     name = "ephemeral"
 
@@ -426,8 +432,25 @@ class Ephemeral(Workload):
     def node(sid):
         return "%s/ephemeral/s%016x" % (ROOT, sid)
 
+    def watch_session(self, i, zk):
+        h = self.ctx.h
+        current = [zk.client_id[0] if zk.client_id else None]
+        if current[0] is not None:
+            h.note("session", "connected", worker=i, session="%016x" % current[0])
+
+        def note(state):
+            if state == KazooState.CONNECTED and zk.client_id:
+                if zk.client_id[0] != current[0]:
+                    current[0] = zk.client_id[0]
+                    h.note("session", "connected", worker=i, session="%016x" % current[0])
+            elif state == KazooState.LOST and zk.client_state == KeeperState.EXPIRED_SESSION:
+                h.note("session", "expired", worker=i,
+                       session="%016x" % current[0] if current[0] is not None else None)
+        zk.add_listener(note)
+
     def worker(self, i, rng):
         zk = self.ctx.client(i)
+        self.watch_session(i, zk)
         with self.lock:
             self.clients[i] = zk
         p = Proc(self.ctx.h)
