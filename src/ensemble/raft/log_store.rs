@@ -501,6 +501,23 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
         let last = {
             let mut live = self.live.lock();
+            // Raft never replaces a committed entry. A leader asking to is one whose log
+            // differs from this member's committed past (this member lost its data dir, or
+            // was given another's): stop, named, rather than replace what clients were told
+            // was done (openraft would panic further on, again at every start).
+            if let Some(c) = live.committed.filter(|c| c.index >= log_id.index) {
+                let e = io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "the leader's log conflicts with this member's committed entries (it \
+                         would replace {log_id} and after, and {c} is committed here): this \
+                         member's data dir does not belong to this ensemble's history; move \
+                         it aside and start the member empty to join again"
+                    ),
+                );
+                tracing::error!(error = %e, "refusing to replace committed entries");
+                return Err(StorageIOError::write_logs(io_err(e)).into());
+            }
             live.entries.split_off(&log_id.index);
             live.last_log_id()
         };

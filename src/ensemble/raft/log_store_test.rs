@@ -452,3 +452,27 @@ fn a_truncation_moves_the_mark_back_to_the_logs_new_end() {
     rt.block_on(durable.reach(Some(id(2, 3)), Duration::from_secs(10)))
         .unwrap();
 }
+
+/// A leader whose log differs from this member's committed past (the member lost its data
+/// dir, or holds another's) asks to replace committed entries: the store refuses, named,
+/// and replaces nothing; entries past the committed one may still go.
+#[test]
+fn committed_entries_are_never_replaced() {
+    let rt = rt();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    rt.block_on(async {
+        log.blocking_append(entries(1, 1, 5)).await.unwrap();
+        log.save_committed(Some(id(1, 3))).await.unwrap();
+        let e = log.truncate(id(1, 3)).await.unwrap_err().to_string();
+        assert!(
+            e.contains("conflicts with this member's committed entries"),
+            "{e}"
+        );
+        let (state, all) = everything(&mut log).await;
+        assert_eq!((state.last_log_id, all.len()), (Some(id(1, 5)), 5));
+        log.truncate(id(1, 4)).await.unwrap();
+        let (state, _) = everything(&mut log).await;
+        assert_eq!(state.last_log_id, Some(id(1, 3)));
+    });
+}

@@ -150,6 +150,9 @@ impl Writer {
             // of no entries writes and syncs nothing, so it is not counted).
             crate::metrics::shared().log_synced(placed.len() as u64, synced.elapsed());
         }
+        // Counted before the mark moves: whoever waits on the mark sees the batch counted.
+        self.counters.fsyncs.store(self.wal.fsyncs(), Relaxed);
+        self.counters.batches.fetch_add(1, Relaxed);
         match &result {
             Ok(()) => {
                 if let Some(last) = placed.iter().map(|p| p.0).max() {
@@ -179,8 +182,6 @@ impl Writer {
                 self.broken = true;
             }
         }
-        self.counters.fsyncs.store(self.wal.fsyncs(), Relaxed);
-        self.counters.batches.fetch_add(1, Relaxed);
         for done in dones {
             done(clone_result(&result));
         }

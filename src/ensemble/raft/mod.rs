@@ -12,6 +12,7 @@ pub mod peer;
 pub mod purged;
 pub mod reconfig;
 mod sealed;
+pub mod snapshot_buf;
 pub mod snapshot_file;
 pub mod state_machine;
 pub mod storage;

@@ -30,6 +30,11 @@ impl SnapshotFile {
         SnapshotFile { dir: dir.into() }
     }
 
+    /// The directory the file is in.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     /// Makes (meta, data) the saved snapshot, durably, before returning.
     pub fn save(&self, meta: &SnapshotMeta<NodeId, Node>, data: &[u8]) -> io::Result<()> {
         let meta = postcard::to_allocvec(meta).map_err(io::Error::other)?;

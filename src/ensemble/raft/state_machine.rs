@@ -12,6 +12,7 @@
 //! digest.
 
 use super::durable::Durable;
+use super::snapshot_buf::SnapshotBuf;
 use super::snapshot_file::SnapshotFile;
 use super::types::{Node, NodeId, Proposal, TypeConfig};
 use crate::durability::image;
@@ -24,7 +25,7 @@ use openraft::{
 use palisade_proto::Txn;
 use std::collections::VecDeque;
 use std::future::Future;
-use std::io::{self, Cursor};
+use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -236,18 +237,36 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
         self.clone()
     }
 
-    async fn begin_receiving_snapshot(
-        &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    /// With a snapshot file, beside it: a snapshot of any size is received chunk by chunk
+    /// with no more than a chunk in memory.
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotBuf>, StorageError<NodeId>> {
+        let dir = self
+            .inner
+            .lock()
+            .await
+            .file
+            .as_ref()
+            .map(|f| f.dir().to_path_buf());
+        match dir {
+            Some(d) => SnapshotBuf::receive_in(&d)
+                .await
+                .map(Box::new)
+                .map_err(|e| StorageIOError::write_snapshot(None, AnyError::new(&e)).into()),
+            None => Ok(Box::new(SnapshotBuf::memory(Vec::new()))),
+        }
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<NodeId, Node>,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<SnapshotBuf>,
     ) -> Result<(), StorageError<NodeId>> {
-        let data = snapshot.into_inner();
+        let data = snapshot.into_bytes().await.map_err(|e| {
+            StorageError::from(StorageIOError::read_snapshot(
+                Some(meta.signature()),
+                AnyError::new(&e),
+            ))
+        })?;
         let mut inner = self.inner.lock().await;
         inner
             .applier
@@ -359,7 +378,7 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
         });
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Box::new(SnapshotBuf::memory(data)),
         })
     }
 }
@@ -412,7 +431,7 @@ async fn current(
     };
     Ok(Snapshot {
         meta,
-        snapshot: Box::new(Cursor::new(data)),
+        snapshot: Box::new(SnapshotBuf::memory(data)),
     })
 }
 

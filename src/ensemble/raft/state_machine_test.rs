@@ -135,7 +135,7 @@ fn with_a_file_the_current_snapshot_is_read_back_from_it() {
             .build_snapshot()
             .await
             .unwrap();
-        let built_bytes = built.snapshot.into_inner();
+        let built_bytes = built.snapshot.into_memory().unwrap();
         assert!(!built_bytes.is_empty());
         assert!(
             sm.inner
@@ -150,14 +150,14 @@ fn with_a_file_the_current_snapshot_is_read_back_from_it() {
         );
         let current = sm.get_current_snapshot().await.unwrap().unwrap();
         assert_eq!(current.meta, built.meta);
-        assert_eq!(current.snapshot.into_inner(), built_bytes);
+        assert_eq!(current.snapshot.into_memory().unwrap(), built_bytes);
 
         let mut reopened = StateMachine::open(dir.path(), StateApplier::default())
             .await
             .unwrap();
         let current = reopened.get_current_snapshot().await.unwrap().unwrap();
         assert_eq!(current.meta, built.meta);
-        assert_eq!(current.snapshot.into_inner(), built_bytes);
+        assert_eq!(current.snapshot.into_memory().unwrap(), built_bytes);
 
         std::fs::remove_file(dir.path().join(super::super::snapshot_file::FILE)).unwrap();
         assert!(sm.get_current_snapshot().await.is_err());
@@ -181,14 +181,14 @@ fn a_damaged_snapshot_is_refused() {
             .build_snapshot()
             .await
             .unwrap();
-        let good = snap.snapshot.into_inner();
+        let good = snap.snapshot.into_memory().unwrap();
         let mut flipped = good.clone();
         flipped[16] ^= 1;
         let cut = good[..good.len() - 3].to_vec();
         for bad in [flipped, cut] {
             let mut other = StateMachine::new(StateApplier::default());
             let r = other
-                .install_snapshot(&snap.meta, Box::new(Cursor::new(bad)))
+                .install_snapshot(&snap.meta, Box::new(SnapshotBuf::memory(bad)))
                 .await;
             assert!(r.is_err());
             assert_eq!(other.applied_state().await.unwrap().0, None);
@@ -272,7 +272,7 @@ fn a_capture_overtaken_by_an_installed_snapshot_answers_with_the_installed_one()
                 }
             }
             let mut data = follower.begin_receiving_snapshot().await.unwrap();
-            *data = Cursor::new(snap.snapshot.get_ref().clone());
+            *data = SnapshotBuf::memory(snap.snapshot.in_memory().unwrap().to_vec());
             follower.install_snapshot(&snap.meta, data).await.unwrap();
             if let Some(tx) = open.lock().take() {
                 tx.send(()).unwrap();

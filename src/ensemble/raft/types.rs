@@ -4,7 +4,6 @@
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use std::io::Cursor;
 
 /// What the leader proposes: a txn it prepped, as encoded bytes (`palisade_proto::Txn::
 /// encode`), or the ensemble's session-password key, proposed once by the first leader so
@@ -56,7 +55,7 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = super::snapshot_buf::SnapshotBuf,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

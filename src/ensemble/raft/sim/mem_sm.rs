@@ -7,11 +7,11 @@
 
 use super::ledger::Ledger;
 use super::mem_log::SharedDisk;
+use crate::ensemble::raft::snapshot_buf::SnapshotBuf;
 use crate::ensemble::raft::state_machine::{StateApplier, StateMachine};
 use crate::ensemble::raft::types::{Node, NodeId, TypeConfig};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{Entry, LogId, RaftSnapshotBuilder, SnapshotMeta, StorageError, StoredMembership};
-use std::io::Cursor;
 use std::sync::Arc;
 
 #[derive(Clone)]
@@ -37,7 +37,7 @@ impl MemSm {
         let mut sm = StateMachine::new(StateApplier::default());
         let at = saved.as_ref().and_then(|(meta, _)| meta.last_log_id);
         if let Some((meta, data)) = saved {
-            sm.install_snapshot(&meta, Box::new(Cursor::new(data)))
+            sm.install_snapshot(&meta, Box::new(SnapshotBuf::memory(data)))
                 .await?;
         }
         if purged.is_some_and(|p| at.is_none_or(|a| a.index < p.index)) {
@@ -92,18 +92,16 @@ impl RaftStateMachine<TypeConfig> for MemSm {
         self.clone()
     }
 
-    async fn begin_receiving_snapshot(
-        &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotBuf>, StorageError<NodeId>> {
         self.sm.begin_receiving_snapshot().await
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<NodeId, Node>,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<SnapshotBuf>,
     ) -> Result<(), StorageError<NodeId>> {
-        let data = snapshot.get_ref().clone();
+        let data = snapshot.in_memory().unwrap_or_default().to_vec();
         self.sm.install_snapshot(meta, snapshot).await?;
         self.save(meta, &data);
         if let Some(l) = &self.ledger {
@@ -122,7 +120,7 @@ impl RaftStateMachine<TypeConfig> for MemSm {
 impl RaftSnapshotBuilder<TypeConfig> for MemSm {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
         let s = self.sm.build_snapshot().await?;
-        self.save(&s.meta, s.snapshot.get_ref());
+        self.save(&s.meta, s.snapshot.in_memory().unwrap_or_default());
         Ok(s)
     }
 }
