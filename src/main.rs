@@ -76,6 +76,31 @@ fn init_logs(format: LogFormat) {
     }
 }
 
+/// Takes the hard limit of open files as the soft one (as Go's runtime does at start): a
+/// default soft limit of 1,024 is few for a server of many clients, and the log, the snapshot
+/// writer and the client port must never run out because connections took them all (the peer
+/// port holds a bounded number: limits.rs `PEER_PENDING` + `PEER_LINKS`).
+fn raise_open_files() {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the one struct passed, nothing else.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            let was = l.rlim_cur;
+            l.rlim_cur = l.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &l) == 0 {
+                tracing::debug!(
+                    was,
+                    now = l.rlim_max,
+                    "open-file limit raised to its hard limit"
+                );
+            }
+        }
+    }
+}
+
 fn parse_args() -> Result<Config, String> {
     let mut cfg = Config::default();
     let env = |k| std::env::var(k).unwrap_or_default();
@@ -142,6 +167,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    raise_open_files();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -189,6 +189,7 @@ async fn start_member(
     let (propose_tx, propose_rx) = mpsc::unbounded_channel();
     let (leader_tx, leader_rx) = mpsc::unbounded_channel();
     let (snapshot_tx, snapshot_rx) = mpsc::unbounded_channel();
+    let (leadership_tx, leadership_rx) = mpsc::unbounded_channel();
     let mut core = Core::new(
         core_cfg,
         Box::new(crate::core::member::Proposer::new(propose_tx.clone())),
@@ -217,6 +218,7 @@ async fn start_member(
             .then(|| std::time::Duration::from_millis(cfg.tick_time.max(2000))),
         members: cfg.members.clone(),
         desired: desired_tx,
+        leadership: leadership_tx,
     });
     let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()
@@ -235,6 +237,7 @@ async fn start_member(
             to_leader: leader_rx,
             snapshot: snapshot_rx,
             desired: desired_rx,
+            leadership: leadership_rx,
         },
     )
     .await?;

@@ -418,6 +418,25 @@ impl Core {
             FourLetterWord::Hash => {
                 let _ = writeln!(out, "{:x}: {}", self.state.zxid(), self.state.tree.digest());
             }
+            // ClickHouse Keeper's: the Raft side hands leadership over (ensemble/raft/
+            // transfer.rs); `srvr` shows the outcome.
+            FourLetterWord::Ydld | FourLetterWord::Rqld => {
+                let ask = if word == FourLetterWord::Ydld {
+                    super::member::LeadershipAsk::Yield
+                } else {
+                    super::member::LeadershipAsk::Request
+                };
+                let leads = self.member.as_ref().is_some_and(|m| m.view.ready);
+                if self.member.is_none() {
+                    out.push_str("Failed to send request: this server is standalone.\n");
+                } else if ask == super::member::LeadershipAsk::Yield && !leads {
+                    out.push_str("Failed to send request: this server is not the leader.\n");
+                } else if self.ask_leadership(ask) {
+                    out.push_str("Sent.\n");
+                } else {
+                    out.push_str("Failed to send request.\n");
+                }
+            }
             // Not supported: answered with nothing, as ZooKeeper answers a word it does not run.
             FourLetterWord::Gtmk | FourLetterWord::Stmk => {}
         }

@@ -163,6 +163,16 @@ impl RaftInfo {
 }
 
 /// The channels to consensus.
+/// What an operator asks of this member's leadership (`ydld`, `rqld`): the Raft side does it
+/// (ensemble/raft/transfer.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeadershipAsk {
+    /// The leader hands over to the member furthest along.
+    Yield,
+    /// This member asks the leader to hand over to it.
+    Request,
+}
+
 pub struct MemberLinks {
     pub myid: u64,
     /// What `conf` adds for a member (serverId, limits, membership), from members.rs.
@@ -182,6 +192,8 @@ pub struct MemberLinks {
     pub members: Vec<crate::membership::members::Member>,
     /// This member's configuration, for Raft's side to bring the membership to (its leader).
     pub desired: tokio::sync::watch::Sender<std::sync::Arc<crate::membership::dynamic::DynConfig>>,
+    /// `ydld` and `rqld`, to the Raft side.
+    pub leadership: UnboundedSender<LeadershipAsk>,
 }
 
 pub(super) struct Member {
@@ -855,6 +867,13 @@ impl Core {
     }
 
     /// `csnp` on a member: asks Raft for a snapshot now. None for a standalone server.
+    /// `ydld`/`rqld`: hands the ask to the Raft side (false: standalone, or it is gone).
+    pub(super) fn ask_leadership(&mut self, ask: LeadershipAsk) -> bool {
+        self.member
+            .as_ref()
+            .is_some_and(|m| m.links.leadership.send(ask).is_ok())
+    }
+
     pub(super) fn ask_raft_snapshot(&mut self) -> Option<i64> {
         let m = self.member.as_mut()?;
         m.since_snapshot = 0;

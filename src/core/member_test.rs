@@ -43,6 +43,7 @@ pub(crate) fn node_with(
         read_only: None,
         members,
         desired: tokio::sync::watch::channel(Default::default()).0,
+        leadership: tokio::sync::mpsc::unbounded_channel().0,
     });
     Node {
         core,

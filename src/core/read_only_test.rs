@@ -29,6 +29,7 @@ fn member(grace: Option<Duration>) -> Core {
         read_only: grace,
         members: Vec::new(),
         desired: tokio::sync::watch::channel(Default::default()).0,
+        leadership: tokio::sync::mpsc::unbounded_channel().0,
     });
     core
 }

@@ -104,6 +104,7 @@ class Writers:
         self.root = root
         self.stop_ev = threading.Event()
         self.acked = [[] for _ in range(n)]
+        self.times = [[] for _ in range(n)]  # when each acknowledgement came
         self.failed = [0] * n
         self.clients = [cluster.client(members) for _ in range(n)]
         self.attempt_timeout = attempt_timeout
@@ -120,6 +121,7 @@ class Writers:
             try:
                 zk.create_async(p, b"").get(timeout=self.attempt_timeout)
                 self.acked[i].append(p)
+                self.times[i].append(time.monotonic())
                 time.sleep(self.pause)
             except (KazooException, KazooTimeoutError):
                 self.failed[i] += 1
@@ -128,6 +130,9 @@ class Writers:
     def start(self):
         for t in self.threads:
             t.start()
+
+    def acked_times(self):
+        return [t for ts in self.times for t in ts]
 
     def stop(self, timeout=10):
         self.stop_ev.set()

@@ -281,6 +281,7 @@ pub async fn start(
         to_leader,
         snapshot,
         desired,
+        leadership,
     } = from_core;
     let me =
         cfg.members.iter().find(|m| m.id == myid).ok_or_else(|| {
@@ -328,6 +329,8 @@ pub async fn start(
         .await
         .map_err(|e| io::Error::other(format!("cannot listen on the peer port {addr}: {e}")))?;
     let stop = CancellationToken::new();
+    let timing = super::transfer::Timing::of(raft.config());
+    let yielding = super::transfer::Yielding::default();
     let peer = Arc::new(Peer {
         raft: raft.clone(),
         core: core.clone(),
@@ -335,6 +338,9 @@ pub async fn start(
         reconfig: cfg.reconfig,
         lease_ms,
         incoming: Default::default(),
+        network: network.clone(),
+        timing,
+        yielding: yielding.clone(),
     });
     let listening = stop.child_token();
     {
@@ -386,10 +392,21 @@ pub async fn start(
         raft.clone(),
         core.clone(),
         myid,
-        desired.clone(),
-        contacts,
-        info,
-        lease_ms,
+        RoleInputs {
+            desired: desired.clone(),
+            contacts,
+            info,
+            lease_ms,
+            yielding: yielding.watch(),
+        },
+    ));
+    tokio::spawn(super::transfer::run(
+        raft.clone(),
+        network.clone(),
+        myid,
+        timing,
+        yielding,
+        leadership,
     ));
     tokio::spawn(super::reconfig::reconcile(
         raft.clone(),
@@ -488,16 +505,30 @@ fn view(
     v
 }
 
+/// What the role task reads besides Raft's metrics.
+struct RoleInputs {
+    desired: watch::Receiver<Arc<DynConfig>>,
+    contacts: Contacts,
+    info: Arc<parking_lot::Mutex<RaftInfo>>,
+    lease_ms: u64,
+    /// Set while this leader hands over (transfer.rs): it orders no writes.
+    yielding: watch::Receiver<bool>,
+}
+
 /// Raft's metrics → the core's role; on the leader, who is synced (for a reconfig).
 async fn roles(
     raft: Raft<TypeConfig>,
     core: mpsc::Sender<CoreMsg>,
     me: NodeId,
-    mut desired: watch::Receiver<Arc<DynConfig>>,
-    contacts: Contacts,
-    info: Arc<parking_lot::Mutex<RaftInfo>>,
-    lease_ms: u64,
+    inputs: RoleInputs,
 ) {
+    let RoleInputs {
+        mut desired,
+        contacts,
+        info,
+        lease_ms,
+        mut yielding,
+    } = inputs;
     let mut rx = raft.metrics();
     let mut server = raft.server_metrics();
     let mut last = None;
@@ -575,8 +606,8 @@ async fn roles(
                     );
                 }
             }
-            // It preps no more, and its clients go.
-            v.ready &= !step_down;
+            // It preps no more, and its clients go; so while it hands over (transfer.rs).
+            v.ready &= !step_down && !*yielding.borrow_and_update();
             v.config_version = in_force;
             synced.insert(me);
             *info.lock() = RaftInfo {
@@ -619,6 +650,9 @@ async fn roles(
                 return;
             },
             r = desired.changed() => if r.is_err() {
+                return;
+            },
+            r = yielding.changed() => if r.is_err() {
                 return;
             },
             _ = tokio::time::sleep(Duration::from_millis((lease_ms / 4).max(10))) => {}
@@ -703,6 +737,8 @@ pub struct Channels {
     pub snapshot: mpsc::UnboundedReceiver<()>,
     /// The member's configuration (core/reconfig.rs), which the leader brings Raft to.
     pub desired: watch::Receiver<Arc<DynConfig>>,
+    /// `ydld`/`rqld` (raft/transfer.rs).
+    pub leadership: mpsc::UnboundedReceiver<crate::core::member::LeadershipAsk>,
 }
 
 /// The core's snapshot requests, to Raft (which ignores one while it builds another).

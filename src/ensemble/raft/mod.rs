@@ -16,6 +16,7 @@ pub mod snapshot_buf;
 pub mod snapshot_file;
 pub mod state_machine;
 pub mod storage;
+pub mod transfer;
 pub mod types;
 pub mod vote;
 

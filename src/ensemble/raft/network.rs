@@ -49,6 +49,14 @@ pub enum PeerRequest {
         id: NodeId,
         addr: String,
     },
+    /// The leader of `term` tells this member to campaign: it hands over (raft/transfer.rs).
+    Elect {
+        term: u64,
+    },
+    /// A member asks the leader to hand over to it (`rqld`).
+    Transfer {
+        to: NodeId,
+    },
 }
 
 type SnapshotResult =
@@ -63,6 +71,9 @@ pub enum PeerResponse {
     Forward(Option<Vec<SyncPoint>>),
     Touch,
     Join(JoinReply),
+    /// Whether the campaign will be made / the hand-over begun.
+    Elect(bool),
+    Transfer(bool),
 }
 
 /// What a member answers a server asking to join (raft/reconfig.rs).
@@ -111,6 +122,12 @@ pub trait PeerHandler: Send + Sync + 'static {
     }
     fn join(&self, _id: NodeId, _addr: String) -> impl Future<Output = JoinReply> + Send {
         async { JoinReply::Later }
+    }
+    fn elect(&self, _from: NodeId, _term: u64) -> impl Future<Output = bool> + Send {
+        async { false }
+    }
+    fn transfer(&self, _to: NodeId) -> impl Future<Output = bool> + Send {
+        async { false }
     }
     /// Looked at before a call is answered: an error closes the link, and the call changes
     /// nothing (raft/peer.rs: terms, entries, snapshot chunks).
@@ -223,6 +240,13 @@ async fn serve_link<H: PeerHandler>(
             }
             PeerRequest::Join { .. } => {
                 return Err(not_as(peer, "a join for another id or another address"))
+            }
+            PeerRequest::Elect { term } => PeerResponse::Elect(handler.elect(from, term).await),
+            PeerRequest::Transfer { to } if to == from => {
+                PeerResponse::Transfer(handler.transfer(to).await)
+            }
+            PeerRequest::Transfer { .. } => {
+                return Err(not_as(peer, "a hand-over to another member"))
             }
         };
         write_frame(link.get_mut(), &resp, PEER_FRAME).await?;
@@ -542,6 +566,11 @@ impl PeerClient {
             )),
             Err(e) => Err(e.into_io()),
         }
+    }
+
+    /// Any call, its reply as sent.
+    pub async fn call_for(&mut self, req: PeerRequest, ttl: Duration) -> io::Result<PeerResponse> {
+        self.call(req, ttl).await.map_err(CallError::into_io)
     }
 
     pub async fn touch(&mut self, ids: Vec<(i64, u64)>, ttl: Duration) -> io::Result<()> {

@@ -159,6 +159,10 @@ pub struct Peer {
     /// The lease: how long after a quorum acknowledged it a leader refuses votes.
     pub lease_ms: u64,
     pub incoming: Mutex<Incoming>,
+    /// For a hand-over this member makes or takes (transfer.rs).
+    pub network: super::network::Network,
+    pub timing: super::transfer::Timing,
+    pub yielding: super::transfer::Yielding,
 }
 
 impl Peer {
@@ -190,7 +194,11 @@ impl PeerHandler for Peer {
                     .lock()
                     .take(&r.meta.snapshot_id, r.offset, r.data.len())
             }
-            PeerRequest::Forward(_) | PeerRequest::Touch(_) | PeerRequest::Join { .. } => Ok(()),
+            PeerRequest::Forward(_)
+            | PeerRequest::Touch(_)
+            | PeerRequest::Join { .. }
+            | PeerRequest::Elect { .. }
+            | PeerRequest::Transfer { .. } => Ok(()),
         }
     }
 
@@ -253,6 +261,31 @@ impl PeerHandler for Peer {
 
     async fn join(&self, id: NodeId, addr: String) -> JoinReply {
         super::reconfig::answer_join(&self.raft, self.me, self.reconfig, id, addr).await
+    }
+
+    async fn elect(&self, from: NodeId, term: u64) -> bool {
+        super::transfer::campaign_when_told(self.raft.clone(), from, term, self.timing)
+    }
+
+    /// On the leader: a member asks to lead; the hand-over runs on a task of its own.
+    async fn transfer(&self, to: NodeId) -> bool {
+        if self.raft.metrics().borrow().current_leader != Some(self.me) || self.yielding.is_set() {
+            return false;
+        }
+        let (raft, network, me, t, y) = (
+            self.raft.clone(),
+            self.network.clone(),
+            self.me,
+            self.timing,
+            self.yielding.clone(),
+        );
+        tokio::spawn(async move {
+            match super::transfer::hand_over(&raft, &network, me, Some(to), t, &y).await {
+                Ok(to) => tracing::info!(to, "leadership handed over, as asked"),
+                Err(e) => tracing::warn!(error = %e, "leadership not handed over"),
+            }
+        });
+        true
     }
 }
 

@@ -1,0 +1,81 @@
+"""Leadership moved on purpose (issue 37; ClickHouse Keeper's ydld and rqld): under a write
+load, `ydld` on the leader hands over to the member furthest along and `rqld` on a follower
+makes it the leader; no acknowledged write is lost and writes pause for about a lease.
+ZooKeeper 3.8 has no leader transfer: against it the test records that the words are not
+served and stops there."""
+
+import time
+
+import pytest
+
+from cluster import four_letter, wait_until
+
+from helpers import Writers, assert_members_equal, try_write
+
+
+def _longest_gap(stamps):
+    stamps = sorted(stamps)
+    return max((b - a for a, b in zip(stamps, stamps[1:])), default=0.0)
+
+
+@pytest.mark.parametrize("word", ["ydld", "rqld"])
+def test_leadership_moves_when_asked_under_load(ensemble, kind, word, figures):
+    c = ensemble(3)
+    old = c.leader()
+    if kind == "zookeeper":
+        answer = four_letter(old.client_port, word)
+        print("ZooKeeper 3.8 answers %s with %r: no leader transfer" % (word, answer))
+        assert "Sent" not in answer
+        return
+    target = c.followers()[0] if word == "rqld" else None
+    setup = c.client()
+    setup.create("/moved")
+    w = Writers(c, "/moved", n=3)
+    w.start()
+    time.sleep(1.5)
+    asked = (target or old)
+    answer = four_letter(asked.client_port, word)
+    assert answer.startswith("Sent"), answer
+    t0 = time.monotonic()
+
+    def moved():
+        new = c.leader()
+        return new is not None and new is not old and new
+
+    new = wait_until(moved, 5)
+    assert new, c.diagnose("no other member leads 5 s after %s" % word)
+    took = time.monotonic() - t0
+    if target is not None:
+        assert new is target, "rqld on %r made %r the leader" % (target, new)
+    # A write goes through the new leader's ensemble.
+    probe = c.client()
+    ok = wait_until(lambda: try_write(probe, "/moved/probe", 2.0), 5)
+    assert ok, c.diagnose("no write after the hand-over")
+    time.sleep(1.0)
+    w.stop()
+    acked = w.all_acked()
+    # Every acknowledged write is on every member.
+    present = set(setup.get_children("/moved"))
+    lost = [p for p in acked if p.rsplit("/", 1)[1] not in present]
+    assert not lost, "acknowledged writes lost across the hand-over: %s" % lost[:5]
+    assert_members_equal(c, "/moved")
+    stamps = w.acked_times()
+    gap = _longest_gap(stamps)
+    figures("%s: another member leads after" % word, took)
+    if stamps:
+        figures("%s: longest write pause" % word, gap)
+    print("%s: %r -> %r in %.3f s; %d writes acknowledged, %d failed; longest pause %.3f s"
+          % (word, old, new, took, len(acked), sum(w.failed), gap))
+    # The old leader follows.
+    assert wait_until(lambda: old.mode() == "follower", 5), c.diagnose("the old leader does not follow")
+
+
+def test_yield_on_a_follower_is_refused(ensemble, kind):
+    c = ensemble(3)
+    if kind == "zookeeper":
+        return
+    f = c.followers()[0]
+    answer = four_letter(f.client_port, "ydld")
+    assert "not the leader" in answer, answer
+    time.sleep(0.5)
+    assert c.leader() is not None and c.leader() is not f
