@@ -160,6 +160,12 @@ run_suite "ZooKeeper migration round trip" \
   timeout -k 5 300 python3 tests/migration/roundtrip.py --palisade ./target/release/palisade \
   --inspect ./target/release/palisade-inspect --port-base 23410
 
+# Data dirs written by earlier builds (tests/upgrade/fixtures/, one per on-disk format) start
+# under this one and serve the same tree (issue 37; a few seconds).
+run_suite "upgrade: data dirs of earlier builds start and serve their tree" \
+  env PALISADE_BIN=./target/release/palisade UPGRADE_PORT_BASE=29200 \
+  timeout -k 5 120 python3 -m pytest -q -p no:cacheprovider tests/upgrade
+
 # Hostile clients: each case its own Palisade (ports 23200+), peak RSS and a probe client's
 # getData p99 under the attack, with ceilings (tests/hostile/run.py; about a minute).
 run_suite "hostile clients: memory and latency bounds under attack" \
