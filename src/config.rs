@@ -38,6 +38,9 @@ pub struct Config {
     pub max_reply_size: Option<usize>,
     /// `--truncate-corrupt-log`: the operator accepts losing the log from a corrupt record on.
     pub truncate_corrupt_log: bool,
+    /// `--force-new-ensemble`: after a permanent loss of the quorum, this member becomes an
+    /// ensemble of one with its own log (ensemble/raft/recovery.rs).
+    pub force_new_ensemble: bool,
     /// Whether clientPort was given (zoo.cfg or --port). A config with secureClientPort and no
     /// clientPort has no plaintext listener, as in ZooKeeper.
     pub client_port_set: bool,
@@ -156,6 +159,7 @@ impl Default for Config {
             global_output_budget: None,
             max_reply_size: None,
             truncate_corrupt_log: false,
+            force_new_ensemble: false,
             admin: AdminConfig::default(),
             client_port_set: false,
             secure_client_port: None,

@@ -17,7 +17,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn usage() -> &'static str {
     "usage: palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]\n\
-     \x20               [--log-format text|json]\n\
+     \x20               [--force-new-ensemble] [--log-format text|json]\n\
+     --force-new-ensemble    after the ensemble's quorum is lost for good: this member becomes\n\
+     \x20                       an ensemble of one with its own log, in a new term. Writes\n\
+     \x20                       acknowledged only by the lost members are gone\n\
      --truncate-corrupt-log  start even if the log is corrupt (a damaged or truncated segment, a\n\
      \x20                       bad record anywhere), dropping every record from the damage on\n\
      \x20                       (moved to log/detached/)"
@@ -108,6 +111,7 @@ fn parse_args() -> Result<Config, String> {
     let mut args = std::env::args().skip(1);
     let mut overrides = Vec::new();
     let mut truncate = false;
+    let mut force = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--port" | "--bind" | "--data-dir" => {
@@ -117,6 +121,7 @@ fn parse_args() -> Result<Config, String> {
                 overrides.push((a, v));
             }
             "--truncate-corrupt-log" => truncate = true,
+            palisade::ensemble::raft::recovery::FLAG => force = true,
             // Read by log_format() before the logs start.
             "--log-format" => {
                 args.next();
@@ -133,6 +138,21 @@ fn parse_args() -> Result<Config, String> {
         }
     }
     cfg.truncate_corrupt_log = truncate;
+    if force && cfg.members.len() < 2 {
+        return Err(format!(
+            "{} is for a member of an ensemble whose quorum is lost for good: this \
+             configuration has no server.N lines",
+            palisade::ensemble::raft::recovery::FLAG
+        ));
+    }
+    if force && !cfg.reconfig_enabled {
+        return Err(format!(
+            "{} needs reconfigEnabled=true: the ensemble of one grows back by reconfig, and \
+             members started empty must join it rather than form another",
+            palisade::ensemble::raft::recovery::FLAG
+        ));
+    }
+    cfg.force_new_ensemble = force;
     for (k, v) in overrides {
         match k.as_str() {
             "--port" => {

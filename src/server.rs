@@ -175,6 +175,7 @@ async fn start_member(
     .map_err(io::Error::other)?;
     let settings = crate::ensemble::raft::member::Settings {
         security,
+        force_new_ensemble: cfg.force_new_ensemble,
         identity,
         members: cfg.members.clone(),
         dir: raft_dir,
@@ -219,6 +220,7 @@ async fn start_member(
         members: cfg.members.clone(),
         desired: desired_tx,
         leadership: leadership_tx,
+        alone: cfg.force_new_ensemble,
     });
     let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()

@@ -194,6 +194,9 @@ pub struct MemberLinks {
     pub desired: tokio::sync::watch::Sender<std::sync::Arc<crate::membership::dynamic::DynConfig>>,
     /// `ydld` and `rqld`, to the Raft side.
     pub leadership: UnboundedSender<LeadershipAsk>,
+    /// `--force-new-ensemble`: the first ready leadership commits a configuration of this
+    /// member alone (core/reconfig.rs `commit_alone_config`).
+    pub alone: bool,
 }
 
 pub(super) struct Member {

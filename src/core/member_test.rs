@@ -44,6 +44,7 @@ pub(crate) fn node_with(
         members,
         desired: tokio::sync::watch::channel(Default::default()).0,
         leadership: tokio::sync::mpsc::unbounded_channel().0,
+        alone: false,
     });
     Node {
         core,

@@ -35,6 +35,7 @@ fn member_asking(myid: u64, snap_count: u64) -> (Core, tokio::sync::mpsc::Unboun
         members: Vec::new(),
         desired: tokio::sync::watch::channel(Default::default()).0,
         leadership: tokio::sync::mpsc::unbounded_channel().0,
+        alone: false,
     });
     (core, s_rx)
 }

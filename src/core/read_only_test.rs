@@ -30,6 +30,7 @@ fn member(grace: Option<Duration>) -> Core {
         members: Vec::new(),
         desired: tokio::sync::watch::channel(Default::default()).0,
         leadership: tokio::sync::mpsc::unbounded_channel().0,
+        alone: false,
     });
     core
 }

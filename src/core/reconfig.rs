@@ -127,6 +127,9 @@ impl Core {
     /// committed with version term << 32 (ZooKeeper's first leader does the same with its
     /// NEWLEADER zxid), at that zxid when the log is below it.
     pub(super) fn commit_first_config(&mut self, term: u64) {
+        if self.commit_alone_config() {
+            return;
+        }
         let Some(m) = self.member.as_ref() else {
             return;
         };
@@ -145,6 +148,42 @@ impl Core {
             m.config_pending = Some(txn.header.zxid);
         }
         self.submit(txn, None);
+    }
+
+    /// After `--force-new-ensemble` (ensemble/raft/recovery.rs), on the first ready
+    /// leadership: the configuration becomes this member alone, so that the membership the
+    /// leader brings Raft to is the one recovery left (the old one has no quorum). True when
+    /// it did so.
+    fn commit_alone_config(&mut self) -> bool {
+        let Some(m) = self.member.as_mut() else {
+            return false;
+        };
+        if !std::mem::take(&mut m.links.alone) {
+            return false;
+        }
+        let me = m.links.myid;
+        let Some(line) = m.config.get(me).cloned() else {
+            tracing::error!(
+                "--force-new-ensemble: this member is not in the configuration; it stays as is"
+            );
+            return false;
+        };
+        let alone = DynConfig {
+            members: vec![line],
+            version: 0,
+        };
+        let txn = self
+            .prep
+            .seal_built(|zxid| config_txn(&alone, 0, 0, zxid, wall_ms()));
+        tracing::warn!(
+            zxid = format_args!("{:#x}", txn.header.zxid),
+            "--force-new-ensemble: the configuration is this member alone from here"
+        );
+        if let Some(m) = self.member.as_mut() {
+            m.config_pending = Some(txn.header.zxid);
+        }
+        self.submit(txn, None);
+        true
     }
 
     /// The txn of a reconfig request, or its error txn, in ZooKeeper 3.8's check order.

@@ -99,6 +99,7 @@ def parse_mode(srvr):
 
 class Member:
     def __init__(self, cluster, myid, client_port, peer_port, election_port, observer=False):
+        self.extra_args = []  # Palisade command-line flags for its next start
         self.cluster = cluster
         self.myid = myid
         self.client_port = client_port
@@ -152,7 +153,7 @@ class Member:
     def argv(self):
         if self.cluster.kind == "zookeeper":
             return [os.path.join(REPO, "tests", "support", "refzk_ensemble.sh"), "run", self.cfg]
-        return [self.cluster.palisade_bin, self.cfg]
+        return [self.cluster.palisade_bin, self.cfg] + list(self.extra_args)
 
     def start(self):
         assert not self.running(), "%r is already running" % self

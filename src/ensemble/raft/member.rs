@@ -264,6 +264,8 @@ pub struct Settings {
     pub reconfig: bool,
     /// How the peer links prove who they are (quorum TLS, quorum SASL, or by address).
     pub security: Arc<crate::ensemble::link::Security>,
+    /// `--force-new-ensemble`: this member becomes an ensemble of one (raft/recovery.rs).
+    pub force_new_ensemble: bool,
 }
 
 /// Starts the member `myid`: opens its Raft storage under `dataLogDir/raft` (the core must
@@ -293,6 +295,15 @@ pub async fn start(
     let applier = CoreApplier::new(core.clone());
     let segment = cfg.segment_bytes.max(1 << 20);
     let (mut log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
+    // After a recovery, the configurations from before it are not brought in (no quorum).
+    let mut floor = 0;
+    if cfg.force_new_ensemble {
+        let addr = peer_addr(me).ok_or_else(|| io::Error::other("server.N without an address"))?;
+        let term = super::recovery::force_new_ensemble(&mut log, myid, &addr).await?;
+        floor = i64::try_from(term)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1 << 32);
+    }
     super::vote::step_down_on_restart(&mut log, myid)
         .await
         .map_err(io::Error::other)?;
@@ -415,6 +426,7 @@ pub async fn start(
         myid,
         cfg.reconfig,
         pause,
+        floor,
     ));
     tokio::spawn(election::run(raft.clone(), myid));
     if cfg.reconfig {

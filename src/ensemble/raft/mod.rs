@@ -11,6 +11,7 @@ pub mod network;
 pub mod peer;
 pub mod purged;
 pub mod reconfig;
+pub mod recovery;
 mod sealed;
 pub mod snapshot_buf;
 pub mod snapshot_file;

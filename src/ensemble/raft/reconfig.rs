@@ -95,6 +95,9 @@ pub fn membership(raft: &Raft<TypeConfig>) -> (BTreeSet<NodeId>, BTreeMap<NodeId
 
 /// On the leader, one change at a time until the membership is the configuration's. On
 /// every member (reconfigEnabled), links follow the committed configuration's addresses.
+///
+/// `floor`: a configuration of a version below it is not brought in (after
+/// `--force-new-ensemble`, the configurations of before, whose quorum is lost: recovery.rs).
 pub async fn reconcile(
     raft: Raft<TypeConfig>,
     network: Network,
@@ -102,6 +105,7 @@ pub async fn reconcile(
     me: NodeId,
     reconfig: bool,
     pause: Duration,
+    floor: i64,
 ) {
     // Server metrics: they change with the role, the leader and the membership only, not at
     // every commit as the full metrics do.
@@ -132,7 +136,7 @@ pub async fn reconcile(
                     .any(|v| v == me)
                     || want.voters().contains(&me))
         };
-        let step = if leads {
+        let step = if leads && want.version >= floor {
             let (voters, nodes) = membership(&raft);
             next_step(&want, &voters, &nodes, reconfig)
         } else {
