@@ -16,8 +16,11 @@ every member writes and reads with no failure and a bounded p99). It prints a fi
         [--tool target/release/palisade-peer-attack] [--baseline OLD_BINARY]
         [--kinds default,tls] [--only NAME] [--quick] [--port 27000] [--keep]
 
---kinds: `default` (no quorum TLS or SASL: links prove their address by connecting back) and
-`tls` (sslQuorum with certificates naming 127.0.0.1, made here with tests/tls/gen_certs.sh).
+--kinds: `default` (no quorum TLS or SASL: links prove their address by connecting back),
+`tls` (sslQuorum with certificates naming 127.0.0.1, made here with tests/tls/gen_certs.sh;
+the outsider also tries TLS with no certificate and with one of another CA) and `sasl` (quorum
+SASL required both ways; the outsider also tries DIGEST-MD5 with a wrong password; not in the
+default --kinds, to keep the run under 3 minutes).
 --baseline runs the default kind's cases against another build too and prints its figures
 beside (its failures are reported, not fatal): built from b950f83's parent, it shows each
 attack succeeding on the old code. --quick scales the two long cases down (vote spam 4 s
@@ -72,11 +75,15 @@ class Ctx:
         ws = ["raw", "claim"]
         if self.kind == "tls":
             ws += ["tls-nocert", "tls-foreign"]
+        if self.kind == "sasl":
+            ws += ["sasl-wrong"]
         out = []
         for w in ws:
             out += ["--way", w]
         if self.kind == "tls":
             out += ["--foreign-cert", os.path.join(self.certs, "foreign", "client.pem")]
+        if self.kind == "sasl":
+            out += ["--jaas", os.path.join(self.certs, "outsider.jaas")]
         return out
 
     def attack(self, sub, *args, ases=(7,), timeout=120, ways=True):
@@ -197,10 +204,10 @@ def case_far_zxid(ctx):
 
 
 def case_overflow(ctx):
-    """A vote of term 2^64-1 with the largest log id, to every member (once made every
-    member panic at every start)."""
+    """A vote of term 2^64-1 with the largest log id, to every member every 250 ms for 3 s or
+    until one grants it (once made every member panic at every start)."""
     ctx.attack("overflow", *sum((["--target", m.peer] for m in ctx.ens.members), []),
-               ases=(7, ctx.followers[0].id))
+               "--duration-s", 3, ases=(7, ctx.followers[0].id))
     time.sleep(2.0)
     return []
 
@@ -302,7 +309,7 @@ def case_join(count):
         s = out.get("streamed_to_outsider", {})
         checks = [("learners on the leader at most %d" % PEER_LEARNERS, learners <= PEER_LEARNERS,
                    "%d learners" % learners)]
-        if ctx.kind == "tls" or not ctx.reconfig:
+        if ctx.kind != "default" or not ctx.reconfig:
             checks.append(("nothing streamed to the outsider", s.get("links", 1) == 0
                            and not s.get("marker_seen"),
                            "links=%s entries=%s secret seen=%s" % (s.get("links"), s.get("entries"),
@@ -408,16 +415,38 @@ def tls_lines(certs):
             "ssl.quorum.trustStore.location=%s" % os.path.join(d, "ca.pem"))
 
 
-def make_certs(workdir):
+def sasl_lines(certs):
+    return ("quorum.auth.enableSasl=true", "quorum.auth.learnerRequireSasl=true",
+            "quorum.auth.serverRequireSasl=true",
+            "jaasLoginConfig=%s" % os.path.join(certs, "members.jaas"))
+
+
+def jaas(server_pw, learner_pw):
+    module = "org.apache.zookeeper.server.auth.DigestLoginModule required"
+    return ('QuorumServer {\n %s\n user_learner="%s";\n};\n'
+            'QuorumLearner {\n %s\n username="learner"\n password="%s";\n};\n'
+            % (module, server_pw, module, learner_pw))
+
+
+def make_certs(workdir, kinds):
+    """TLS stores (two CAs: the members' and a foreign one) and JAAS files (the members',
+    and an outsider's whose password is wrong) under workdir/certs."""
     certs = os.path.join(workdir, "certs")
+    os.makedirs(certs, exist_ok=True)
     gen = os.path.join(REPO, "tests", "tls", "gen_certs.sh")
-    for sub in ("members", "foreign"):  # two runs: two CAs
-        subprocess.run([gen, os.path.join(certs, sub)], check=True, timeout=120)
+    if "tls" in kinds:
+        for sub in ("members", "foreign"):  # two runs: two CAs
+            subprocess.run([gen, os.path.join(certs, sub)], check=True, timeout=120)
+    with open(os.path.join(certs, "members.jaas"), "w") as f:
+        f.write(jaas("quorum-s3cret", "quorum-s3cret"))
+    with open(os.path.join(certs, "outsider.jaas"), "w") as f:
+        f.write(jaas("guess", "guess"))
     return certs
 
 
 def run_case(args, binary, kind, ports, certs, name, fn, extra, workdir):
-    cfg = list(extra) + (list(tls_lines(certs)) if kind == "tls" else [])
+    cfg = list(extra) + {"tls": list(tls_lines(certs)) if kind == "tls" else [],
+                         "sasl": list(sasl_lines(certs)) if kind == "sasl" else []}.get(kind, [])
     ens = Ensemble(binary, ports, tempfile.mkdtemp(prefix="ens.", dir=workdir), cfg)
     r = {"name": name, "kind": kind, "checks": [], "note": ""}
     failed_here = False
@@ -462,6 +491,9 @@ def run_case(args, binary, kind, ports, certs, name, fn, extra, workdir):
         # Nothing applied: every member serves the tree it had before, and no forged node.
         diffs = []
         for m in ens.members:
+            if m.mode() not in ("leader", "follower"):
+                diffs.append("%r: not serving" % m)
+                continue
             try:
                 zk = client(m, auth=OWNER, timeout=5.0)
                 try:
@@ -530,7 +562,7 @@ def main():
     kinds = [k for k in args.kinds.split(",") if k]
     workdir = tempfile.mkdtemp(prefix="palisade-hostile-peer.")
     ports = Ports(args.port, 400)
-    certs = make_certs(workdir) if "tls" in kinds else None
+    certs = make_certs(workdir, kinds)
     runs = [("new", args.binary, k) for k in kinds]
     if args.baseline:
         runs.append(("baseline", args.baseline, "default"))
@@ -552,7 +584,7 @@ def main():
                         print("    %s %s  %s" % ("ok  " if ok else "FAIL", check, detail), flush=True)
                 if args.verbose:
                     for o in r.get("outputs", []):
-                        print("      tool: %s" % json.dumps(o)[:600])
+                        print("      tool: %s" % json.dumps(o)[:4000])
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

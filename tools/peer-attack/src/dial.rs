@@ -7,7 +7,9 @@
 //!   (`Security::plain(claimed)`): the member dialed connects back to the claimed member's
 //!   configured address, which knows nothing of this dial;
 //! - `tls-nocert` / `tls-foreign`: TLS to a member with `sslQuorum`, with no client
-//!   certificate or with one another CA signed, then the same hello by hand.
+//!   certificate or with one another CA signed, then the same hello by hand;
+//! - `sasl-wrong`: the handshake with quorum SASL (DIGEST-MD5), as a `QuorumLearner` whose
+//!   password is not the ensemble's.
 //!
 //! The server's certificate is never checked here: an attacker has nothing to lose by
 //! trusting it.
@@ -34,6 +36,7 @@ pub enum Way {
     Claim,
     TlsNocert,
     TlsForeign,
+    SaslWrong,
 }
 
 impl Way {
@@ -43,6 +46,7 @@ impl Way {
             Way::Claim => "claim",
             Way::TlsNocert => "tls-nocert",
             Way::TlsForeign => "tls-foreign",
+            Way::SaslWrong => "sasl-wrong",
         }
     }
 }
@@ -73,6 +77,9 @@ impl std::str::FromStr for Target {
 pub struct Creds {
     /// A PEM file with a certificate (chain) and its key, from a CA the members do not trust.
     pub foreign: Option<PathBuf>,
+    /// A JAAS file whose `QuorumLearner` password is not the ensemble's (and a `QuorumServer`
+    /// section, which the dialer's `Security` must have).
+    pub jaas: Option<PathBuf>,
 }
 
 pub trait Duplex: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -144,10 +151,16 @@ pub async fn open(
     };
     match way {
         Way::Raw => Ok(Peer::new(Box::new(connect().await?))),
-        Way::Claim => {
-            let sec = match listen {
-                None => Security::plain(as_id),
-                Some(l) => Security::open(as_id, Some(l), &QuorumSettings::default(), None)?,
+        Way::Claim | Way::SaslWrong => {
+            let sec = if way == Way::SaslWrong {
+                let jaas = creds.jaas.as_ref().ok_or("sasl-wrong needs --jaas")?;
+                let mut q = QuorumSettings::default();
+                q.apply("quorum.auth.enableSasl", "true")?;
+                Security::open(as_id, listen, &q, Some(jaas))?
+            } else if listen.is_some() {
+                Security::open(as_id, listen, &QuorumSettings::default(), None)?
+            } else {
+                Security::plain(as_id)
             };
             let linked = link::dial(&target.addr, target.id, &sec)
                 .await
@@ -187,9 +200,7 @@ async fn hello(
     listen: Option<String>,
 ) -> Result<(), String> {
     let mut nonce = [0u8; 16];
-    for (i, b) in nonce.iter_mut().enumerate() {
-        *b = (std::process::id() as u8).wrapping_add(i as u8);
-    }
+    palisade::auth::os_random(&mut nonce);
     let h = Greeting::Link(Hello {
         magic: MAGIC,
         version: VERSION,

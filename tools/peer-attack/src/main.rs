@@ -32,7 +32,7 @@ struct Cli {
 #[derive(Args, Clone)]
 pub struct Attempts {
     /// raw (frames, no handshake: the old protocol), claim (the handshake, claiming to be
-    /// `--as`), tls-nocert, tls-foreign. Repeatable.
+    /// `--as`), tls-nocert, tls-foreign, sasl-wrong. Repeatable.
     #[arg(long = "way", value_enum, default_values_t = [Way::Raw, Way::Claim])]
     pub ways: Vec<Way>,
     /// The member id to claim (a made-up one, or a real member's). Repeatable.
@@ -41,6 +41,9 @@ pub struct Attempts {
     /// tls-foreign's certificate and key (PEM), from a CA the members do not trust.
     #[arg(long)]
     pub foreign_cert: Option<PathBuf>,
+    /// sasl-wrong's JAAS file (a QuorumLearner with a password that is not the ensemble's).
+    #[arg(long)]
+    pub jaas: Option<PathBuf>,
 }
 
 impl Attempts {
@@ -55,6 +58,7 @@ impl Attempts {
     fn creds(&self) -> Creds {
         Creds {
             foreign: self.foreign_cert.clone(),
+            jaas: self.jaas.clone(),
         }
     }
 }
@@ -95,10 +99,13 @@ enum Cmd {
         #[command(flatten)]
         at: Attempts,
     },
-    /// A vote of term 2^64-1 with the largest log id, to each target.
+    /// A vote of term 2^64-1 with the largest log id, to each target, every 250 ms until
+    /// one is granted or `--duration-s` is over.
     Overflow {
         #[arg(long, required = true)]
         target: Vec<Target>,
+        #[arg(long, value_parser = secs, default_value = "3")]
+        duration_s: Duration,
         #[command(flatten)]
         at: Attempts,
     },
@@ -202,7 +209,7 @@ enum Cmd {
         #[arg(long, value_parser = secs, default_value = "10")]
         hold_s: Duration,
         /// Spread over this many source addresses 127.0.0.2.. (0: 127.0.0.1).
-        #[arg(long, default_value_t = 8)]
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(0..=250))]
         sources: u8,
         #[arg(long, value_parser = secs, default_value = "20")]
         connect_within_s: Duration,
@@ -244,9 +251,13 @@ async fn run(cmd: Cmd) -> (&'static str, serde_json::Value) {
             "append",
             raft_rpcs::append(&target, &at, &at.creds(), kind, &secret, &marker).await,
         ),
-        Cmd::Overflow { target, at } => (
+        Cmd::Overflow {
+            target,
+            duration_s,
+            at,
+        } => (
             "overflow",
-            raft_rpcs::overflow(&target, &at, &at.creds()).await,
+            raft_rpcs::overflow(&target, &at, &at.creds(), duration_s).await,
         ),
         Cmd::Snapshot {
             target,

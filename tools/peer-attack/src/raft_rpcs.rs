@@ -119,31 +119,64 @@ pub async fn append(
     json!({"attempts": out})
 }
 
-/// A vote of term 2^64-1 and the largest log id, to each target.
-pub async fn overflow(targets: &[Target], at: &Attempts, creds: &Creds) -> Value {
-    let mut out = Vec::new();
+/// A vote of term 2^64-1 and the largest log id, to each target, every 250 ms until one
+/// is granted or `duration` is over (a member refuses any vote within its leader's lease).
+pub async fn overflow(
+    targets: &[Target],
+    at: &Attempts,
+    creds: &Creds,
+    duration: Duration,
+) -> Value {
+    let start = Instant::now();
+    let pairs = at.pairs();
+    let mut slots: Vec<(Target, Way, NodeId, Option<Peer>, Value)> = Vec::new();
     for t in targets {
-        for (way, as_id) in at.pairs() {
-            let mut a = json!({"target": t.id, "way": way.name(), "as": as_id});
-            match open(way, t, as_id, None, creds).await {
-                Err(e) => a["link"] = json!(e),
-                Ok(mut peer) => {
-                    a["link"] = json!("open");
-                    let req = forge::vote(
-                        u64::MAX,
-                        as_id,
-                        Some(forge::log_id(u64::MAX, as_id, u64::MAX)),
-                    );
-                    a["vote"] = match peer.call(&req).await {
-                        Ok(r) => json!({"answer": short(&r), "granted": granted(&r)}),
-                        Err(e) => json!({"error": e}),
-                    };
-                }
-            }
-            out.push(a);
+        for (way, as_id) in &pairs {
+            let a =
+                json!({"target": t.id, "way": way.name(), "as": as_id, "votes": 0, "granted": 0});
+            slots.push((t.clone(), *way, *as_id, None, a));
         }
     }
-    json!({"attempts": out})
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut any_granted = false;
+    while start.elapsed() < duration && !any_granted {
+        tick.tick().await;
+        for (t, way, as_id, link, a) in slots.iter_mut() {
+            if link.is_none() {
+                match open(*way, t, *as_id, None, creds).await {
+                    Ok(p) => {
+                        *link = Some(p);
+                        a["link"] = json!("open");
+                    }
+                    Err(e) => {
+                        a["link"] = json!(e);
+                        continue;
+                    }
+                }
+            }
+            let Some(peer) = link.as_mut() else { continue };
+            let req = forge::vote(
+                u64::MAX,
+                *as_id,
+                Some(forge::log_id(u64::MAX, *as_id, u64::MAX)),
+            );
+            a["votes"] = json!(a["votes"].as_u64().unwrap_or(0) + 1);
+            match peer.call(&req).await {
+                Ok(r) => {
+                    if granted(&r) {
+                        a["granted"] = json!(a["granted"].as_u64().unwrap_or(0) + 1);
+                        any_granted = true;
+                    }
+                    a["answer"] = json!(short(&r));
+                }
+                Err(e) => {
+                    a["error"] = json!(e);
+                    *link = None;
+                }
+            }
+        }
+    }
+    json!({"attempts": slots.into_iter().map(|s| s.4).collect::<Vec<_>>()})
 }
 
 fn granted(r: &PeerResponse) -> bool {
