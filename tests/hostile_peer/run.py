@@ -64,8 +64,11 @@ PEER_LEARNERS = 16  # src/limits.rs
 class Ctx:
     """What a case gets: the ensemble, its leader and followers, the tool, and the ways."""
 
-    def __init__(self, args, ens, kind, ports, certs):
+    def __init__(self, args, ens, kind, ports, certs, reconfig):
         self.args, self.ens, self.kind, self.ports, self.certs = args, ens, kind, ports, certs
+        self.reconfig = reconfig  # reconfigEnabled=true: joins are possible at all
+        self.note = ""  # a figure the table shows beside the checks
+        self.watch = None
         self.leader = ens.leader()
         self.followers = [m for m in ens.members if m is not self.leader]
         self.outputs = []
@@ -455,9 +458,7 @@ def run_case(args, binary, kind, ports, certs, name, fn, extra, workdir):
         admin = setup(ens, leader)
         before_tree = tree(admin)
         term0 = epoch(admin)
-        ctx = Ctx(args, ens, kind, ports, certs)
-        ctx.reconfig = RECONFIG in extra
-        ctx.note = ""
+        ctx = Ctx(args, ens, kind, ports, certs, RECONFIG in extra)
         probe = Probe(ens)
         watch = ctx.watch = Watch(ens, leader)
         try:
