@@ -171,6 +171,13 @@ run_suite "upgrade: data dirs of earlier builds start and serve their tree" \
 run_suite "hostile clients: memory and latency bounds under attack" \
   timeout -k 5 240 python3 tests/hostile/run.py --port 23200
 
+# Hostile peers (issue 34): every attack an outsider made on the peer port, replayed by
+# palisade-peer-attack against a fresh 3-member ensemble each (ports 27000-27399), default and
+# quorum TLS: nothing applied or learned, leader and term unchanged, RSS bounded, kazoo probes
+# served (tests/hostile_peer/run.py, docs/HOSTILE_PEERS.md; about 2.5 minutes).
+run_suite "hostile peers: the outsider's attacks on the peer port" \
+  timeout -k 5 420 python3 tests/hostile_peer/run.py --port 27000
+
 # TLS for clients (issue 16): kazoo and the Java Netty client, PEM and PKCS12, each
 # ssl.clientAuth mode, port unification, reload; the same tests against ZooKeeper 3.8 (PALISADE_REFZK=1) show
 # they test the right thing (its reload and openssl-truststore cases are skipped).

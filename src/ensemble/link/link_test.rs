@@ -340,3 +340,43 @@ async fn idle_connections_cannot_pile_up() {
     let _again = dial(&addrs[&2], 2, &s1).await.unwrap();
     assert_eq!(m2.seen.recv().await.unwrap().0, 1);
 }
+
+/// The same flood while members link: idle connections that fill every handshake slot (of
+/// the port and of the source the members share) must not keep a member out. A link into
+/// the flooded member, and one out of it (whose proof is a connection back into it), are
+/// made while the idle ones stay: the oldest connection that has not sent its greeting makes
+/// room. (Without that, the hostile_peer suite saw a leader whose links broke under 20,000
+/// idle connections isolated until they went: the term climbed 1 → 30.)
+#[tokio::test]
+async fn members_link_through_a_flood_of_idle_connections() {
+    let limits = Limits {
+        pending: 4,
+        pending_per_source: 3,
+        links: 8,
+        links_per_member: 4,
+    };
+    let s1 = Security::plain(1);
+    let s2 = Security::plain(2).with_limits(limits);
+    let (addrs, _m1, mut m2) = pair(s1.clone(), s2.clone()).await;
+    let mut idle = Vec::new();
+    for _ in 0..40 {
+        if let Ok(s) = TcpStream::connect(&addrs[&2]).await {
+            idle.push(s);
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let (pending, _) = s2.gate().counts();
+    assert!(pending <= 4, "{pending} pending");
+    // Into the flooded member: its pending slots hold idle connections only.
+    let _in = dial(&addrs[&2], 2, &s1).await.expect("member 1 links to 2");
+    assert_eq!(m2.seen.recv().await.unwrap().0, 1);
+    // Out of it: member 1 asks member 2, through member 2's flooded port, for the proof.
+    for _ in 0..40 {
+        if let Ok(s) = TcpStream::connect(&addrs[&2]).await {
+            idle.push(s);
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let _out = dial(&addrs[&1], 1, &s2).await.expect("member 2 links to 1");
+    drop(idle);
+}

@@ -394,7 +394,12 @@ pub async fn accept(
         return Err(refused("too many peer connections in their handshake"));
     };
     let _ = tcp.set_nodelay(true);
-    let r = within("a peer link's handshake", handshake(tcp, source, sec, dir)).await;
+    let r = tokio::select! {
+        r = within("a peer link's handshake", handshake(tcp, source, sec, dir, &pending)) => r,
+        _ = pending.pushed_out() => Err(refused(
+            "pushed out by newer connections before it sent its greeting",
+        )),
+    };
     match r {
         Ok(Some((link, id, addr, proven, joiner))) => match pending.promote(id) {
             Some(admitted) => Ok(Some((
@@ -471,6 +476,7 @@ async fn handshake(
     source: SocketAddr,
     sec: &Security,
     dir: &dyn Directory,
+    pending: &gate::Pending,
 ) -> io::Result<Accepted> {
     let mut first = [0u8; 1];
     let n = tcp.peek(&mut first).await?;
@@ -493,7 +499,9 @@ async fn handshake(
     };
     let cert = stream.peer_certificate();
     let mut link = BufReader::new(stream);
-    let hello = match read::<Greeting>(&mut link, sec).await? {
+    let greeting = read::<Greeting>(&mut link, sec).await?;
+    pending.heard();
+    let hello = match greeting {
         Greeting::Prove {
             magic,
             asker,
