@@ -173,6 +173,8 @@ async fn conn(mut tcp: TcpStream, seen: Arc<Seen>, marker: Arc<Vec<u8>>) {
             })),
             Ok(PeerRequest::Touch(_)) => PeerResponse::Touch,
             Ok(PeerRequest::Forward(_)) => PeerResponse::Forward(None),
+            Ok(PeerRequest::Elect { .. }) => PeerResponse::Elect(false),
+            Ok(PeerRequest::Transfer { .. }) => PeerResponse::Transfer(false),
             Ok(PeerRequest::Join { .. }) | Err(_) => return,
         };
         if write_frame(&mut tcp, &resp, PEER_FRAME).await.is_err() {
