@@ -7,6 +7,7 @@ Mounting needs root (CAP_SYS_ADMIN): a test that cannot mount fails, saying so, 
 pass without its fault.
 """
 
+import errno
 import os
 import re
 import subprocess
@@ -48,14 +49,19 @@ class Tmpfs:
         return st.f_bavail * st.f_frsize
 
     def fill(self, leave):
-        """Leaves `leave` bytes (rounded to pages) free; returns how many were written."""
+        """Leaves `leave` bytes (rounded to pages) free, or none if the member's own writes
+        meanwhile took them (ENOSPC ends the filler there); returns how many were written."""
         n = max(0, self.available() - leave)
-        with open(self.filler, "wb") as f:
-            chunk = b"\0" * (1 << 20)
-            left = n
-            while left > 0:
-                left -= f.write(chunk[:min(left, len(chunk))])
-        return n
+        chunk = b"\0" * (1 << 20)
+        left = n
+        with open(self.filler, "wb", buffering=0) as f:
+            try:
+                while left > 0:
+                    left -= f.write(chunk[:min(left, len(chunk))])
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+        return n - left
 
     def free(self):
         os.unlink(self.filler)
@@ -292,12 +298,13 @@ def fault_under_load(c, kind, figures, victim, label, inject, clear, cause, hold
               "first write through the others %s; %d creates acknowledged"
               % (label, victim, "leader" if was_leader else "follower", t_hit - t0,
                  since_hit(t_exit), since_hit(t_leader), first and first.took, load.count()))
-        figures("%s: the member exits after" % label,
+        figures("%s: the fault hit (the log says so) after the injection" % label, t_hit - t0)
+        figures("%s: the member exits, after the hit" % label,
                 since_hit(t_exit) if t_exit is not None else "kept running (20 s)")
         if was_leader:
-            figures("%s: another leader by srvr after" % label,
+            figures("%s: another leader by srvr, after the hit" % label,
                     since_hit(t_leader) if t_leader is not None else "none within 20 s")
-        figures("%s: first write through the others after" % label,
+        figures("%s: first write through the others, after the hit" % label,
                 first.took if first and first.took is not None else "none within 20 s")
         if kind == "palisade":
             assert t_exit is not None, c.diagnose("%r still runs 20 s after %s"
