@@ -329,16 +329,31 @@ impl RaftLogReader<TypeConfig> for LogReader {
             Have(Entry<TypeConfig>),
             Read(LogId<NodeId>, RecordPos),
         }
-        let wanted: Vec<Want> = self
-            .live
-            .lock()
-            .entries
-            .range(range)
+        // openraft applies `since..=upto` of a commit: a leader's committed id below this
+        // member's makes the range reversed, which BTreeMap::range panics on. It happens only
+        // when the two histories differ (see `read_committed`): an error, not a panic.
+        let Some((from, to)) = index_range(&range) else {
+            return Ok(Vec::new());
+        };
+        if let Some(to) = to.filter(|&to| from > to) {
+            let e = bad_data(format!(
+                "entries {from}..{to} asked for: a reversed range (a leader's committed entry \
+                 is behind this member's, so their histories differ)"
+            ));
+            return Err(StorageIOError::read_logs(io_err(e)).into());
+        }
+        let live = self.live.lock();
+        let range = match to {
+            Some(to) => live.entries.range(from..to),
+            None => live.entries.range(from..),
+        };
+        let wanted: Vec<Want> = range
             .map(|(_, slot)| match slot {
                 Slot::Mem(e) => Want::Have(e.clone()),
                 Slot::Disk(id, pos) => Want::Read(*id, *pos),
             })
             .collect();
+        drop(live);
         let mut out = Vec::with_capacity(wanted.len());
         for w in wanted {
             match w {
@@ -356,6 +371,23 @@ impl RaftLogReader<TypeConfig> for LogReader {
         }
         Ok(out)
     }
+}
+
+/// `range` as a half-open `[from, to)` of indexes (`to` None: no end); None if it holds no
+/// index at all (it starts after u64::MAX).
+fn index_range(range: &impl RangeBounds<u64>) -> Option<(u64, Option<u64>)> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let from = match range.start_bound() {
+        Included(&s) => s,
+        Excluded(&s) => s.checked_add(1)?,
+        Unbounded => 0,
+    };
+    let to = match range.end_bound() {
+        Included(&e) => e.checked_add(1),
+        Excluded(&e) => Some(e),
+        Unbounded => None,
+    };
+    Some((from, to))
 }
 
 impl LogReader {
@@ -411,7 +443,24 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         committed: Option<LogId<NodeId>>,
     ) -> Result<(), StorageError<NodeId>> {
         let Some(id) = committed else { return Ok(()) };
-        self.live.lock().committed = Some(id);
+        {
+            let mut live = self.live.lock();
+            // A committed id is one of this log's entries. One that is not (another entry at
+            // its index) is a leader's whose history differs from this member's: recording
+            // it would make this log claim a commit it does not hold.
+            if let Some(here) = live.entries.get(&id.index).map(Slot::log_id) {
+                if here != id {
+                    let e = bad_data(format!(
+                        "the leader's committed entry {id} is {here} in this member's log: this \
+                         member's data dir does not belong to this ensemble's history; move it \
+                         aside and start the member empty to join again"
+                    ));
+                    tracing::error!(error = %e, "refusing a committed id this log does not hold");
+                    return Err(StorageIOError::write_logs(io_err(e)).into());
+                }
+            }
+            live.committed = Some(id);
+        }
         if let Some(mut writer) = self.idle_writer() {
             // Buffered only: no wake-up of the log thread for it.
             writer.committed(id);
@@ -421,8 +470,20 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
     }
 
+    /// None, though the committed id is recorded (and kept: `truncate` refuses to replace
+    /// what it covers). openraft 0.9 starts from the larger of this and the state machine's
+    /// last applied, and takes every entry at or below it as the leader's without looking
+    /// (`LogStateReader::has_log_id`). So a member whose committed entries differ from the
+    /// ensemble's (a restored copy of a data dir, or a quorum that forgot them: a member
+    /// restarted empty) kept them, appended the leader's later entries on top and served a
+    /// tree no other member had; with a leader whose log ended before them it applied a
+    /// reversed range and panicked, then recorded the leader's committed id and diverged
+    /// (tests/ensemble/test_conflicting_history.py, both). Started from the snapshot,
+    /// openraft compares every entry after it with the leader's, and a conflict with a
+    /// committed one is refused by name. The cost: the log after the snapshot is applied when
+    /// a leader is heard, not at start.
     async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
-        Ok(self.live.lock().committed)
+        Ok(None)
     }
 
     async fn get_log_reader(&mut self) -> LogReader {

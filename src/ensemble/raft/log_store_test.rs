@@ -246,25 +246,29 @@ fn a_followers_append_is_synced_by_the_caller_when_the_log_thread_is_idle() {
 
 /// How: committed ids saved between appends come back after a reopen (the last one whose
 /// entry is still in the log); one recorded after entries a truncation then cut goes with
-/// them, leaving the one before, which is still true.
+/// them, leaving the one before, which is still true. openraft is told none
+/// (`read_committed`): it compares every entry after the snapshot with the leader's.
 #[test]
 fn the_committed_id_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
+    let recorded = |log: &LogStore| log.live.lock().committed;
     rt().block_on(async {
         let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
-        assert_eq!(log.read_committed().await.unwrap(), None);
+        assert_eq!(recorded(&log), None);
         log.blocking_append(entries(1, 1, 20)).await.unwrap();
         log.save_committed(Some(id(1, 15))).await.unwrap();
         log.blocking_append(entries(1, 21, 30)).await.unwrap();
         log.save_committed(Some(id(1, 18))).await.unwrap();
-        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 18)));
+        assert_eq!(recorded(&log), Some(id(1, 18)));
+        assert_eq!(log.read_committed().await.unwrap(), None);
         drop(log);
         let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
-        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 18)));
+        assert_eq!(recorded(&log), Some(id(1, 18)));
+        assert_eq!(log.read_committed().await.unwrap(), None);
         log.truncate(id(1, 25)).await.unwrap();
         drop(log);
         let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
-        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 15)));
+        assert_eq!(recorded(&log), Some(id(1, 15)));
         assert_eq!(
             log.get_log_state().await.unwrap().last_log_id,
             Some(id(1, 24))
@@ -474,5 +478,52 @@ fn committed_entries_are_never_replaced() {
         log.truncate(id(1, 4)).await.unwrap();
         let (state, _) = everything(&mut log).await;
         assert_eq!(state.last_log_id, Some(id(1, 3)));
+    });
+}
+
+/// A leader's committed id that is not this log's entry at its index (another history) is
+/// refused, named, and not recorded; one it holds is.
+#[test]
+fn a_committed_id_this_log_does_not_hold_is_refused() {
+    let rt = rt();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    rt.block_on(async {
+        log.blocking_append(entries(1, 1, 5)).await.unwrap();
+        log.save_committed(Some(id(1, 4))).await.unwrap();
+        let e = log
+            .save_committed(Some(id(2, 3)))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("committed entry T2-N1-3 is T1-N1-3 in this member's log"),
+            "{e}"
+        );
+        assert_eq!(log.live.lock().committed, Some(id(1, 4)));
+        log.save_committed(Some(id(1, 5))).await.unwrap();
+        assert_eq!(log.live.lock().committed, Some(id(1, 5)));
+    });
+}
+
+/// openraft asks for `since..=upto` of a commit; with a leader's committed id behind this
+/// member's the range is reversed: an error, not BTreeMap's panic. Empty and open ranges
+/// still read.
+#[test]
+fn a_reversed_range_is_an_error_not_a_panic() {
+    let rt = rt();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    rt.block_on(async {
+        log.blocking_append(entries(1, 1, 5)).await.unwrap();
+        #[allow(clippy::reversed_empty_ranges)]
+        let e = log.try_get_log_entries(4..2).await.unwrap_err().to_string();
+        assert!(e.contains("reversed range"), "{e}");
+        assert!(log.try_get_log_entries(3..3).await.unwrap().is_empty());
+        assert_eq!(log.try_get_log_entries(3..).await.unwrap().len(), 3);
+        assert_eq!(log.try_get_log_entries(..=2).await.unwrap().len(), 2);
+        use std::ops::Bound::{Excluded, Unbounded};
+        let none = (Excluded(u64::MAX), Unbounded);
+        assert!(log.try_get_log_entries(none).await.unwrap().is_empty());
     });
 }

@@ -23,7 +23,8 @@ pub(super) enum Cmd {
     /// Entries up to this index go (the log id's); all of them if the log ends there.
     Purge(i64, LogId<NodeId>, Done),
     /// A committed log id to record: buffered, made durable by the next batch's fdatasync
-    /// (or at close). Losing it costs nothing but an earlier re-apply at restart.
+    /// (or at close). Losing it costs only a shorter committed prefix that a restarted member
+    /// refuses to see replaced (`LogStore::truncate`).
     Committed(LogId<NodeId>),
     /// How long the thread may poll for its next command before it parks (spinWaitMicros,
     /// as the standalone log thread: a wake-up from a park costs more than a sync here).
@@ -211,7 +212,7 @@ impl Writer {
     }
 
     /// Buffers a committed log id, made durable by the next sync (or at close). Losing it
-    /// costs nothing but an earlier re-apply at restart.
+    /// costs only a shorter committed prefix that a restarted member refuses to see replaced.
     pub(super) fn committed(&mut self, id: LogId<NodeId>) {
         // An empty log (all purged) has nowhere to put it, and needs none.
         if self.wal.last_txn_zxid().is_some() {
