@@ -286,6 +286,22 @@ async fn tls_links_are_mutual_and_bound_to_the_members_host() {
     assert!(nothing_seen(&mut m2));
 }
 
+/// Without `sslQuorumReloadCertFiles` the store files are not watched (a replaced key store
+/// waits for SIGHUP, as ZooKeeper without the key never rereads it); with it both are.
+#[test]
+fn store_files_are_watched_only_with_sslquorumreloadcertfiles() {
+    use crate::net::tls::Reload;
+    let pki = Pki::new();
+    let member = pki.leaf("member.pem", &["127.0.0.1"]);
+    let watched =
+        |lines: &[(&str, &str)]| tls(1, &member, &pki.trust(), lines).tls().unwrap().files();
+    assert!(watched(&[]).is_empty());
+    assert_eq!(
+        watched(&[("sslQuorumReloadCertFiles", "true")]),
+        [member.clone(), pki.trust()]
+    );
+}
+
 #[tokio::test]
 async fn port_unification_takes_tls_and_plaintext_links_both() {
     let pki = Pki::new();

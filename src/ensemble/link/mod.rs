@@ -139,7 +139,11 @@ impl Security {
         q.validate()?;
         let mut s = Security::bare(me, listen);
         if q.tls_on() {
-            s.tls = Some(QuorumTls::new(q.tls.clone(), q.hostname_verification)?);
+            s.tls = Some(QuorumTls::new(
+                q.tls.clone(),
+                q.hostname_verification,
+                q.reload_cert_files,
+            )?);
         }
         s.dial_tls = q.ssl_quorum;
         s.accept_plain = !q.ssl_quorum || q.port_unification;
