@@ -131,13 +131,15 @@ async fn garbage_and_oversized_greetings_are_closed() {
     assert!(nothing_seen(&mut m2));
 }
 
-fn jaas(dir: &tempfile::TempDir, learner_pw: &str) -> std::path::PathBuf {
-    let p = dir.path().join(format!("jaas-{learner_pw}.conf"));
+fn jaas(dir: &tempfile::TempDir, server_pw: &str, learner_pw: &str) -> std::path::PathBuf {
+    let p = dir
+        .path()
+        .join(format!("jaas-{server_pw}-{learner_pw}.conf"));
     let mut f = std::fs::File::create(&p).unwrap();
     writeln!(
         f,
         "QuorumServer {{\n org.apache.zookeeper.server.auth.DigestLoginModule required\n \
-         user_learner=\"s3cret\";\n}};\nQuorumLearner {{\n \
+         user_learner=\"{server_pw}\";\n}};\nQuorumLearner {{\n \
          org.apache.zookeeper.server.auth.DigestLoginModule required\n username=\"learner\"\n \
          password=\"{learner_pw}\";\n}};"
     )
@@ -157,24 +159,41 @@ fn sasl(me: u64, path: &std::path::Path, lines: &[(&str, &str)]) -> Arc<Security
 #[tokio::test]
 async fn sasl_links_prove_the_password_both_ways() {
     let d = tempfile::tempdir().unwrap();
-    let good = jaas(&d, "s3cret");
+    let good = jaas(&d, "s3cret", "s3cret");
     let (s1, s2) = (sasl(1, &good, &[]), sasl(2, &good, &[]));
     let (addrs, _m1, mut m2) = pair(s1.clone(), s2).await;
     let _link = dial(&addrs[&2], 2, &s1).await.unwrap();
     let (id, proven) = m2.seen.recv().await.unwrap();
     assert_eq!((id, proven), (1, Proven::Sasl("learner".into())));
 
-    // A wrong password, claiming member 1 from member 1's own process even: refused.
-    let bad = sasl(1, &jaas(&d, "wrong"), &[]);
+    // A process that does not know the password, claiming member 1 from member 1's own
+    // process even: refused.
+    let bad = sasl(1, &jaas(&d, "wrong", "wrong"), &[]);
     let e = dial(&addrs[&2], 2, &bad).await.unwrap_err();
     assert!(e.to_string().contains("SASL failed"), "{e}");
     assert!(nothing_seen(&mut m2));
 }
 
+/// A member whose QuorumLearner password its own QuorumServer users refuse was refused on
+/// its own dials but, knowing the QuorumServer password, accepted the others' dials: it
+/// followed, unable to vote, forward or open a session (tests/ensemble
+/// test_member_with_wrong_password_never_joins). It does not start now.
+#[test]
+fn a_quorum_learner_its_own_quorum_server_refuses_stops_the_start() {
+    let d = tempfile::tempdir().unwrap();
+    let mut q = QuorumSettings::default();
+    q.apply("quorum.auth.enableSasl", "true").unwrap();
+    let e = Security::open(1, None, &q, Some(&jaas(&d, "s3cret", "wrong")))
+        .err()
+        .unwrap();
+    assert!(e.contains("'QuorumLearner' user 'learner'"), "{e}");
+    assert!(e.contains("not among the 'QuorumServer' users"), "{e}");
+}
+
 #[tokio::test]
 async fn required_sasl_refuses_a_peer_without_it_in_either_direction() {
     let d = tempfile::tempdir().unwrap();
-    let good = jaas(&d, "s3cret");
+    let good = jaas(&d, "s3cret", "s3cret");
     // Member 2 requires SASL of the links it accepts; member 1 does not run it.
     let s2 = sasl(2, &good, &[("quorum.auth.serverRequireSasl", "true")]);
     let (addrs, _m1, mut m2) = pair(Security::plain(1), s2).await;
