@@ -174,6 +174,23 @@ async fn sasl_links_prove_the_password_both_ways() {
     assert!(nothing_seen(&mut m2));
 }
 
+/// What SASL proves: the password, not the member. A process that is not member 1 (it does
+/// not listen at member 1's address) but knows the password links as member 1, as any
+/// holder of ZooKeeper's quorum password can. With no credential the same claim is refused
+/// (`an_outsider_claiming_a_member_is_refused`).
+#[tokio::test]
+async fn sasl_proves_the_password_not_the_member() {
+    let d = tempfile::tempdir().unwrap();
+    let good = jaas(&d, "s3cret", "s3cret");
+    let (addrs, _m1, mut m2) = pair(sasl(1, &good, &[]), sasl(2, &good, &[])).await;
+    let impostor = sasl(1, &good, &[]);
+    let _link = dial(&addrs[&2], 2, &impostor).await.unwrap();
+    assert_eq!(
+        m2.seen.recv().await.unwrap(),
+        (1, Proven::Sasl("learner".into()))
+    );
+}
+
 /// A member whose QuorumLearner password its own QuorumServer users refuse was refused on
 /// its own dials but, knowing the QuorumServer password, accepted the others' dials: it
 /// followed, unable to vote, forward or open a session (tests/ensemble
@@ -303,6 +320,49 @@ async fn tls_links_are_mutual_and_bound_to_the_members_host() {
     // Plaintext to a member with sslQuorum and no portUnification: closed.
     assert!(dial(&addrs[&2], 2, &Security::plain(1)).await.is_err());
     assert!(nothing_seen(&mut m2));
+}
+
+/// `ssl.quorum.hostnameVerification=false`: any certificate the trust store signs speaks as
+/// any member, as in ZooKeeper with that setting (the chain is still checked).
+#[tokio::test]
+async fn without_hostname_verification_any_certificate_of_the_ca_speaks_as_any_member() {
+    let pki = Pki::new();
+    let member = pki.leaf("member.pem", &["127.0.0.1"]);
+    let off = [("ssl.quorum.hostnameVerification", "false")];
+    let (addrs, _m1, mut m2) = pair(
+        tls(1, &member, &pki.trust(), &off),
+        tls(2, &member, &pki.trust(), &off),
+    )
+    .await;
+    let elsewhere = pki.leaf("elsewhere.pem", &["db.example.com"]);
+    let _link = dial(&addrs[&2], 2, &tls(1, &elsewhere, &pki.trust(), &off))
+        .await
+        .unwrap();
+    assert_eq!(m2.seen.recv().await.unwrap(), (1, Proven::Certificate));
+    let other = Pki::new();
+    let forged = other.leaf("forged.pem", &["127.0.0.1"]);
+    assert!(dial(&addrs[&2], 2, &tls(1, &forged, &pki.trust(), &off))
+        .await
+        .is_err());
+}
+
+/// A key store replaced by a file that does not load (a rotation caught half-written) keeps
+/// the certificates in use: links are still made after the reload.
+#[tokio::test]
+async fn a_broken_key_store_does_not_replace_the_loaded_one() {
+    use crate::net::tls::Reload;
+    let pki = Pki::new();
+    let member = pki.leaf("member.pem", &["127.0.0.1"]);
+    let (s1, s2) = (
+        tls(1, &member, &pki.trust(), &[]),
+        tls(2, &member, &pki.trust(), &[]),
+    );
+    let (addrs, _m1, mut m2) = pair(s1.clone(), s2.clone()).await;
+    std::fs::write(&member, "-----BEGIN CERTIFICATE-----\ntruncated").unwrap();
+    s1.tls().unwrap().reload("test");
+    s2.tls().unwrap().reload("test");
+    let _link = dial(&addrs[&2], 2, &s1).await.unwrap();
+    assert_eq!(m2.seen.recv().await.unwrap(), (1, Proven::Certificate));
 }
 
 /// Without `sslQuorumReloadCertFiles` the store files are not watched (a replaced key store
