@@ -37,11 +37,21 @@ async fn bind() -> (TcpListener, String) {
 }
 
 fn start(l: TcpListener, sec: Arc<Security>, addrs: &BTreeMap<u64, String>) -> Listening {
+    start_open(l, sec, addrs, false)
+}
+
+/// `joiners`: servers no configuration names may link to ask to join (reconfigEnabled).
+fn start_open(
+    l: TcpListener,
+    sec: Arc<Security>,
+    addrs: &BTreeMap<u64, String>,
+    joiners: bool,
+) -> Listening {
     let (tx, seen) = mpsc::unbounded_channel();
     let stop = CancellationToken::new();
     let dir = Arc::new(Dir {
         addrs: addrs.clone(),
-        joiners: false,
+        joiners,
     });
     tokio::spawn(listen(l, sec, dir, stop.clone(), move |mut link, peer| {
         let _ = tx.send((peer.id, peer.proven.clone()));
@@ -189,6 +199,44 @@ async fn sasl_proves_the_password_not_the_member() {
         m2.seen.recv().await.unwrap(),
         (1, Proven::Sasl("learner".into()))
     );
+}
+
+/// reconfigEnabled: a server no configuration names may link to ask to join, and needs
+/// what a member needs. Under quorum SASL the password (its address is only where it is
+/// reached); with no credential it proves the address it gives by being dialed back there.
+#[tokio::test]
+async fn a_joiner_needs_a_members_credential() {
+    let d = tempfile::tempdir().unwrap();
+    let good = jaas(&d, "s3cret", "s3cret");
+    let required = [("quorum.auth.serverRequireSasl", "true")];
+    let (l2, a2) = bind().await;
+    let addrs = BTreeMap::from([(2, a2.clone())]);
+    let mut m2 = start_open(l2, sasl(2, &good, &required), &addrs, true);
+    let mut q = QuorumSettings::default();
+    q.apply("quorum.auth.enableSasl", "true").unwrap();
+    let joiner = |pw: &str| {
+        Security::open(7, Some("127.0.0.1:9".into()), &q, Some(&jaas(&d, pw, pw))).unwrap()
+    };
+    let _link = dial(&a2, 2, &joiner("s3cret")).await.unwrap();
+    assert_eq!(
+        m2.seen.recv().await.unwrap(),
+        (7, Proven::Sasl("learner".into()))
+    );
+    assert!(dial(&a2, 2, &joiner("wrong")).await.is_err());
+    assert!(nothing_seen(&mut m2));
+
+    // No credential: the address it gives must answer for it.
+    let (l2, a2) = bind().await;
+    let addrs = BTreeMap::from([(2, a2.clone())]);
+    let mut m2 = start_open(l2, Security::plain(2), &addrs, true);
+    let (l7, a7) = bind().await;
+    let s7 = Arc::new(Security::bare(7, Some(a7.clone())));
+    let _m7 = start(l7, s7.clone(), &BTreeMap::from([(2, a2.clone())]));
+    let _link = dial(&a2, 2, &s7).await.unwrap();
+    assert_eq!(m2.seen.recv().await.unwrap(), (7, Proven::Address));
+    let elsewhere = Arc::new(Security::bare(8, Some("127.0.0.1:9".into())));
+    assert!(dial(&a2, 2, &elsewhere).await.is_err());
+    assert!(nothing_seen(&mut m2));
 }
 
 /// A member whose QuorumLearner password its own QuorumServer users refuse was refused on
