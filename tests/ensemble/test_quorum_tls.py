@@ -10,6 +10,7 @@ every acknowledged write."""
 import os
 import shutil
 import signal
+import socket
 import time
 
 import pytest
@@ -44,6 +45,9 @@ def test_tls_ensemble_forms_replicates_fails_over(ensemble, quorum_certs, kind, 
             c.diagnose("%r kept a link presenting another CA's certificate" % m)
         if kind == "palisade":
             assert palisade_plain_hello(m.peer_port, claim=1 + m.myid % 3, to=m.myid) == b"", m
+            # The peer port is its only one: nothing listens on the election port.
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", m.election_port), 1.0).close()
     forms_replicates_fails_over(c, "/tls", figures, "quorum TLS, %s" % store)
 
 
@@ -101,11 +105,8 @@ def test_tls_key_store_replaced_with_reload_flag_is_used_by_new_links(ensemble, 
 
 def test_tls_key_store_replaced_without_reload_flag_waits_for_sighup(ensemble, quorum_certs,
                                                                      kind):
-    """Without sslQuorumReloadCertFiles a replaced key store is not read until SIGHUP
-    (Palisade; ZooKeeper's JVM has no such signal handler: SIGHUP ends it)."""
-    if kind == "zookeeper":
-        pytest.skip("ZooKeeper 3.8 reloads quorum certificates only with "
-                    "sslQuorumReloadCertFiles; SIGHUP stops its JVM")
+    """Without sslQuorumReloadCertFiles a replaced key store is not read (both kinds) until
+    SIGHUP (Palisade; ZooKeeper's JVM has no such handler: SIGHUP ends it)."""
     certs = quorum_certs
     c = ensemble(3, start=False)
     stores = _own_key_stores(c, certs, reload=False)
@@ -117,6 +118,11 @@ def test_tls_key_store_replaced_without_reload_flag_waits_for_sighup(ensemble, q
         "%r took the new key store without sslQuorumReloadCertFiles or SIGHUP" % target)
     assert not log_has(target, RELOADED)
     os.kill(target.proc.pid, signal.SIGHUP)
+    if kind == "zookeeper":
+        assert wait_until(lambda: not target.running(), 10), c.diagnose("SIGHUP: still up")
+        target.expected_up = False
+        assert target.proc.returncode == 128 + signal.SIGHUP, target.proc.returncode
+        return
     assert wait_until(lambda: presented_cn(target, certs) == CN2, 10, 0.2), c.diagnose(
         "%r did not take the new key store after SIGHUP" % target)
     assert log_has(target, RELOADED)

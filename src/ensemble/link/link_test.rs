@@ -184,6 +184,42 @@ async fn sasl_links_prove_the_password_both_ways() {
     assert!(nothing_seen(&mut m2));
 }
 
+/// `quorum.auth.enableSasl=true` with a JAAS file no member could link with stops the start,
+/// naming what is missing.
+#[test]
+fn a_quorum_jaas_file_no_member_could_link_with_stops_the_start() {
+    let d = tempfile::tempdir().unwrap();
+    let mut q = QuorumSettings::default();
+    q.apply("quorum.auth.enableSasl", "true").unwrap();
+    let digest = "org.apache.zookeeper.server.auth.DigestLoginModule";
+    let learner = format!("QuorumLearner {{ {digest} required username=\"a\" password=\"p\"; }};");
+    for (text, why) in [
+        (learner.clone(), "no JAAS section 'QuorumServer'"),
+        (
+            format!("QuorumServer {{ {digest} required user_a=\"p\"; }};"),
+            "no JAAS section 'QuorumLearner'",
+        ),
+        (
+            format!("QuorumServer {{ {digest} required; }}; {learner}"),
+            "lists no user_NAME",
+        ),
+        (
+            format!(
+                "QuorumServer {{ com.sun.security.auth.module.Krb5LoginModule required \
+                 user_a=\"p\"; }}; {learner}"
+            ),
+            "only org.apache.zookeeper.server.auth.DigestLoginModule",
+        ),
+    ] {
+        let path = d.path().join("quorum.jaas");
+        std::fs::write(&path, text).unwrap();
+        let e = Security::open(1, None, &q, Some(&path)).err().unwrap();
+        assert!(e.contains(why), "{why}: {e}");
+    }
+    let e = Security::open(1, None, &q, None).err().unwrap();
+    assert!(e.contains("needs a JAAS file"), "{e}");
+}
+
 /// What SASL proves: the password, not the member. A process that is not member 1 (it does
 /// not listen at member 1's address) but knows the password links as member 1, as any
 /// holder of ZooKeeper's quorum password can. With no credential the same claim is refused
