@@ -124,12 +124,13 @@ def tls_port(member):
     return member.peer_port if member.cluster.kind == "palisade" else member.election_port
 
 
-def tls_probe(port, certs, cert="server.crt", key="server.key", timeout=3.0):
+def tls_probe(port, certs, cert="server.crt", key="server.key", timeout=3.0, keep=0.5):
     """A TLS handshake to 127.0.0.1:`port` presenting `cert`/`key` (paths under the members'
     CA dir unless absolute) and verifying the server against the members' CA (no name check).
     Returns (the server certificate's CN or None, whether the member kept the connection
-    open for 1 s after the handshake: it refuses a client certificate it does not trust by
-    an alert or a close)."""
+    open for `keep` s after the handshake: it refuses a client certificate it does not trust
+    by an alert or a close, within milliseconds; it keeps a link waiting for its first frame
+    for seconds)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_REQUIRED
@@ -143,7 +144,7 @@ def tls_probe(port, certs, cert="server.crt", key="server.key", timeout=3.0):
                 for k, v in rdn:
                     if k == "commonName":
                         cn = v
-            s.settimeout(1.0)
+            s.settimeout(keep)
             try:
                 kept = s.recv(1) != b""
             except socket.timeout:
