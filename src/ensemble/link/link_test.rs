@@ -118,6 +118,26 @@ async fn an_outsider_claiming_a_member_is_refused() {
     assert!(nothing_seen(&mut m2));
 }
 
+/// A connection that never finishes its handshake is closed at the deadline.
+#[tokio::test]
+async fn a_silent_connection_is_closed_at_the_handshake_deadline() {
+    let (addrs, _m1, _m2) = pair(Security::plain(1), Security::plain(2)).await;
+    let mut s = TcpStream::connect(&addrs[&2]).await.unwrap();
+    let t0 = std::time::Instant::now();
+    let mut buf = Vec::new();
+    let r = tokio::time::timeout(
+        PEER_HANDSHAKE_DEADLINE * 2,
+        tokio::io::AsyncReadExt::read_to_end(&mut s, &mut buf),
+    )
+    .await;
+    assert!(r.is_ok(), "still open after twice the deadline");
+    assert!(
+        t0.elapsed() >= PEER_HANDSHAKE_DEADLINE,
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
 /// A stray client or an older member: anything but a greeting gets no answer but a close,
 /// and an announced frame past the handshake's cap is not read at all.
 #[tokio::test]
