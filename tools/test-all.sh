@@ -79,6 +79,11 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
+# The CA and certificates of the ensemble's quorum TLS (below), made while the suites
+# against the standalone server run (gen_certs.sh takes ~5 s here, mostly keytool's JVM).
+tests/tls/gen_certs.sh "$work/quorum-certs" > "$work/quorum-certs.log" 2>&1 &
+quorum_certs_pid=$!
+
 failed=0
 run_suite() {
   local name=$1; shift
@@ -101,12 +106,26 @@ run_suite "lock recipes with fencing tokens: palisade-lock with Curator and kazo
 # The same suites against a 3-member Palisade ensemble (issue 14): the kazoo suite and the
 # zkCli.sh / C client / Curator suite through a follower (its writes forwarded to the leader,
 # its reads from its own applied tree), the client suite again, the recipes and the lock suite
-# with every member in the connect string.
-step "start a 3-member Palisade ensemble"
+# with every member in the connect string. Its peer links run quorum TLS (issue 34: PEM
+# stores of a CA made here, certificates naming 127.0.0.1), so every client goes through a
+# secured ensemble; tests/ensemble tests quorum TLS and SASL themselves.
+step "start a 3-member Palisade ensemble with quorum TLS"
 ens=$work/ensemble
-ens_hosts=$(tests/support/palisade_ensemble.sh start "$ens" 3 22390 22490 extendedTypesEnabled=true "$super_digest")
+wait "$quorum_certs_pid" || { cat "$work/quorum-certs.log"; exit 1; }
+certs=$work/quorum-certs
+ens_hosts=$(tests/support/palisade_ensemble.sh start "$ens" 3 22390 22490 extendedTypesEnabled=true "$super_digest" \
+  sslQuorum=true sslQuorumReloadCertFiles=true \
+  "ssl.quorum.keyStore.location=$certs/server.pem" ssl.quorum.keyStore.type=PEM \
+  "ssl.quorum.trustStore.location=$certs/ca.pem" ssl.quorum.trustStore.type=PEM)
+# The peer port speaks TLS: a handshake presenting the CA's certificate gets the members'
+# certificate, verified (s_client says "Verify return code: 0" with no certificate too).
+tls_out=$(openssl s_client -connect 127.0.0.1:22491 -cert "$certs/server.crt" -key "$certs/server.key" \
+  -CAfile "$certs/ca.pem" </dev/null 2>/dev/null || true)
+if ! grep -q "^subject=CN = palisade-test-server$" <<<"$tls_out" || ! grep -q "Verify return code: 0 (ok)" <<<"$tls_out"; then
+  echo "SUITE FAILED: the ensemble's peer port does not speak quorum TLS"; failed=1
+fi
 ens_follower=$(tests/support/palisade_ensemble.sh follower "$ens" 3 22390)
-run_suite "kazoo suite against a follower of a 3-member Palisade ensemble" \
+run_suite "kazoo suite against a follower of a 3-member Palisade ensemble (quorum TLS)" \
   env ZK_HOSTS=$ens_follower ZK_MODE=follower ZK_SUPER_AUTH=$super_auth python3 -m pytest -q -p no:cacheprovider tests/kazoo
 run_suite "zkCli.sh, C client and Curator through a follower of a 3-member Palisade ensemble" \
   env KNOWN_GAPS=tests/clients/palisade-known-gaps.txt ZK_SUPER_AUTH=$super_auth tests/clients/run.sh "$ens_follower"

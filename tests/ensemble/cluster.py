@@ -114,6 +114,8 @@ class Member:
         self.stopped = False  # SIGSTOPped
         self.expected_up = False  # started and not killed by the harness since
         self.starts = 0
+        self.extra_cfg = []  # this member's own zoo.cfg lines, after the cluster's
+        self.env = {}  # this member's own environment, over the cluster's
 
     def __repr__(self):
         return "m%d(:%d)" % (self.myid, self.client_port)
@@ -144,11 +146,21 @@ class Member:
             "preAllocSize=8192",
         ]
         lines += c.extra_cfg
+        lines += self.extra_cfg
         lines += [m.server_line() for m in c.members]
         with open(self.cfg, "w") as f:
             f.write("\n".join(lines) + "\n")
         with open(os.path.join(self.data_dir, "myid"), "w") as f:
             f.write("%d\n" % self.myid)
+
+    def configure(self, extra_cfg=None, env=None):
+        """Replaces this member's own zoo.cfg lines and/or environment (rewriting zoo.cfg);
+        they take effect at its next start, as an operator's edit does."""
+        if extra_cfg is not None:
+            self.extra_cfg = list(extra_cfg)
+        if env is not None:
+            self.env = dict(env)
+        self.write_config()
 
     def argv(self):
         if self.cluster.kind == "zookeeper":
@@ -165,7 +177,7 @@ class Member:
         self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.dir,
                                      start_new_session=True,
-                                     env=dict(os.environ, **self.cluster.env))
+                                     env={**os.environ, **self.cluster.env, **self.env})
         log.close()
         self.stopped = False
         self.expected_up = True
@@ -251,7 +263,9 @@ class Cluster:
         self.init_limit = init_limit
         self.sync_limit = sync_limit
         self.extra_cfg = list(extra_cfg)
-        self.env = dict(env or {})  # added to every member's environment (REFZK_JVMFLAGS...)
+        # Added to every member's environment: SERVER_JVMFLAGS (both kinds read its -D flags,
+        # as zkServer.sh passes them to ZooKeeper's JVM), REFZK_JVMFLAGS (ZooKeeper only).
+        self.env = dict(env or {})
         self.palisade_bin = os.path.abspath(
             os.environ.get("PALISADE_BIN", os.path.join(REPO, "target", "release", "palisade")))
         ports = _take_ports(kind, 3 * n)

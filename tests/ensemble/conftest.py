@@ -57,6 +57,13 @@ def ensemble(request, tmp_path):
         c.stop_all()
 
 
+@pytest.fixture(scope="session")
+def quorum_certs(tmp_path_factory):
+    """The certificates of the quorum TLS tests (secured.py), made once per run."""
+    from secured import Certs
+    return Certs(tmp_path_factory.mktemp("quorum-certs"))
+
+
 @pytest.fixture
 def figures(request):
     def record(name, value, unit="s"):

@@ -104,7 +104,7 @@ class Writers:
         self.root = root
         self.stop_ev = threading.Event()
         self.acked = [[] for _ in range(n)]
-        self.times = [[] for _ in range(n)]  # when each acknowledgement came
+        self.ack_times = []  # time.monotonic() of every acknowledgement, all writers
         self.failed = [0] * n
         self.clients = [cluster.client(members) for _ in range(n)]
         self.attempt_timeout = attempt_timeout
@@ -121,7 +121,7 @@ class Writers:
             try:
                 zk.create_async(p, b"").get(timeout=self.attempt_timeout)
                 self.acked[i].append(p)
-                self.times[i].append(time.monotonic())
+                self.ack_times.append(time.monotonic())
                 time.sleep(self.pause)
             except (KazooException, KazooTimeoutError):
                 self.failed[i] += 1
@@ -131,9 +131,6 @@ class Writers:
         for t in self.threads:
             t.start()
 
-    def acked_times(self):
-        return [t for ts in self.times for t in ts]
-
     def stop(self, timeout=10):
         self.stop_ev.set()
         for t in self.threads:
@@ -142,6 +139,14 @@ class Writers:
 
     def all_acked(self):
         return [p for a in self.acked for p in a]
+
+    def longest_pause(self, since=None):
+        """The longest time (s) in which no writer had a write acknowledged, from `since`
+        (default: the first acknowledgement) to the last one."""
+        ts = sorted(self.ack_times)
+        if since is not None:
+            ts = [since] + [t for t in ts if t >= since]
+        return max((b - a for a, b in zip(ts, ts[1:])), default=0.0)
 
 
 def epoch_of(zxid):
@@ -175,3 +180,58 @@ def children_on(cluster, member, root, timeout=15):
         return set(zk.get_children_async(root).get(timeout=timeout))
     finally:
         cluster.release(zk)
+
+
+def forms_replicates_fails_over(cluster, root, figures, label):
+    """The checks of a secured ensemble, on a formed `cluster`: a write on the leader read
+    on every member, the leader killed (kill -9) and a new one serving writes on the
+    survivors (the write before on each), the old leader restarted and equal to the others.
+    Figures: formation, election and first write after the kill."""
+    c = cluster
+    figures("formation (%s)" % label, c.last_formation_s)
+    leader = c.leader()
+    assert leader is not None, c.diagnose("no single leader")
+    zk = c.client([leader])
+    zk.create(root, b"")
+    zk.create(root + "/on-leader", b"written on the leader")
+    c.release(zk)
+    for m in c.members:
+        z = c.client([m])
+        try:
+            z.sync(root)
+            assert z.get(root + "/on-leader")[0] == b"written on the leader", m
+        finally:
+            c.release(z)
+    survivors = [m for m in c.members if m is not leader]
+    probe = c.client(survivors)
+    leader.kill()
+    new, t_leader, t_write = wait_new_leader_and_write(c, survivors, probe, root + "/after")
+    figures("election after kill -9 of the leader (%s): leader by srvr" % label, t_leader)
+    figures("election after kill -9 of the leader (%s): first write" % label, t_write)
+    c.release(probe)
+    for m in survivors:
+        assert "on-leader" in children_on(c, m, root), c.diagnose("%r lost the write" % m)
+    leader.start()
+    c.wait_formed(60, members=c.members)
+    return assert_members_equal(c, root)
+
+
+def serves_without(cluster, zk, root, outsider, seconds=6.0, pause_bound=10.0):
+    """For `seconds` after `outsider` was started: writes through `zk` keep being acknowledged
+    (each within `pause_bound` s; the longest wait is returned) and `outsider` never says
+    leader or follower."""
+    c = cluster
+    zk.create(root, b"")
+    t0 = time.monotonic()
+    longest = 0.0
+    k = 0
+    while time.monotonic() - t0 < seconds:
+        k += 1
+        took = write_until_ok(zk, "%s/w%d" % (root, k), pause_bound, attempt_timeout=1.0)
+        assert took is not None, c.diagnose("no write for %.0f s" % pause_bound)
+        longest = max(longest, took)
+        md = outsider.mode(1.0)
+        assert md not in ("leader", "follower"), c.diagnose("%r joined as %s" % (outsider, md))
+        time.sleep(0.2)
+    assert outsider.running(), c.diagnose("%r exited" % outsider)
+    return longest

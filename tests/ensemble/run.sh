@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The ensemble suite, bounded (10 minutes at most; about 4 minutes on this 2-core machine).
+# The ensemble suite, bounded (10 minutes at most; about 5 minutes on this 2-core machine).
 #   tests/ensemble/run.sh [pytest args...]
 #   ENSEMBLE_KIND=palisade|zookeeper (default palisade), PALISADE_BIN (default
 #   ./target/release/palisade), ENSEMBLE_PORT_BASE (default 24100)

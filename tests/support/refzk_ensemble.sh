@@ -5,7 +5,9 @@
 # The caller (tests/ensemble/cluster.py) writes zoo.cfg and dataDir/myid, owns the process (the
 # pid of this script is the JVM's, through exec) and its log. The classpath is refzk.sh's (the
 # standalone reference, which runs ZooKeeperServerMain).
-#   REFZK_JVMFLAGS="-Dname=value ..." adds JVM flags; REFZK_LOGLEVEL (default info) the level.
+#   SERVER_JVMFLAGS (as zkServer.sh passes it: -Djava.security.auth.login.config=... for quorum
+#   SASL) and REFZK_JVMFLAGS="-Dname=value ..." add JVM flags; REFZK_LOGLEVEL (default info)
+#   the level.
 set -euo pipefail
 classpath() {
   local cp=/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar:/usr/share/java/netty-all.jar:/usr/share/java/jcl-over-slf4j.jar
@@ -27,7 +29,7 @@ run)
     -Dorg.slf4j.simpleLogger.defaultLogLevel="${REFZK_LOGLEVEL:-info}" \
     -Dorg.slf4j.simpleLogger.showDateTime=true \
     -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
-    ${REFZK_JVMFLAGS:-} -cp "$(classpath)" org.apache.zookeeper.server.quorum.QuorumPeerMain "$cfg"
+    ${SERVER_JVMFLAGS:-} ${REFZK_JVMFLAGS:-} -cp "$(classpath)" org.apache.zookeeper.server.quorum.QuorumPeerMain "$cfg"
   ;;
 *) echo "usage: refzk_ensemble.sh run PATH/zoo.cfg | classpath" >&2; exit 2 ;;
 esac

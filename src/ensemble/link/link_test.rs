@@ -37,11 +37,21 @@ async fn bind() -> (TcpListener, String) {
 }
 
 fn start(l: TcpListener, sec: Arc<Security>, addrs: &BTreeMap<u64, String>) -> Listening {
+    start_open(l, sec, addrs, false)
+}
+
+/// `joiners`: servers no configuration names may link to ask to join (reconfigEnabled).
+fn start_open(
+    l: TcpListener,
+    sec: Arc<Security>,
+    addrs: &BTreeMap<u64, String>,
+    joiners: bool,
+) -> Listening {
     let (tx, seen) = mpsc::unbounded_channel();
     let stop = CancellationToken::new();
     let dir = Arc::new(Dir {
         addrs: addrs.clone(),
-        joiners: false,
+        joiners,
     });
     tokio::spawn(listen(l, sec, dir, stop.clone(), move |mut link, peer| {
         let _ = tx.send((peer.id, peer.proven.clone()));
@@ -108,6 +118,26 @@ async fn an_outsider_claiming_a_member_is_refused() {
     assert!(nothing_seen(&mut m2));
 }
 
+/// A connection that never finishes its handshake is closed at the deadline.
+#[tokio::test]
+async fn a_silent_connection_is_closed_at_the_handshake_deadline() {
+    let (addrs, _m1, _m2) = pair(Security::plain(1), Security::plain(2)).await;
+    let mut s = TcpStream::connect(&addrs[&2]).await.unwrap();
+    let t0 = std::time::Instant::now();
+    let mut buf = Vec::new();
+    let r = tokio::time::timeout(
+        PEER_HANDSHAKE_DEADLINE * 2,
+        tokio::io::AsyncReadExt::read_to_end(&mut s, &mut buf),
+    )
+    .await;
+    assert!(r.is_ok(), "still open after twice the deadline");
+    assert!(
+        t0.elapsed() >= PEER_HANDSHAKE_DEADLINE,
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
 /// A stray client or an older member: anything but a greeting gets no answer but a close,
 /// and an announced frame past the handshake's cap is not read at all.
 #[tokio::test]
@@ -131,13 +161,15 @@ async fn garbage_and_oversized_greetings_are_closed() {
     assert!(nothing_seen(&mut m2));
 }
 
-fn jaas(dir: &tempfile::TempDir, learner_pw: &str) -> std::path::PathBuf {
-    let p = dir.path().join(format!("jaas-{learner_pw}.conf"));
+fn jaas(dir: &tempfile::TempDir, server_pw: &str, learner_pw: &str) -> std::path::PathBuf {
+    let p = dir
+        .path()
+        .join(format!("jaas-{server_pw}-{learner_pw}.conf"));
     let mut f = std::fs::File::create(&p).unwrap();
     writeln!(
         f,
         "QuorumServer {{\n org.apache.zookeeper.server.auth.DigestLoginModule required\n \
-         user_learner=\"s3cret\";\n}};\nQuorumLearner {{\n \
+         user_learner=\"{server_pw}\";\n}};\nQuorumLearner {{\n \
          org.apache.zookeeper.server.auth.DigestLoginModule required\n username=\"learner\"\n \
          password=\"{learner_pw}\";\n}};"
     )
@@ -157,24 +189,132 @@ fn sasl(me: u64, path: &std::path::Path, lines: &[(&str, &str)]) -> Arc<Security
 #[tokio::test]
 async fn sasl_links_prove_the_password_both_ways() {
     let d = tempfile::tempdir().unwrap();
-    let good = jaas(&d, "s3cret");
+    let good = jaas(&d, "s3cret", "s3cret");
     let (s1, s2) = (sasl(1, &good, &[]), sasl(2, &good, &[]));
     let (addrs, _m1, mut m2) = pair(s1.clone(), s2).await;
     let _link = dial(&addrs[&2], 2, &s1).await.unwrap();
     let (id, proven) = m2.seen.recv().await.unwrap();
     assert_eq!((id, proven), (1, Proven::Sasl("learner".into())));
 
-    // A wrong password, claiming member 1 from member 1's own process even: refused.
-    let bad = sasl(1, &jaas(&d, "wrong"), &[]);
+    // A process that does not know the password, claiming member 1 from member 1's own
+    // process even: refused.
+    let bad = sasl(1, &jaas(&d, "wrong", "wrong"), &[]);
     let e = dial(&addrs[&2], 2, &bad).await.unwrap_err();
     assert!(e.to_string().contains("SASL failed"), "{e}");
     assert!(nothing_seen(&mut m2));
 }
 
+/// `quorum.auth.enableSasl=true` with a JAAS file no member could link with stops the start,
+/// naming what is missing.
+#[test]
+fn a_quorum_jaas_file_no_member_could_link_with_stops_the_start() {
+    let d = tempfile::tempdir().unwrap();
+    let mut q = QuorumSettings::default();
+    q.apply("quorum.auth.enableSasl", "true").unwrap();
+    let digest = "org.apache.zookeeper.server.auth.DigestLoginModule";
+    let learner = format!("QuorumLearner {{ {digest} required username=\"a\" password=\"p\"; }};");
+    for (text, why) in [
+        (learner.clone(), "no JAAS section 'QuorumServer'"),
+        (
+            format!("QuorumServer {{ {digest} required user_a=\"p\"; }};"),
+            "no JAAS section 'QuorumLearner'",
+        ),
+        (
+            format!("QuorumServer {{ {digest} required; }}; {learner}"),
+            "lists no user_NAME",
+        ),
+        (
+            format!(
+                "QuorumServer {{ com.sun.security.auth.module.Krb5LoginModule required \
+                 user_a=\"p\"; }}; {learner}"
+            ),
+            "only org.apache.zookeeper.server.auth.DigestLoginModule",
+        ),
+    ] {
+        let path = d.path().join("quorum.jaas");
+        std::fs::write(&path, text).unwrap();
+        let e = Security::open(1, None, &q, Some(&path)).err().unwrap();
+        assert!(e.contains(why), "{why}: {e}");
+    }
+    let e = Security::open(1, None, &q, None).err().unwrap();
+    assert!(e.contains("needs a JAAS file"), "{e}");
+}
+
+/// What SASL proves: the password, not the member. A process that is not member 1 (it does
+/// not listen at member 1's address) but knows the password links as member 1, as any
+/// holder of ZooKeeper's quorum password can. With no credential the same claim is refused
+/// (`an_outsider_claiming_a_member_is_refused`).
+#[tokio::test]
+async fn sasl_proves_the_password_not_the_member() {
+    let d = tempfile::tempdir().unwrap();
+    let good = jaas(&d, "s3cret", "s3cret");
+    let (addrs, _m1, mut m2) = pair(sasl(1, &good, &[]), sasl(2, &good, &[])).await;
+    let impostor = sasl(1, &good, &[]);
+    let _link = dial(&addrs[&2], 2, &impostor).await.unwrap();
+    assert_eq!(
+        m2.seen.recv().await.unwrap(),
+        (1, Proven::Sasl("learner".into()))
+    );
+}
+
+/// reconfigEnabled: a server no configuration names may link to ask to join, and needs
+/// what a member needs. Under quorum SASL the password (its address is only where it is
+/// reached); with no credential it proves the address it gives by being dialed back there.
+#[tokio::test]
+async fn a_joiner_needs_a_members_credential() {
+    let d = tempfile::tempdir().unwrap();
+    let good = jaas(&d, "s3cret", "s3cret");
+    let required = [("quorum.auth.serverRequireSasl", "true")];
+    let (l2, a2) = bind().await;
+    let addrs = BTreeMap::from([(2, a2.clone())]);
+    let mut m2 = start_open(l2, sasl(2, &good, &required), &addrs, true);
+    let mut q = QuorumSettings::default();
+    q.apply("quorum.auth.enableSasl", "true").unwrap();
+    let joiner = |pw: &str| {
+        Security::open(7, Some("127.0.0.1:9".into()), &q, Some(&jaas(&d, pw, pw))).unwrap()
+    };
+    let _link = dial(&a2, 2, &joiner("s3cret")).await.unwrap();
+    assert_eq!(
+        m2.seen.recv().await.unwrap(),
+        (7, Proven::Sasl("learner".into()))
+    );
+    assert!(dial(&a2, 2, &joiner("wrong")).await.is_err());
+    assert!(nothing_seen(&mut m2));
+
+    // No credential: the address it gives must answer for it.
+    let (l2, a2) = bind().await;
+    let addrs = BTreeMap::from([(2, a2.clone())]);
+    let mut m2 = start_open(l2, Security::plain(2), &addrs, true);
+    let (l7, a7) = bind().await;
+    let s7 = Arc::new(Security::bare(7, Some(a7.clone())));
+    let _m7 = start(l7, s7.clone(), &BTreeMap::from([(2, a2.clone())]));
+    let _link = dial(&a2, 2, &s7).await.unwrap();
+    assert_eq!(m2.seen.recv().await.unwrap(), (7, Proven::Address));
+    let elsewhere = Arc::new(Security::bare(8, Some("127.0.0.1:9".into())));
+    assert!(dial(&a2, 2, &elsewhere).await.is_err());
+    assert!(nothing_seen(&mut m2));
+}
+
+/// A member whose QuorumLearner password its own QuorumServer users refuse was refused on
+/// its own dials but, knowing the QuorumServer password, accepted the others' dials: it
+/// followed, unable to vote, forward or open a session (tests/ensemble
+/// test_member_with_wrong_password_never_joins). It does not start now.
+#[test]
+fn a_quorum_learner_its_own_quorum_server_refuses_stops_the_start() {
+    let d = tempfile::tempdir().unwrap();
+    let mut q = QuorumSettings::default();
+    q.apply("quorum.auth.enableSasl", "true").unwrap();
+    let e = Security::open(1, None, &q, Some(&jaas(&d, "s3cret", "wrong")))
+        .err()
+        .unwrap();
+    assert!(e.contains("'QuorumLearner' user 'learner'"), "{e}");
+    assert!(e.contains("not among the 'QuorumServer' users"), "{e}");
+}
+
 #[tokio::test]
 async fn required_sasl_refuses_a_peer_without_it_in_either_direction() {
     let d = tempfile::tempdir().unwrap();
-    let good = jaas(&d, "s3cret");
+    let good = jaas(&d, "s3cret", "s3cret");
     // Member 2 requires SASL of the links it accepts; member 1 does not run it.
     let s2 = sasl(2, &good, &[("quorum.auth.serverRequireSasl", "true")]);
     let (addrs, _m1, mut m2) = pair(Security::plain(1), s2).await;
@@ -284,6 +424,65 @@ async fn tls_links_are_mutual_and_bound_to_the_members_host() {
     // Plaintext to a member with sslQuorum and no portUnification: closed.
     assert!(dial(&addrs[&2], 2, &Security::plain(1)).await.is_err());
     assert!(nothing_seen(&mut m2));
+}
+
+/// `ssl.quorum.hostnameVerification=false`: any certificate the trust store signs speaks as
+/// any member, as in ZooKeeper with that setting (the chain is still checked).
+#[tokio::test]
+async fn without_hostname_verification_any_certificate_of_the_ca_speaks_as_any_member() {
+    let pki = Pki::new();
+    let member = pki.leaf("member.pem", &["127.0.0.1"]);
+    let off = [("ssl.quorum.hostnameVerification", "false")];
+    let (addrs, _m1, mut m2) = pair(
+        tls(1, &member, &pki.trust(), &off),
+        tls(2, &member, &pki.trust(), &off),
+    )
+    .await;
+    let elsewhere = pki.leaf("elsewhere.pem", &["db.example.com"]);
+    let _link = dial(&addrs[&2], 2, &tls(1, &elsewhere, &pki.trust(), &off))
+        .await
+        .unwrap();
+    assert_eq!(m2.seen.recv().await.unwrap(), (1, Proven::Certificate));
+    let other = Pki::new();
+    let forged = other.leaf("forged.pem", &["127.0.0.1"]);
+    assert!(dial(&addrs[&2], 2, &tls(1, &forged, &pki.trust(), &off))
+        .await
+        .is_err());
+}
+
+/// A key store replaced by a file that does not load (a rotation caught half-written) keeps
+/// the certificates in use: links are still made after the reload.
+#[tokio::test]
+async fn a_broken_key_store_does_not_replace_the_loaded_one() {
+    use crate::net::tls::Reload;
+    let pki = Pki::new();
+    let member = pki.leaf("member.pem", &["127.0.0.1"]);
+    let (s1, s2) = (
+        tls(1, &member, &pki.trust(), &[]),
+        tls(2, &member, &pki.trust(), &[]),
+    );
+    let (addrs, _m1, mut m2) = pair(s1.clone(), s2.clone()).await;
+    std::fs::write(&member, "-----BEGIN CERTIFICATE-----\ntruncated").unwrap();
+    s1.tls().unwrap().reload("test");
+    s2.tls().unwrap().reload("test");
+    let _link = dial(&addrs[&2], 2, &s1).await.unwrap();
+    assert_eq!(m2.seen.recv().await.unwrap(), (1, Proven::Certificate));
+}
+
+/// Without `sslQuorumReloadCertFiles` the store files are not watched (a replaced key store
+/// waits for SIGHUP, as ZooKeeper without the key never rereads it); with it both are.
+#[test]
+fn store_files_are_watched_only_with_sslquorumreloadcertfiles() {
+    use crate::net::tls::Reload;
+    let pki = Pki::new();
+    let member = pki.leaf("member.pem", &["127.0.0.1"]);
+    let watched =
+        |lines: &[(&str, &str)]| tls(1, &member, &pki.trust(), lines).tls().unwrap().files();
+    assert!(watched(&[]).is_empty());
+    assert_eq!(
+        watched(&[("sslQuorumReloadCertFiles", "true")]),
+        [member.clone(), pki.trust()]
+    );
 }
 
 #[tokio::test]

@@ -139,7 +139,11 @@ impl Security {
         q.validate()?;
         let mut s = Security::bare(me, listen);
         if q.tls_on() {
-            s.tls = Some(QuorumTls::new(q.tls.clone(), q.hostname_verification)?);
+            s.tls = Some(QuorumTls::new(
+                q.tls.clone(),
+                q.hostname_verification,
+                q.reload_cert_files,
+            )?);
         }
         s.dial_tls = q.ssl_quorum;
         s.accept_plain = !q.ssl_quorum || q.port_unification;
@@ -234,10 +238,24 @@ fn load_sasl(q: &QuorumSettings, jaas: Option<&Path>) -> Result<Sasl, String> {
             .map(|(_, v)| v.clone())
             .ok_or_else(|| format!("JAAS section '{}' has no {k}", q.learner_context))
     };
-    Ok(Sasl {
-        users,
-        learner: (get("username")?, get("password")?),
-    })
+    let learner = (get("username")?, get("password")?);
+    // A member dials with its QuorumLearner user and is dialed by members checking theirs
+    // against QuorumServer. One whose own QuorumServer refuses its QuorumLearner would be
+    // refused by members configured alike, yet could still be dialed (it knows the
+    // QuorumServer password): a follower that cannot vote, forward or open a session.
+    // ZooKeeper runs it and it never joins; here it does not start, and says why.
+    if users.get(&learner.0) != Some(&learner.1) {
+        return Err(format!(
+            "JAAS file {}: the '{}' user '{}' and its password are not among the '{}' \
+             users: members checking links against the same users would refuse this \
+             member's links (a wrong QuorumLearner password?)",
+            path.display(),
+            q.learner_context,
+            learner.0,
+            q.server_context
+        ));
+    }
+    Ok(Sasl { users, learner })
 }
 
 /// At most one `ready` a second.

@@ -157,6 +157,10 @@ mod tests {
         assert_eq!(q.apply("ssl.keyStore.location", "/x"), Ok(false));
         assert_eq!(q.apply("ssl.quorum.nonsense", "1"), Ok(false));
         assert!(q.apply("sslQuorum", "yes").is_err());
+        // Both ends of a link are always verified.
+        assert_eq!(q.apply("ssl.quorum.clientAuth", "need"), Ok(true));
+        assert!(q.apply("ssl.quorum.clientAuth", "want").is_err());
+        assert!(q.apply("ssl.quorum.clientAuth", "none").is_err());
 
         let mut q = QuorumSettings::default();
         q.apply("sslQuorum", "true").unwrap();

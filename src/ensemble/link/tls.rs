@@ -4,8 +4,9 @@
 //! name the host of its `server.N` line, whichever end dialed: that is what fixes which
 //! server id a link may speak as (the accepting end checks it against the id the link claims,
 //! the dialing end against the member it dialed). The configs are rebuilt from the files on
-//! SIGHUP or, with `sslQuorumReloadCertFiles`, when they change; a link keeps the config it
-//! was made with.
+//! SIGHUP or, with `sslQuorumReloadCertFiles`, when they change (without it a changed file is
+//! not read until SIGHUP, as ZooKeeper reads it only with that key); a link keeps the config
+//! it was made with.
 
 use crate::net::tls::{load_key_store, load_trust_store, Reload, TlsConfig};
 use parking_lot::RwLock;
@@ -21,15 +22,22 @@ use std::sync::Arc;
 pub struct QuorumTls {
     cfg: TlsConfig,
     hostname_verification: bool,
+    /// `sslQuorumReloadCertFiles`: the store files are watched.
+    watch_files: bool,
     current: RwLock<(Arc<ServerConfig>, Arc<ClientConfig>)>,
 }
 
 impl QuorumTls {
-    pub fn new(cfg: TlsConfig, hostname_verification: bool) -> Result<Arc<Self>, String> {
+    pub fn new(
+        cfg: TlsConfig,
+        hostname_verification: bool,
+        watch_files: bool,
+    ) -> Result<Arc<Self>, String> {
         let pair = build(&cfg, hostname_verification)?;
         Ok(Arc::new(QuorumTls {
             cfg,
             hostname_verification,
+            watch_files,
             current: RwLock::new(pair),
         }))
     }
@@ -48,8 +56,14 @@ impl QuorumTls {
 }
 
 impl Reload for QuorumTls {
+    /// The files the reloader watches: none without `sslQuorumReloadCertFiles` (SIGHUP
+    /// still reloads).
     fn files(&self) -> Vec<PathBuf> {
-        self.cfg.files()
+        if self.watch_files {
+            self.cfg.files()
+        } else {
+            Vec::new()
+        }
     }
 
     fn reload(&self, why: &str) {

@@ -130,6 +130,32 @@ async fn every_rpc_crosses_the_link_intact() {
     cancel.cancel();
 }
 
+/// A link speaks only as the member it proved: member 1's link asking a vote for member 3,
+/// or appending as leader 3, is closed before the handler sees the call; member 1 speaking
+/// as itself is answered on a new link.
+#[tokio::test]
+async fn a_link_speaks_only_as_the_member_it_proved() {
+    let (addr, cancel, net, _) = start(Arc::default()).await;
+    let mut c = client(&net, &addr).await;
+    assert!(c
+        .vote(VoteRequest::new(Vote::new(2, 3), None), opt())
+        .await
+        .is_err());
+    let forged = AppendEntriesRequest {
+        vote: Vote::new_committed(3, 3),
+        prev_log_id: None,
+        entries: vec![],
+        leader_commit: None,
+    };
+    assert!(c.append_entries(forged, opt()).await.is_err());
+    let r = c
+        .vote(VoteRequest::new(Vote::new(2, 1), None), opt())
+        .await
+        .unwrap();
+    assert!(r.vote_granted);
+    cancel.cancel();
+}
+
 #[tokio::test]
 async fn an_unreachable_peer_is_reported_unreachable() {
     // A port that was just free: nothing listens there.
