@@ -221,7 +221,12 @@ impl Driver {
             // members that could win, raising the term each time; its higher vote unseated
             // every leader they elected as soon as that leader reached it (paused-clock
             // schedules, seed 543 over 3 members).
-            let back = self.starting && look.vote.leader_id().term > 0;
+            // So does a member at its first start: the others may have formed without it,
+            // and its candidacy in their leader's term with a higher id outranks that leader
+            // (openraft orders votes of one term by node id): the leader stepped down when it
+            // reached the newcomer (seen: 1.4 s without writes, tests/ensemble quorum TLS).
+            // An ensemble forming from nothing elects a lease later for it.
+            let back = self.starting;
             let failed = look.state == ServerState::Candidate;
             let lease = if look.vote.is_committed() || back || failed {
                 self.lease

@@ -114,14 +114,15 @@ fn a_leader_back_from_a_restart_waits_a_lease_before_it_campaigns() {
     };
     let again = run_until(&mut d, &retry, at, at + ms(5000)).unwrap() - at;
     assert!(again >= ms(450) && again <= ms(650), "{again:?}");
-    // a member of a fresh ensemble (no vote yet) does not wait a lease
+    // a member with no vote yet waits a lease too (it may be the newcomer to an ensemble
+    // that formed without it: a_member_at_its_first_start_waits_a_lease_before_it_campaigns)
     let fresh = Look {
         vote: Vote::new(0, 0),
         ..back
     };
     let mut d = Driver::new(2, &config(), t0);
     let first = run_until(&mut d, &fresh, t0, t0 + ms(5000)).unwrap() - t0;
-    assert!(first >= ms(150) && first <= ms(350), "{first:?}");
+    assert!(first >= ms(450) && first <= ms(650), "{first:?}");
 }
 
 #[test]
@@ -181,4 +182,25 @@ fn leaders_learners_and_lone_voters() {
     let mut look = follower(1, t0);
     look.voters = vec![1];
     assert_eq!(d.next(&look, t0), Act::Elect);
+}
+
+/// A third member started for the first time after the other two formed: it has no vote, and
+/// must hear their leader before it would campaign (a lease and a timeout), not after a bare
+/// timeout — its candidacy of the leader's term outranked that leader.
+#[test]
+fn a_member_at_its_first_start_waits_a_lease_before_it_campaigns() {
+    let ms = Duration::from_millis;
+    let t0 = Instant::now();
+    let mut d = Driver::new(3, &config(), t0);
+    let fresh = Look {
+        state: ServerState::Follower,
+        vote: Vote::default(),
+        touched: None,
+        voters: vec![1, 2, 3],
+    };
+    let waited = run_until(&mut d, &fresh, t0, t0 + ms(5000)).unwrap() - t0;
+    assert!(
+        waited >= ms(300),
+        "campaigned after {waited:?}, within the lease"
+    );
 }

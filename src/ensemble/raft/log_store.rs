@@ -77,6 +77,43 @@ impl Live {
     }
 }
 
+/// The log's committed part, as the peer handler compares an append with it.
+#[derive(Clone)]
+pub struct LogView(Arc<Mutex<Live>>);
+
+impl LogView {
+    /// An error naming both log ids if the leader's `prev` or `entries` differ from this log
+    /// at an index it holds as committed: Raft never replaces a committed entry, so the leader
+    /// and this member do not share a history (this member's data dir came from elsewhere, or
+    /// a quorum forgot what it had committed).
+    pub fn check_history(
+        &self,
+        prev: Option<LogId<NodeId>>,
+        entries: impl Iterator<Item = LogId<NodeId>>,
+    ) -> Result<(), String> {
+        let live = self.0.lock();
+        let Some(committed) = live.committed else {
+            return Ok(());
+        };
+        for theirs in prev.into_iter().chain(entries) {
+            if theirs.index > committed.index {
+                break;
+            }
+            if let Some(ours) = live.entries.get(&theirs.index).map(Slot::log_id) {
+                if ours != theirs {
+                    return Err(format!(
+                        "the leader's log conflicts with this member's committed entries (it \
+                         would replace {ours} and after, and {committed} is committed here): \
+                         this member's data dir does not belong to this ensemble's history; \
+                         move it aside and start the member empty to join again"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What the log thread reports, for tests and metrics.
 #[derive(Default)]
 pub struct LogCounters {
@@ -280,6 +317,11 @@ impl LogStore {
         self.counters.clone()
     }
 
+    /// What the peer handler looks at before an append reaches openraft.
+    pub fn view(&self) -> LogView {
+        LogView(self.live.clone())
+    }
+
     /// How long the log thread may poll for its next command before it parks
     /// (spinWaitMicros; 0, the default here, parks at once).
     pub fn set_spin_wait(&self, d: std::time::Duration) -> io::Result<()> {
@@ -470,20 +512,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
     }
 
-    /// None, though the committed id is recorded (and kept: `truncate` refuses to replace
-    /// what it covers). openraft 0.9 starts from the larger of this and the state machine's
-    /// last applied, and takes every entry at or below it as the leader's without looking
-    /// (`LogStateReader::has_log_id`). So a member whose committed entries differ from the
-    /// ensemble's (a restored copy of a data dir, or a quorum that forgot them: a member
-    /// restarted empty) kept them, appended the leader's later entries on top and served a
-    /// tree no other member had; with a leader whose log ended before them it applied a
-    /// reversed range and panicked, then recorded the leader's committed id and diverged
-    /// (tests/ensemble/test_conflicting_history.py, both). Started from the snapshot,
-    /// openraft compares every entry after it with the leader's, and a conflict with a
-    /// committed one is refused by name. The cost: the log after the snapshot is applied when
-    /// a leader is heard, not at start.
+    /// The committed id recorded in the log. openraft 0.9 starts from it (so a restarted
+    /// member applies its log at once, before it hears a leader: read-only mode serves it),
+    /// and takes every entry at or below it as the leader's without looking
+    /// (`LogStateReader::has_log_id`): a member whose committed entries differ from the
+    /// ensemble's (a restored copy of a data dir, or a quorum that forgot them) would keep
+    /// them and append the leader's later entries on top. So the peer handler compares an
+    /// append's entries and previous log id at or below this one with the log before openraft
+    /// sees them, and a difference stops the member by name (`LogView::check_history`,
+    /// raft/peer.rs; tests/ensemble/test_conflicting_history.py).
     async fn read_committed(&mut self) -> Result<Option<LogId<NodeId>>, StorageError<NodeId>> {
-        Ok(None)
+        Ok(self.live.lock().committed)
     }
 
     async fn get_log_reader(&mut self) -> LogReader {

@@ -246,8 +246,8 @@ fn a_followers_append_is_synced_by_the_caller_when_the_log_thread_is_idle() {
 
 /// How: committed ids saved between appends come back after a reopen (the last one whose
 /// entry is still in the log); one recorded after entries a truncation then cut goes with
-/// them, leaving the one before, which is still true. openraft is told none
-/// (`read_committed`): it compares every entry after the snapshot with the leader's.
+/// them, leaving the one before, which is still true. openraft is told it
+/// (`read_committed`), so a restarted member applies up to it at once.
 #[test]
 fn the_committed_id_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -260,11 +260,11 @@ fn the_committed_id_survives_a_restart() {
         log.blocking_append(entries(1, 21, 30)).await.unwrap();
         log.save_committed(Some(id(1, 18))).await.unwrap();
         assert_eq!(recorded(&log), Some(id(1, 18)));
-        assert_eq!(log.read_committed().await.unwrap(), None);
+        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 18)));
         drop(log);
         let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
         assert_eq!(recorded(&log), Some(id(1, 18)));
-        assert_eq!(log.read_committed().await.unwrap(), None);
+        assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 18)));
         log.truncate(id(1, 25)).await.unwrap();
         drop(log);
         let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
@@ -273,6 +273,39 @@ fn the_committed_id_survives_a_restart() {
             log.get_log_state().await.unwrap().last_log_id,
             Some(id(1, 24))
         );
+    });
+}
+
+/// How: an append whose previous id or entries differ from this log at a committed index
+/// is named as a conflict; the same entries above the committed id, or equal ones at or
+/// below it, pass (openraft replaces uncommitted entries as Raft allows).
+#[test]
+fn a_leader_log_replacing_committed_entries_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        let view = log.view();
+        log.blocking_append(entries(1, 1, 10)).await.unwrap();
+        assert_eq!(
+            view.check_history(Some(id(2, 5)), [id(2, 6)].into_iter()),
+            Ok(())
+        );
+        log.save_committed(Some(id(1, 6))).await.unwrap();
+        assert_eq!(
+            view.check_history(Some(id(1, 5)), [id(1, 6), id(2, 7)].into_iter()),
+            Ok(())
+        );
+        assert_eq!(
+            view.check_history(Some(id(1, 6)), [id(3, 7)].into_iter()),
+            Ok(())
+        );
+        let err = view
+            .check_history(Some(id(1, 4)), [id(1, 5), id(2, 6)].into_iter())
+            .unwrap_err();
+        assert!(err.contains("would replace T1-N1-6"), "{err}");
+        assert!(view
+            .check_history(Some(id(2, 5)), std::iter::empty())
+            .is_err());
     });
 }
 

@@ -310,6 +310,7 @@ pub async fn start(
     log.set_spin_wait(cfg.spin_wait)?;
     log.lead_as(myid);
     let durable = log.durable();
+    let view = log.view();
     let config = Arc::new(election::raft_config(
         cfg.tick_time,
         cfg.init_limit,
@@ -352,6 +353,7 @@ pub async fn start(
         network: network.clone(),
         timing,
         yielding: yielding.clone(),
+        log: Some(view),
     });
     let listening = stop.child_token();
     {

@@ -12,6 +12,8 @@
 //!   sent something undecodable;
 //! - snapshot chunks come in order (or again, as a retry), from a leader whose vote is
 //!   committed and no older than this member's, and add up to at most `SNAPSHOT_MAX`;
+//! - an append that would replace an entry this member holds as committed stops the member,
+//!   named (its data dir is not this ensemble's history: `LogView::check_history`);
 //! - a leader that a quorum acknowledged within its lease grants no vote (the dissertation's
 //!   disruptive-server rule, §4.2.3): openraft 0.9 refuses a vote within the lease of the
 //!   vote a *follower* last heard, but a leader's own lease starts at its election only, so a
@@ -163,6 +165,8 @@ pub struct Peer {
     pub network: super::network::Network,
     pub timing: super::transfer::Timing,
     pub yielding: super::transfer::Yielding,
+    /// The log's committed part, which an append must agree with.
+    pub log: Option<super::log_store::LogView>,
 }
 
 impl Peer {
@@ -180,7 +184,19 @@ impl PeerHandler for Peer {
             PeerRequest::Vote(r) => term_ok(r.vote.leader_id().term, term),
             PeerRequest::Append(r) => {
                 term_ok(r.vote.leader_id().term, term)?;
-                check_entries(r)
+                check_entries(r)?;
+                if let Some(log) = &self.log {
+                    if let Err(e) =
+                        log.check_history(r.prev_log_id, r.entries.iter().map(|e| e.log_id))
+                    {
+                        // Not an input to refuse and retry: this member's history is not the
+                        // ensemble's, so it stops, and says so at every start.
+                        tracing::error!(error = %e, "this member stops");
+                        let _ = self.core.try_send(CoreMsg::Shutdown);
+                        return Err(e);
+                    }
+                }
+                Ok(())
             }
             PeerRequest::Snapshot(r) => {
                 term_ok(r.vote.leader_id().term, term)?;
