@@ -50,6 +50,8 @@ pub(crate) struct Conn {
     pub established: i64,
     /// This connection's SASL exchange (one per connection, as ZooKeeper's per-cnxn server).
     pub sasl: crate::auth::digest_md5::Exchange,
+    /// A SASL token was answered with a null one (core/sasl.rs): the next closes.
+    pub null_token_sent: bool,
 }
 
 impl Core {

@@ -308,7 +308,14 @@ impl Core {
                 }
             }
             Request::Sasl(s) => {
-                let (frame, fail) = self.sasl(conn, xid, s.token.as_deref().unwrap_or(&[]));
+                let token = s.token.as_deref().unwrap_or(&[]);
+                let Some((frame, fail)) = self.sasl(conn, xid, token) else {
+                    self.record_read(at);
+                    if let Some(c) = self.conns.get(&conn) {
+                        let _ = c.out.send(Out::Close);
+                    }
+                    return;
+                };
                 close = fail;
                 frame
             }
