@@ -60,8 +60,3 @@ pub const CONNECTION_BUDGET_MAXBUFFERS: usize = 4;
 /// Default `globalOutputBudget`: 1 GiB, or a quarter of the machine's memory if that is
 /// less — the server's own tree must still fit beside what its clients have not read.
 pub const GLOBAL_BUDGET_DEFAULT: usize = 1 << 30;
-
-/// Extra room of `maxReplySize` over jute.maxbuffer by default: a getData of a node whose
-/// data filled a whole request (at most jute.maxbuffer) replies with that data plus a reply
-/// header, a length and a Stat (88 bytes), so no reply ZooKeeper gives for one node is refused.
-pub const REPLY_HEADROOM: usize = 1024;
