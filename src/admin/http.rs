@@ -2,7 +2,7 @@
 //! thread per request): the AdminServer and the Prometheus endpoint.
 
 use super::commands::{self, Info, Kind};
-use super::listener::{Bounded, IDLE, MAX_CONNECTIONS};
+use super::listener::{self, Bounded, IDLE, MAX_CONNECTIONS};
 use super::{Json, Query};
 use crate::core::CoreMsg;
 use axum::extract::{Path, State};
@@ -154,11 +154,7 @@ pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_ur
         .route("/ready", get(ready))
         .with_state(st);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::warn!(error = %e, "AdminServer stopped");
-        }
-    });
+    tokio::spawn(listener::serve(listener, app));
 }
 
 async fn metrics(State(core): State<CoreSlot>) -> Response {
@@ -184,11 +180,7 @@ pub fn serve_metrics(listener: TcpListener, core: CoreSlot) {
         .route("/metrics", get(metrics))
         .with_state(core);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::warn!(error = %e, "metrics endpoint stopped");
-        }
-    });
+    tokio::spawn(listener::serve(listener, app));
 }
 
 #[cfg(test)]
