@@ -34,7 +34,8 @@ pub struct Config {
     pub connection_output_budget: Option<usize>,
     /// Palisade's `globalOutputBudget` (bytes; default 1 GiB or a quarter of RAM).
     pub global_output_budget: Option<usize>,
-    /// Palisade's `maxReplySize` (bytes; default jute.maxbuffer + 1 KiB).
+    /// Palisade's `maxReplySize` (bytes; default none: replies are bounded by the output
+    /// budgets, as large as ZooKeeper sends them).
     pub max_reply_size: Option<usize>,
     /// `--truncate-corrupt-log`: the operator accepts losing the log from a corrupt record on.
     pub truncate_corrupt_log: bool,
@@ -233,13 +234,12 @@ impl Config {
         })
     }
 
-    /// The largest reply the server builds; a request whose reply would be larger is
-    /// answered with an error.
-    pub fn max_reply_size(&self) -> usize {
-        self.max_reply_size.unwrap_or_else(|| {
-            self.jute_max_buffer
-                .saturating_add(crate::limits::REPLY_HEADROOM)
-        })
+    /// The largest reply the server builds when `maxReplySize` is set (a request whose reply
+    /// would be larger is answered with an error). Unset, none: ZooKeeper sends a reply of any
+    /// size (go-zookeeper reads a 20 MB getChildren), so the output budgets bound replies
+    /// instead (ARCHITECTURE.md, "Output budgets").
+    pub fn max_reply_size(&self) -> Option<usize> {
+        self.max_reply_size
     }
 
     /// The polling window: `spinWaitMicros` if set; else 300 µs standalone and none for an
@@ -625,7 +625,7 @@ mod tests {
         let mut c = Config::default();
         assert_eq!(c.apply_zoo_cfg("jute.maxbuffer=1000\n"), Ok(vec![]));
         assert_eq!(c.connection_output_budget(), 4000);
-        assert_eq!(c.max_reply_size(), 2024);
+        assert_eq!(c.max_reply_size(), None);
         assert!(c.global_output_budget() <= 1 << 30);
         let cfg = "connectionOutputBudget=123\nglobalOutputBudget=4567\nmaxReplySize=89\n";
         assert_eq!(c.apply_zoo_cfg(cfg), Ok(vec![]));
@@ -635,7 +635,7 @@ mod tests {
                 c.global_output_budget(),
                 c.max_reply_size()
             ),
-            (123, 4567, 89)
+            (123, 4567, Some(89))
         );
         let e = c
             .apply_zoo_cfg("maxReplySize=0\n")

@@ -61,11 +61,6 @@ pub const CONNECTION_BUDGET_MAXBUFFERS: usize = 4;
 /// less — the server's own tree must still fit beside what its clients have not read.
 pub const GLOBAL_BUDGET_DEFAULT: usize = 1 << 30;
 
-/// Extra room of `maxReplySize` over jute.maxbuffer by default: a getData of a node whose
-/// data filled a whole request (at most jute.maxbuffer) replies with that data plus a reply
-/// header, a length and a Stat (88 bytes), so no reply ZooKeeper gives for one node is refused.
-pub const REPLY_HEADROOM: usize = 1024;
-
 // The peer port (src/ensemble/link/): what anyone who can reach it may hold before and after
 // a link has proven which member it is.
 

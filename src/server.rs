@@ -395,7 +395,7 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
         min_session_timeout: cfg.min_timeout(),
         max_session_timeout: cfg.max_timeout(),
         max_buffer: cfg.jute_max_buffer,
-        max_reply: cfg.max_reply_size(),
+        max_reply: cfg.max_reply_size().unwrap_or(usize::MAX),
         ttl_enabled: cfg.extended_types_enabled,
         four_letter_words: cfg.four_letter_words.clone(),
         super_digest: cfg.super_digest.clone(),
@@ -451,7 +451,7 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     tracing::info!(
         connection_output_budget = params.output_budget,
         global_output_budget = cfg.global_output_budget(),
-        max_reply_size = cfg.max_reply_size(),
+        max_reply_size = ?cfg.max_reply_size(),
         "output bounds"
     );
     let per_ip: Arc<parking_lot::Mutex<HashMap<IpAddr, usize>>> = Default::default();

@@ -2,7 +2,7 @@
 //! thread per request): the AdminServer and the Prometheus endpoint.
 
 use super::commands::{self, Info, Kind};
-use super::listener::{Bounded, IDLE, MAX_CONNECTIONS};
+use super::listener::{self, Bounded, IDLE, MAX_CONNECTIONS};
 use super::{Json, Query};
 use crate::core::CoreMsg;
 use axum::extract::{Path, State};
@@ -108,22 +108,27 @@ async fn command(State(st): State<AdminState>, Path(name): Path<String>) -> Resp
     json_response(StatusCode::OK, &m)
 }
 
-/// Ready = the core runs and answers (recovery done, serving clients). A standalone server
-/// is its own quorum; an ensemble member will also need a quorum here.
+/// Ready = the core runs, answers and serves read-write clients, as `srvr` says: recovery
+/// done, and for an ensemble member a quorum (a leader it follows, or its own with a quorum
+/// behind it); a read-only member is not ready. The role is srvr's Mode.
 async fn ready(State(st): State<AdminState>) -> Response {
-    let ok = ask(&st.core, |reply| Query::Ready { reply })
-        .await
-        .is_some();
-    let (status, body) = if ok {
-        (
-            StatusCode::OK,
-            json!({ "status": "ok", "details": { "role": "standalone", "hasLeader": true } }),
-        )
-    } else {
-        (
+    let r = ask(&st.core, |reply| Query::Ready { reply }).await;
+    let (status, body) = match r {
+        Some(r) => (
+            if r.serving {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            },
+            json!({
+                "status": if r.serving { "ok" } else { "fail" },
+                "details": { "role": r.role, "hasLeader": r.has_leader },
+            }),
+        ),
+        None => (
             StatusCode::SERVICE_UNAVAILABLE,
             json!({ "status": "fail", "details": { "role": "", "hasLeader": false } }),
-        )
+        ),
     };
     let m = match body {
         Value::Object(m) => m,
@@ -154,11 +159,7 @@ pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_ur
         .route("/ready", get(ready))
         .with_state(st);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::warn!(error = %e, "AdminServer stopped");
-        }
-    });
+    tokio::spawn(listener::serve(listener, app));
 }
 
 async fn metrics(State(core): State<CoreSlot>) -> Response {
@@ -184,11 +185,7 @@ pub fn serve_metrics(listener: TcpListener, core: CoreSlot) {
         .route("/metrics", get(metrics))
         .with_state(core);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::warn!(error = %e, "metrics endpoint stopped");
-        }
-    });
+    tokio::spawn(listener::serve(listener, app));
 }
 
 #[cfg(test)]
@@ -232,21 +229,40 @@ mod tests {
         assert!(r.starts_with("HTTP/1.1 503"), "{r}");
     }
 
-    /// A core that answers: ready.
+    /// A core that answers: ready as it says, in the role it says.
     #[tokio::test]
-    async fn ready_when_the_core_answers() {
-        let slot = CoreSlot::default();
-        let (tx, mut rx) = mpsc::channel::<CoreMsg>(4);
-        let _ = slot.set(tx);
-        tokio::spawn(async move {
-            while let Some(m) = rx.recv().await {
-                if let CoreMsg::Admin(Query::Ready { reply }) = m {
-                    let _ = reply.send(());
+    async fn ready_follows_the_cores_serving_state_and_role() {
+        for (serving, role, has_leader, want) in [
+            (true, "leader", true, "HTTP/1.1 200"),
+            (true, "standalone", true, "HTTP/1.1 200"),
+            (false, "follower", false, "HTTP/1.1 503"),
+            (false, "read-only", false, "HTTP/1.1 503"),
+        ] {
+            let slot = CoreSlot::default();
+            let (tx, mut rx) = mpsc::channel::<CoreMsg>(4);
+            let _ = slot.set(tx);
+            tokio::spawn(async move {
+                while let Some(m) = rx.recv().await {
+                    if let CoreMsg::Admin(Query::Ready { reply }) = m {
+                        let _ = reply.send(super::super::Readiness {
+                            serving,
+                            role,
+                            has_leader,
+                        });
+                    }
                 }
-            }
-        });
-        let addr = admin(slot).await;
-        let r = get(addr, "/ready").await;
-        assert!(r.starts_with("HTTP/1.1 200") && r.contains("\"ok\""), "{r}");
+            });
+            let addr = admin(slot).await;
+            let r = get(addr, "/ready").await;
+            let status = if serving { "ok" } else { "fail" };
+            assert!(r.starts_with(want), "{r}");
+            let body = r.split("\r\n\r\n").nth(1).unwrap_or("");
+            let v: Value = serde_json::from_str(body).unwrap();
+            assert_eq!(
+                v,
+                json!({"status": status, "details": {"role": role, "hasLeader": has_leader}}),
+                "{r}"
+            );
+        }
     }
 }

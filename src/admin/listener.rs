@@ -1,6 +1,10 @@
-//! The HTTP listeners' bounds: at most `limit` connections served at once (more wait in the
-//! kernel's backlog), and a connection idle for `idle` (nothing read) is closed, so idle or
-//! slow clients cannot pile up tasks and sockets.
+//! The HTTP listeners' bounds. Each request must send its headers within [`HEADER_DEADLINE`]
+//! of its connection being accepted, or of the previous response on it: a client that drips
+//! its headers (or sends nothing) is closed then, whatever the other connections do, so slow
+//! clients cannot hold a listener's slots from the health checks and scrapes behind them. A
+//! listener serves at most `limit` connections at once (more wait in the kernel's backlog):
+//! far more than a slow-drip attack of a hundred connections, few enough for their sockets
+//! and buffers to stay small. A connection idle for `idle` (nothing read) is closed too.
 
 use std::future::Future;
 use std::io;
@@ -14,8 +18,15 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
-/// Connections each HTTP listener serves at once.
-pub const MAX_CONNECTIONS: usize = 64;
+/// Connections each HTTP listener serves at once (each a task, a socket and hyper's buffers,
+/// a few KiB while its request is small). Was 64: a hundred slow-drip connections took them
+/// all, and `ruok` and `/metrics` went unanswered for seconds (issue 37).
+pub const MAX_CONNECTIONS: usize = 1024;
+/// How long a request may take to send its headers, from its connection's accept or the
+/// previous response on it (hyper's header_read_timeout). A health check or a scrape sends
+/// its few hundred bytes at once; keep-alive connections idle past it are closed, and their
+/// clients reopen them.
+pub const HEADER_DEADLINE: Duration = Duration::from_secs(5);
 /// A connection that sends nothing for this long is closed (a scraper or a health check
 /// sends its request at once; keep-alive connections are reopened by the client).
 pub const IDLE: Duration = Duration::from_secs(30);
@@ -76,6 +87,30 @@ impl axum::serve::Listener for Bounded {
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.local_addr()
+    }
+}
+
+/// Serves `app` on `listener` until the runtime stops: each connection a task of its own,
+/// HTTP/1 with [`HEADER_DEADLINE`] for every request's headers.
+pub async fn serve(listener: Bounded, app: axum::Router) {
+    serve_within(listener, app, HEADER_DEADLINE).await
+}
+
+async fn serve_within(mut listener: Bounded, app: axum::Router, header_deadline: Duration) {
+    use axum::serve::Listener as _;
+    loop {
+        let (conn, _) = listener.accept().await;
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let served = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_deadline)
+                .serve_connection(hyper_util::rt::TokioIo::new(conn), service)
+                .await;
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "HTTP connection ended");
+            }
+        });
     }
 }
 
@@ -142,11 +177,18 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     async fn serve(limit: usize, idle: Duration) -> SocketAddr {
+        serve_for(limit, idle, Duration::from_secs(30)).await
+    }
+
+    async fn serve_for(limit: usize, idle: Duration, header_deadline: Duration) -> SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         let app = axum::Router::new().route("/", get(|| async { "hi" }));
-        let server = axum::serve(Bounded::new(l, limit, idle), app);
-        tokio::spawn(async move { server.await });
+        tokio::spawn(serve_within(
+            Bounded::new(l, limit, idle),
+            app,
+            header_deadline,
+        ));
         addr
     }
 
@@ -169,6 +211,43 @@ mod tests {
             .await
             .unwrap();
         assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+    }
+
+    /// A client that drips its headers a byte at a time (each byte well within the idle
+    /// bound) is closed at its header deadline; meanwhile other clients are served.
+    #[tokio::test]
+    async fn a_request_whose_headers_drip_is_closed_at_its_deadline() {
+        let addr = serve_for(4, Duration::from_secs(30), Duration::from_millis(400)).await;
+        let mut drip = TcpStream::connect(addr).await.unwrap();
+        drip.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nX-Drip: ")
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let mut closed = None;
+        while started.elapsed() < Duration::from_secs(10) {
+            let _ = drip.write_all(b"a").await;
+            let mut buf = [0u8; 256];
+            match tokio::time::timeout(Duration::from_millis(50), drip.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    closed = Some(started.elapsed());
+                    break;
+                }
+                Ok(Ok(_)) => {}
+                Err(_) => {
+                    // Still open: another client is served at once.
+                    let mut s = TcpStream::connect(addr).await.unwrap();
+                    let r = tokio::time::timeout(Duration::from_secs(5), request(&mut s))
+                        .await
+                        .unwrap();
+                    assert!(r.ends_with("hi"), "{r}");
+                }
+            }
+        }
+        let closed = closed.expect("the dripping connection was never closed");
+        assert!(
+            closed >= Duration::from_millis(300) && closed < Duration::from_secs(3),
+            "{closed:?}"
+        );
     }
 
     /// Past the limit a connection waits for a slot: the one idle holder is closed, then the

@@ -16,4 +16,4 @@ pub mod http_slot {
     pub use super::http::CoreSlot;
 }
 
-pub use crate::core::admin::{CoreCmd, Json, Query};
+pub use crate::core::admin::{CoreCmd, Json, Query, Readiness};

@@ -38,10 +38,22 @@ pub enum Query {
     Metrics {
         reply: oneshot::Sender<Sample>,
     },
-    /// Answered as soon as the core reads it: the core is running and serving.
+    /// /ready: whether the core serves clients, in which role.
     Ready {
-        reply: oneshot::Sender<()>,
+        reply: oneshot::Sender<Readiness>,
     },
+}
+
+/// What /ready reports: the serving state `srvr` reports (a member without a quorum, or in
+/// read-only mode, does not serve read-write clients) and the role its Mode line names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Readiness {
+    /// Serving read-write clients (srvr answers, and not in read-only mode).
+    pub serving: bool,
+    /// srvr's Mode: standalone, leader, follower, observer or read-only.
+    pub role: &'static str,
+    /// A leader is known (standalone: its own).
+    pub has_leader: bool,
 }
 
 impl Core {
@@ -55,8 +67,17 @@ impl Core {
                 let _ = reply.send(self.metrics_sample());
             }
             Query::Ready { reply } => {
-                let _ = reply.send(());
+                let _ = reply.send(self.readiness());
             }
+        }
+    }
+
+    pub(crate) fn readiness(&self) -> Readiness {
+        let read_only = self.read_only();
+        Readiness {
+            serving: self.serving() && !read_only,
+            role: self.mode(),
+            has_leader: !read_only && self.member.as_ref().is_none_or(|m| m.view.leader.is_some()),
         }
     }
 }

@@ -6,6 +6,7 @@ use super::msg::{Out, OutTx};
 use super::Core;
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
+use crate::limits::WRITE_BATCH;
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request};
 use std::collections::VecDeque;
@@ -22,8 +23,14 @@ pub(crate) enum Slot {
     /// A write that committed while an earlier request of its connection was still held
     /// back: its reply, sent in its turn.
     Answered { frame: Bytes, zxid: i64 },
-    /// A read waiting for the writes before it.
-    Read { xid: i32, req: Request, at: Instant },
+    /// A read waiting for the writes before it, or for room in the output budgets for its
+    /// reply (`need`: the reply's size once the read found no room for it; 0 before).
+    Read {
+        xid: i32,
+        req: Request,
+        at: Instant,
+        need: usize,
+    },
     /// A request that did not decode, answered in its turn.
     Bad {
         xid: i32,
@@ -50,15 +57,24 @@ pub(crate) struct Conn {
     pub established: i64,
     /// This connection's SASL exchange (one per connection, as ZooKeeper's per-cnxn server).
     pub sasl: crate::auth::digest_md5::Exchange,
+    /// A SASL token was answered with a null one (core/sasl.rs): the next closes.
+    pub null_token_sent: bool,
 }
 
 impl Core {
-    pub(crate) fn send_reply(&mut self, conn: ConnId, frame: Bytes) {
+    pub(crate) fn send_reply(&mut self, conn: ConnId, mut frame: Bytes) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.sent += 1;
             self.stats.sent += 1;
             self.stats.response_sent(frame.len());
             self.metrics.response_bytes += frame.len() as u64;
+            // A reply larger than a write batch goes in parts (slices of it, not copies), so
+            // that the writer, which gathers what it is given into one buffer, never holds
+            // a buffer the size of the largest reply it ever sent.
+            while frame.len() > WRITE_BATCH {
+                let part = frame.split_to(WRITE_BATCH);
+                let _ = c.out.send(Out::Bytes(part));
+            }
             let _ = c.out.send(Out::Reply(frame));
         }
     }
@@ -165,8 +181,14 @@ impl Core {
             };
             match conn.queue.front() {
                 Some(Slot::Answered { .. }) | Some(Slot::Bad { .. }) => {}
-                Some(Slot::Read { .. }) => {
-                    if conn.out.budget.over() && conn.out.budget.hold() {
+                Some(Slot::Read { need, .. }) => {
+                    let budget = &conn.out.budget;
+                    let wait = if *need > 0 {
+                        !budget.has_room(*need) && budget.hold_for(*need)
+                    } else {
+                        budget.over() && budget.hold()
+                    };
+                    if wait {
                         self.held.insert(conn_id);
                         return;
                     }
@@ -178,7 +200,7 @@ impl Core {
                     conn.last_zxid = zxid;
                     self.send_reply(conn_id, frame);
                 }
-                Some(Slot::Read { xid, req, at }) => self.read(conn_id, xid, req, at),
+                Some(Slot::Read { xid, req, at, .. }) => self.read(conn_id, xid, req, at),
                 Some(Slot::Bad {
                     xid,
                     err,
@@ -187,6 +209,28 @@ impl Core {
                 }) => self.answer_bad(conn_id, xid, err, close, multi_body),
                 _ => return,
             }
+        }
+    }
+
+    /// A read whose reply (`need` bytes) has no room in the output budgets yet: back at the
+    /// head of its connection's queue, held until a writer makes room (`OutBudget::hold_for`),
+    /// as a read over budget is held. Its watch, if it set one, is already registered.
+    pub(super) fn hold_read(
+        &mut self,
+        conn_id: ConnId,
+        xid: i32,
+        req: Request,
+        at: Instant,
+        need: usize,
+    ) {
+        let Some(conn) = self.conns.get_mut(&conn_id) else {
+            return;
+        };
+        conn.queue.push_front(Slot::Read { xid, req, at, need });
+        if conn.out.budget.hold_for(need) {
+            self.held.insert(conn_id);
+        } else {
+            self.run_queue(conn_id);
         }
     }
 

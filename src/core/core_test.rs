@@ -45,7 +45,7 @@ pub(super) fn cfg() -> CoreConfig {
         min_session_timeout: 4000,
         max_session_timeout: 40000,
         max_buffer: DEFAULT_MAX_BUFFER,
-        max_reply: DEFAULT_MAX_BUFFER + crate::limits::REPLY_HEADROOM,
+        max_reply: usize::MAX,
         ttl_enabled: true,
         four_letter_words: vec!["*".into()],
         super_digest: None,
@@ -142,12 +142,19 @@ impl Client {
         msgs
     }
 
+    /// The frames queued, as the client would read them off the socket (a large reply comes
+    /// in parts: `Core::send_reply`).
     fn drain(&mut self) -> Vec<Msg> {
         let mut out = Vec::new();
+        let mut stream = bytes::BytesMut::new();
         while let Ok(o) = self.rx.try_recv() {
-            let (Out::Bytes(mut b) | Out::Event(mut b) | Out::Reply(mut b)) = o else {
-                continue;
-            };
+            if let Out::Bytes(b) | Out::Event(b) | Out::Reply(b) = o {
+                stream.extend_from_slice(&b);
+            }
+        }
+        while stream.len() >= 4 {
+            let len = (&stream[..4]).get_i32() as usize;
+            let mut b = stream.split_to(4 + len).freeze();
             b.advance(4);
             let (xid, zxid, err) = (b.get_i32(), b.get_i64(), b.get_i32());
             if xid == -1 {
@@ -966,7 +973,7 @@ fn a_reply_over_max_reply_is_refused_before_it_is_built() {
 }
 
 #[test]
-fn over_the_server_wide_budget_every_connections_reads_wait_until_it_drains() {
+fn a_reply_waits_for_room_in_the_server_wide_budget_and_one_larger_than_it_is_refused() {
     let mut h = Harness::new();
     let global = GlobalBudget::new(1500);
     let (ba, bb) = (
@@ -977,22 +984,186 @@ fn over_the_server_wide_budget_every_connections_reads_wait_until_it_drains() {
     a.write_out();
     b.write_out();
     h.send(&a, 1, create_with("/big", &[7; 1000]));
+    h.send(&a, 2, create_with("/huge", &[7; 1600]));
     h.durable();
-    assert_eq!(xids(&a.write_out()), vec![1]);
-    h.send(&a, 2, get_data("/big", false));
+    assert_eq!(xids(&a.write_out()), vec![1, 2]);
+    // A 1,092-byte reply: room for one in a budget of 1,500, not for two.
+    h.send(&a, 3, get_data("/big", false));
     h.send(&b, 1, get_data("/big", false));
-    assert_eq!(xids(&a.drain()), vec![2]);
-    assert_eq!(xids(&b.drain()), vec![1], "under the server's budget still");
-    h.send(&b, 2, get_data("/big", false));
+    h.send(&b, 2, create("/after", 0));
+    h.durable();
+    assert_eq!(xids(&a.drain()), vec![3]);
     assert!(
         xids(&b.drain()).is_empty(),
-        "held: the server's budget is spent"
+        "b's read waits for room, its write's reply behind it"
     );
-    assert!(global.over());
+    assert!(!global.over(), "held before the budget is spent, not after");
+    // One larger than the whole budget could never be queued: refused, at once.
+    h.send(&a, 4, get_data("/huge", false));
+    assert_eq!(
+        errs(&a.drain()),
+        vec![(4, ErrorCode::MarshallingError.code())]
+    );
     ba.wrote((ba.queued(), 0));
-    bb.wrote((bb.queued(), 0));
     h.core.handle(CoreMsg::Drained(None));
-    assert_eq!(xids(&b.drain()), vec![2]);
+    assert_eq!(xids(&b.drain()), vec![1, 2], "in request order");
+}
+
+#[test]
+fn a_read_waiting_for_room_sets_its_watch_only_when_answered() {
+    let mut h = Harness::new();
+    let budget = OutBudget::new(1500, GlobalBudget::new(usize::MAX));
+    let mut a = h.connect_with(budget.clone());
+    let w = h.connect();
+    a.write_out();
+    h.send(&w, 1, create_with("/big", &[7; 1000]));
+    h.durable();
+    // The first reply (1,092 bytes) leaves the connection under its budget of 1,500 but with
+    // no room for a second: that one, with a watch, waits.
+    h.send(&a, 1, get_data("/big", false));
+    h.send(&a, 2, get_data("/big", true));
+    assert_eq!(xids(&a.drain()), vec![1]);
+    h.send(
+        &w,
+        2,
+        Request::SetData(SetDataRequest {
+            path: "/big".into(),
+            data: Some(Bytes::from_static(b"changed")),
+            version: -1,
+        }),
+    );
+    h.durable();
+    assert!(a.drain().is_empty(), "no event for a watch not set yet");
+    budget.wrote((budget.queued(), 0));
+    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    match &a.drain()[..] {
+        [Msg::Reply {
+            xid: 2,
+            err: 0,
+            body,
+            ..
+        }] => assert_eq!(&body[..11], b"\0\0\0\x07changed"),
+        other => panic!("{other:?}"),
+    }
+    h.send(
+        &w,
+        3,
+        Request::SetData(SetDataRequest {
+            path: "/big".into(),
+            data: Some(Bytes::from_static(b"again")),
+            version: -1,
+        }),
+    );
+    h.durable();
+    assert!(
+        matches!(a.drain().as_slice(), [Msg::Event { kind: 3, path }] if path == "/big"),
+        "the watch set with the reply fires"
+    );
+}
+
+#[test]
+fn large_replies_leave_a_quarter_of_the_server_budget_to_the_others() {
+    let mut h = Harness::new();
+    let global = GlobalBudget::new(4000);
+    let budgets: Vec<_> = (0..4)
+        .map(|_| OutBudget::new(1000, global.clone()))
+        .collect();
+    let mut c: Vec<_> = budgets.iter().map(|b| h.connect_with(b.clone())).collect();
+    for x in c.iter_mut() {
+        x.write_out();
+    }
+    h.send(&c[0], 1, create_with("/big", &[7; 1000]));
+    h.send(&c[0], 2, create("/small", 0));
+    h.durable();
+    c[0].write_out();
+    // 1,092-byte replies, over a connection's budget of 1,000: large. Two fit in three
+    // quarters of 4,000; a third waits, while a small reply still has the last quarter.
+    for (i, x) in c.iter().take(3).enumerate() {
+        h.send(x, 10 + i as i32, get_data("/big", false));
+    }
+    h.send(&c[3], 20, get_data("/small", false));
+    let got: Vec<Vec<i32>> = c.iter_mut().map(|x| xids(&x.drain())).collect();
+    assert_eq!(got, vec![vec![10], vec![11], vec![], vec![20]]);
+    budgets[0].wrote((budgets[0].queued(), 0));
+    h.core.handle(CoreMsg::Drained(None));
+    assert_eq!(xids(&c[2].drain()), vec![12]);
+}
+
+#[test]
+fn a_reply_larger_than_the_connections_budget_goes_alone() {
+    let mut h = Harness::new();
+    let budget = OutBudget::new(500, GlobalBudget::new(usize::MAX));
+    let mut a = h.connect_with(budget.clone());
+    a.write_out();
+    h.send(&a, 1, create("/p", 0));
+    for i in 0..40 {
+        h.send(&a, i + 2, create(&format!("/p/{i:030}"), 0));
+    }
+    h.durable();
+    a.write_out();
+    let children = Request::GetChildren(GetChildrenRequest {
+        path: "/p".into(),
+        watch: false,
+    });
+    // 40 names of 30 bytes: a 1,364-byte reply, over the 500-byte budget. Nothing else is
+    // queued: it goes. A small read behind it waits until it is written, then the next large one.
+    h.send(&a, 50, children.clone());
+    h.send(&a, 51, get_data("/p", false));
+    h.send(&a, 52, children);
+    let got = a.drain();
+    assert_eq!(xids(&got), vec![50]);
+    match &got[..] {
+        [Msg::Reply { err: 0, body, .. }] => assert_eq!(body.len(), 4 + 40 * 34),
+        other => panic!("{other:?}"),
+    }
+    budget.wrote((budget.queued(), 0));
+    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    assert_eq!(
+        xids(&a.drain()),
+        vec![51],
+        "the large one waits behind the small"
+    );
+    budget.wrote((budget.queued(), 0));
+    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    assert_eq!(xids(&a.drain()), vec![52]);
+}
+
+#[test]
+fn a_reply_larger_than_a_write_batch_is_sent_in_parts_and_read_whole() {
+    let mut h = Harness::new();
+    let mut a = h.connect();
+    h.send(&a, 1, create("/p", 0));
+    // 1,200 names of 1,000 bytes: a 1.2 MB reply, over jute.maxbuffer and the old default
+    // maxReplySize; ZooKeeper sends it.
+    for i in 0..1200 {
+        h.send(&a, i + 2, create(&format!("/p/{i:01000}"), 0));
+    }
+    h.durable();
+    a.drain();
+    h.send(
+        &a,
+        9000,
+        Request::GetChildren(GetChildrenRequest {
+            path: "/p".into(),
+            watch: false,
+        }),
+    );
+    let mut parts = Vec::new();
+    while let Ok(o) = a.rx.try_recv() {
+        parts.push(match o {
+            Out::Bytes(b) => ("part", b.len()),
+            Out::Reply(b) => ("reply", b.len()),
+            _ => ("other", 0),
+        });
+    }
+    let frame = 20 + 4 + 1200 * 1004;
+    assert_eq!(
+        parts,
+        vec![
+            ("part", crate::limits::WRITE_BATCH),
+            ("reply", frame - crate::limits::WRITE_BATCH)
+        ]
+    );
 }
 
 #[path = "sasl_test.rs"]

@@ -260,6 +260,9 @@ impl Core {
                     "zk_palisade_connections_closed_output_budget\t{}",
                     self.stats.closed_output_budget
                 );
+                // Unsent output queued to the open connections (what the output budgets count).
+                let queued: usize = self.conns.values().map(|c| c.out.budget.queued()).sum();
+                let _ = writeln!(out, "zk_palisade_output_queued_bytes\t{queued}");
             }
             // ZooKeeper 3.8 reports the data-watch table only, and counts every connection
             // that registered a data watch and is still open, even if its watches all fired.

@@ -144,6 +144,7 @@ impl Core {
             seen_written: 0,
             established: super::wall_ms(),
             sasl: Default::default(),
+            null_token_sent: false,
         };
         if req.session_id == 0 && ro {
             // A local session: not replicated, gone once the member serves again.

@@ -55,6 +55,7 @@ impl Core {
                     xid,
                     req,
                     at: Instant::now(),
+                    need: 0,
                 });
                 self.run_queue(conn_id);
             }

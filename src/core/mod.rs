@@ -68,7 +68,8 @@ pub struct CoreConfig {
     pub min_session_timeout: i32,
     pub max_session_timeout: i32,
     pub max_buffer: usize,
-    /// The largest reply built (`maxReplySize`); a larger one is answered with an error.
+    /// The largest reply built (`maxReplySize`, usize::MAX when unset); a larger one is
+    /// answered with an error. Replies are bounded by the output budgets in any case.
     pub max_reply: usize,
     pub ttl_enabled: bool,
     pub four_letter_words: Vec<String>,

@@ -215,6 +215,49 @@ impl OutBudget {
         false
     }
 
+    /// How far the server's budget may be filled by queueing a reply of `len` bytes: all of
+    /// it for a reply within a connection's budget; three quarters for a larger one, so that
+    /// clients reading large replies (one connection can ask for hundreds of MB with one
+    /// request) leave a quarter to everyone else's replies.
+    fn global_room(&self, len: usize) -> usize {
+        let g = self.global.limit;
+        if len > self.limit {
+            g - g / 4
+        } else {
+            g
+        }
+    }
+
+    /// The largest reply that could ever have room (`has_room`); a larger one never will.
+    pub fn largest_reply(&self) -> usize {
+        let g = self.global.limit;
+        self.limit.min(g).max(g - g / 4)
+    }
+
+    /// Whether a reply of `len` bytes has room now: in this connection's budget (or the
+    /// connection has nothing queued: one reply may be larger than a connection's budget,
+    /// alone) and in the server's (`global_room`).
+    pub fn has_room(&self, len: usize) -> bool {
+        let queued = self.queued();
+        let own = queued == 0 || queued.saturating_add(len) <= self.limit;
+        own && self.global.queued().saturating_add(len) <= self.global_room(len)
+    }
+
+    /// Holds this connection's reads until a reply of `len` bytes has room: its own writer's
+    /// next write or any writer's (the server's budget) wakes the core to look again. False
+    /// when it has room already: the core builds it now.
+    pub fn hold_for(&self, len: usize) -> bool {
+        self.held.store(true, Ordering::SeqCst);
+        if self.global.queued().saturating_add(len) > self.global_room(len) {
+            self.global.held.store(true, Ordering::SeqCst);
+        }
+        if !self.has_room(len) {
+            return true;
+        }
+        self.held.store(false, Ordering::SeqCst);
+        false
+    }
+
     /// After a write: which of the core's holds this connection's writer must lift
     /// (its own, the server's).
     pub fn lifted(&self) -> (bool, bool) {

@@ -13,6 +13,19 @@ use std::time::Instant;
 
 type RResult<T> = Result<T, ErrorCode>;
 
+/// A MultiHeader on the wire (type, done, err).
+const MULTI_HEADER: usize = 9;
+
+/// Whether a reply of a known size is built now (ARCHITECTURE.md, "Output budgets").
+enum Room {
+    /// It has room in the output budgets.
+    Now,
+    /// Not yet: the read waits, held, until writers make room.
+    Wait,
+    /// Never: over `maxReplySize`, or larger than the server's whole output budget.
+    Never,
+}
+
 /// A request's path as ZooKeeper's Java decoding sees it: undecodable bytes become U+FFFD
 /// (so such a path names no node, rather than being a malformed request); null is "" (the
 /// reads that look a node up refuse null first, see `readable`).
@@ -42,19 +55,39 @@ impl Core {
         Ok(id)
     }
 
-    /// The node at `path` if the caller may READ it; registers a one-shot watch of `watch`'s
-    /// kind when asked (only when the node exists, as in ZooKeeper).
-    fn read_node(&mut self, conn: ConnId, path: &JStr, watch: Option<Kind>) -> RResult<NodeId> {
-        let id = self.readable(conn, path, acl::READ)?;
-        if let Some(kind) = watch {
+    /// Registers a one-shot watch of `kind` on `path` when asked: after the read found the
+    /// node readable (as in ZooKeeper), and only when it is answered now, not when it waits
+    /// for room (a change meanwhile would fire an event before the reply that set the watch).
+    fn watch_if(&mut self, conn: ConnId, path: &JStr, asked: bool, kind: Kind) {
+        if asked {
             self.watches.add(kind, &text(path), conn);
         }
-        Ok(id)
     }
 
     /// The bytes a reply frame of `body` bytes takes (length prefix and ReplyHeader).
-    fn over_max(&self, body: usize) -> bool {
-        body.saturating_add(16) > self.cfg.max_reply
+    fn frame_bytes(body: usize) -> usize {
+        body.saturating_add(20)
+    }
+
+    /// The largest reply body that could ever be built for `conn`: `maxReplySize` if set, and
+    /// what the output budgets could ever hold (`OutBudget::largest_reply`).
+    fn reply_cap(&self, conn: ConnId) -> usize {
+        let budgets = self
+            .conns
+            .get(&conn)
+            .map_or(usize::MAX, |c| c.out.budget.largest_reply());
+        self.cfg.max_reply.min(budgets).saturating_sub(20)
+    }
+
+    /// Whether a reply of `body` bytes is built for `conn` now, later, or never.
+    fn room(&self, conn: ConnId, body: usize) -> Room {
+        if body > self.reply_cap(conn) {
+            return Room::Never;
+        }
+        match self.conns.get(&conn) {
+            Some(c) if !c.out.budget.has_room(Self::frame_bytes(body)) => Room::Wait,
+            _ => Room::Now,
+        }
     }
 
     /// Bytes of a getData body (data and Stat).
@@ -100,19 +133,65 @@ impl Core {
         }
     }
 
+    /// A multiRead's results as ZooKeeper writes them (a MultiHeader before each, the done
+    /// marker at the end), straight from the tree; ZooKeeper ignores the ops' watch flags.
+    fn write_multi_read(&self, w: &mut bytes::BytesMut, conn: ConnId, m: &MultiRequest) {
+        for op in &m.ops {
+            let (code, found) = match &op.op {
+                Request::GetData(r) => (OpCode::GetData, self.readable(conn, &r.path, acl::READ)),
+                Request::GetChildren(r) => {
+                    (OpCode::GetChildren, self.readable(conn, &r.path, acl::READ))
+                }
+                _ => (OpCode::Error, Err(ErrorCode::MarshallingError)),
+            };
+            match found {
+                Ok(id) => {
+                    MultiHeader {
+                        type_: code.code(),
+                        done: false,
+                        err: 0,
+                    }
+                    .write(w);
+                    if code == OpCode::GetData {
+                        self.write_data(w, id);
+                    } else {
+                        self.write_children(w, id);
+                    }
+                }
+                Err(e) => {
+                    let err = e.code();
+                    MultiHeader {
+                        type_: OpCode::Error.code(),
+                        done: false,
+                        err,
+                    }
+                    .write(w);
+                    ErrorResponse { err }.write(w);
+                }
+            }
+        }
+        MultiHeader {
+            type_: -1,
+            done: true,
+            err: -1,
+        }
+        .write(w);
+    }
+
     pub(crate) fn read(&mut self, conn: ConnId, xid: i32, req: Request, at: Instant) {
         let zxid = self.state.zxid();
         let err = |e: ErrorCode| reply::header(xid, zxid, e.code());
-        // A reply larger than maxReplySize is not built: MARSHALLINGERROR instead (a Java
-        // client could not read it anyway: it drops a frame over its jute.maxbuffer).
-        let max = self.cfg.max_reply;
+        // A reply that could never be queued (over maxReplySize, if set, or over the server's
+        // whole output budget) is not built: MARSHALLINGERROR instead. One that could but has
+        // no room in the budgets now waits (`hold_read`), as ZooKeeper sends any reply.
+        let cap = self.reply_cap(conn);
         let too_big = |conn: ConnId, op: &str, len: usize| {
             tracing::debug!(
                 conn,
                 op,
                 len,
-                max,
-                "reply would exceed maxReplySize; refused"
+                cap,
+                "reply would exceed maxReplySize or globalOutputBudget; refused"
             );
             err(ErrorCode::MarshallingError)
         };
@@ -136,19 +215,22 @@ impl Core {
                     }
                 }
             }
-            Request::GetData(r) => {
-                match self.read_node(conn, &r.path, r.watch.then_some(Kind::Data)) {
-                    Ok(id) => {
-                        let len = self.data_bytes(id);
-                        if self.over_max(len) {
-                            too_big(conn, "getData", len)
-                        } else {
-                            reply::frame_sized(xid, zxid, 0, len, |w| self.write_data(w, id))
-                        }
+            Request::GetData(r) => match self.readable(conn, &r.path, acl::READ) {
+                Ok(id) => {
+                    let len = self.data_bytes(id);
+                    let room = self.room(conn, len);
+                    if let Room::Wait = room {
+                        let need = Self::frame_bytes(len);
+                        return self.hold_read(conn, xid, Request::GetData(r), at, need);
                     }
-                    Err(e) => err(e),
+                    self.watch_if(conn, &r.path, r.watch, Kind::Data);
+                    match room {
+                        Room::Never => too_big(conn, "getData", len),
+                        _ => reply::frame_sized(xid, zxid, 0, len, |w| self.write_data(w, id)),
+                    }
                 }
-            }
+                Err(e) => err(e),
+            },
             Request::GetAcl(r) => match self.readable(conn, &r.path, acl::READ | acl::ADMIN) {
                 Ok(id) => {
                     let auth = self
@@ -173,103 +255,94 @@ impl Core {
                 }
                 Err(e) => err(e),
             },
-            Request::GetChildren(r) => {
-                match self.read_node(conn, &r.path, r.watch.then_some(Kind::Child)) {
-                    Ok(id) => match self.children_bytes(id, self.cfg.max_reply) {
-                        Some(len) if !self.over_max(len) => {
-                            reply::frame_sized(xid, zxid, 0, len, |w| self.write_children(w, id))
-                        }
-                        _ => too_big(conn, "getChildren", self.cfg.max_reply),
-                    },
-                    Err(e) => err(e),
+            Request::GetChildren(r) => match self.readable(conn, &r.path, acl::READ) {
+                Ok(id) => {
+                    let len = self.children_bytes(id, cap);
+                    let room = len.map_or(Room::Never, |len| self.room(conn, len));
+                    let len = len.unwrap_or(cap);
+                    if let Room::Wait = room {
+                        let need = Self::frame_bytes(len);
+                        return self.hold_read(conn, xid, Request::GetChildren(r), at, need);
+                    }
+                    self.watch_if(conn, &r.path, r.watch, Kind::Child);
+                    match room {
+                        Room::Never => too_big(conn, "getChildren", len),
+                        _ => reply::frame_sized(xid, zxid, 0, len, |w| self.write_children(w, id)),
+                    }
                 }
-            }
-            Request::GetChildren2(r) => {
-                match self.read_node(conn, &r.path, r.watch.then_some(Kind::Child)) {
-                    Ok(id) => match self.children_bytes(id, self.cfg.max_reply) {
-                        Some(len) if !self.over_max(len + STAT_BYTES) => {
-                            reply::frame_sized(xid, zxid, 0, len + STAT_BYTES, |w| {
-                                self.write_children(w, id);
-                                self.state.tree.stat(id).write(w);
-                            })
-                        }
-                        _ => too_big(conn, "getChildren2", self.cfg.max_reply),
-                    },
-                    Err(e) => err(e),
+                Err(e) => err(e),
+            },
+            Request::GetChildren2(r) => match self.readable(conn, &r.path, acl::READ) {
+                Ok(id) => {
+                    let len = self.children_bytes(id, cap.saturating_sub(STAT_BYTES));
+                    let room = len.map_or(Room::Never, |len| self.room(conn, len + STAT_BYTES));
+                    let len = len.unwrap_or(cap).saturating_add(STAT_BYTES);
+                    if let Room::Wait = room {
+                        let need = Self::frame_bytes(len);
+                        return self.hold_read(conn, xid, Request::GetChildren2(r), at, need);
+                    }
+                    self.watch_if(conn, &r.path, r.watch, Kind::Child);
+                    match room {
+                        Room::Never => too_big(conn, "getChildren2", len),
+                        _ => reply::frame_sized(xid, zxid, 0, len, |w| {
+                            self.write_children(w, id);
+                            self.state.tree.stat(id).write(w);
+                        }),
+                    }
                 }
-            }
+                Err(e) => err(e),
+            },
             // The path comes back as ZooKeeper re-encodes what it decoded.
             Request::Sync(r) => sync_reply(xid, zxid, r),
             Request::MultiRead(m) => {
-                // The reply's size first (ACL checks included, nothing copied): one larger
-                // than maxReplySize is refused before any of it is built.
-                let mut len = 16usize + 9;
+                // The reply's size first (ACL checks included, nothing copied): one that could
+                // never be queued is refused, one without room waits, before any is built.
+                let mut len = MULTI_HEADER;
                 for op in &m.ops {
-                    let cap = self.cfg.max_reply.saturating_sub(len);
+                    let rest = cap.saturating_sub(len);
                     let op_len = match &op.op {
                         Request::GetData(r) => self
                             .readable(conn, &r.path, acl::READ)
                             .map_or(Some(4), |id| Some(self.data_bytes(id))),
                         Request::GetChildren(r) => self
                             .readable(conn, &r.path, acl::READ)
-                            .map_or(Some(4), |id| self.children_bytes(id, cap)),
+                            .map_or(Some(4), |id| self.children_bytes(id, rest)),
                         _ => Some(4),
                     };
-                    len = op_len.map_or(usize::MAX, |n| len.saturating_add(9 + n));
-                    if len > self.cfg.max_reply {
+                    len = op_len.map_or(usize::MAX, |n| len.saturating_add(MULTI_HEADER + n));
+                    if len > cap {
                         break;
                     }
                 }
-                if len > self.cfg.max_reply {
-                    tracing::debug!(
-                        conn,
-                        ops = m.ops.len(),
-                        max = self.cfg.max_reply,
-                        "multiRead reply would exceed maxReplySize; refused"
-                    );
-                    let frame = reply::frame(xid, zxid, ErrorCode::MarshallingError.code(), |w| {
-                        MultiResponse::new(vec![]).write(w)
-                    });
-                    self.stats.record(at);
-                    self.send_reply(conn, frame);
-                    return;
+                let room = if len > cap {
+                    Room::Never
+                } else {
+                    self.room(conn, len)
+                };
+                match room {
+                    Room::Now => {}
+                    Room::Wait => {
+                        let need = Self::frame_bytes(len);
+                        return self.hold_read(conn, xid, Request::MultiRead(m), at, need);
+                    }
+                    Room::Never => {
+                        tracing::debug!(
+                            conn,
+                            ops = m.ops.len(),
+                            cap,
+                            "multiRead reply would exceed maxReplySize or globalOutputBudget; refused"
+                        );
+                        let frame =
+                            reply::frame(xid, zxid, ErrorCode::MarshallingError.code(), |w| {
+                                MultiResponse::new(vec![]).write(w)
+                            });
+                        self.stats.record(at);
+                        self.send_reply(conn, frame);
+                        return;
+                    }
                 }
-                let mut results = Vec::with_capacity(m.ops.len());
-                for op in &m.ops {
-                    // ZooKeeper ignores the watch flag of ops inside multiRead.
-                    let res = match &op.op {
-                        Request::GetData(r) => self.read_node(conn, &r.path, None).map(|id| {
-                            let data = self
-                                .state
-                                .tree
-                                .node(id)
-                                .and_then(|n| n.data())
-                                .map(bytes::Bytes::copy_from_slice);
-                            OpResult::GetData(GetDataResponse {
-                                data,
-                                stat: self.state.tree.stat(id),
-                            })
-                        }),
-                        Request::GetChildren(r) => self.read_node(conn, &r.path, None).map(|id| {
-                            let names = self
-                                .state
-                                .tree
-                                .children(id)
-                                .filter_map(|c| self.state.tree.node(c))
-                                .map(|n| JStr::from(n.name()))
-                                .collect();
-                            OpResult::GetChildren(GetChildrenResponse {
-                                children: Some(names),
-                            })
-                        }),
-                        _ => Err(ErrorCode::MarshallingError),
-                    };
-                    results.push(
-                        res.unwrap_or_else(|e| OpResult::Error(ErrorResponse { err: e.code() })),
-                    );
-                }
-                let m = MultiResponse::new(results);
-                reply::frame(xid, zxid, 0, |w| m.write(w))
+                // Written straight from the tree into a frame of the size just summed.
+                reply::frame_sized(xid, zxid, 0, len, |w| self.write_multi_read(w, conn, &m))
             }
             Request::Auth(a) => {
                 let data = a.auth.as_deref().unwrap_or(&[]);
@@ -308,7 +381,14 @@ impl Core {
                 }
             }
             Request::Sasl(s) => {
-                let (frame, fail) = self.sasl(conn, xid, s.token.as_deref().unwrap_or(&[]));
+                let token = s.token.as_deref().unwrap_or(&[]);
+                let Some((frame, fail)) = self.sasl(conn, xid, token) else {
+                    self.record_read(at);
+                    if let Some(c) = self.conns.get(&conn) {
+                        let _ = c.out.send(Out::Close);
+                    }
+                    return;
+                };
                 close = fail;
                 frame
             }
@@ -342,7 +422,12 @@ impl Core {
                 let len = paths
                     .iter()
                     .fold(4usize, |n, p| n.saturating_add(4 + p.len()));
-                if self.over_max(len) {
+                let room = self.room(conn, len);
+                if let Room::Wait = room {
+                    let need = Self::frame_bytes(len);
+                    return self.hold_read(conn, xid, Request::GetEphemerals(r), at, need);
+                }
+                if let Room::Never = room {
                     too_big(conn, "getEphemerals", len)
                 } else {
                     paths.sort();

@@ -315,3 +315,57 @@ fn off_or_within_the_grace_a_member_without_a_quorum_serves_nobody() {
         assert_eq!(got(&mut c), vec![Got::Closed]);
     }
 }
+
+/// /ready's answer (core/admin.rs) follows srvr: serving while the member follows a leader,
+/// not once it is cut off (hasLeader false, still a follower), nor in read-only mode (its
+/// role then "read-only"); a leader serves only with a quorum behind it. Standalone: serving,
+/// its own leader.
+#[test]
+fn readiness_follows_the_serving_state_and_the_role() {
+    use crate::core::admin::Readiness;
+    let ready = |serving, role, has_leader| Readiness {
+        serving,
+        role,
+        has_leader,
+    };
+    let leading = |quorum| {
+        CoreMsg::Role(RoleView {
+            leader: Some(3),
+            term: 8,
+            ready: true,
+            quorum,
+            ..RoleView::default()
+        })
+    };
+    for grace in [None, Some(Duration::ZERO)] {
+        let mut core = member(grace);
+        core.handle(follower_of(Some(1)));
+        let (ack, _) = oneshot::channel();
+        core.handle(CoreMsg::Committed {
+            items: vec![Committed::Key([4; 16])],
+            at: None,
+            log_bytes: 0,
+            ack,
+        });
+        assert_eq!(core.readiness(), ready(true, "follower", true));
+        core.handle(follower_of(None));
+        assert_eq!(core.readiness(), ready(false, "follower", false));
+        core.handle(CoreMsg::Tick);
+        core.handle(CoreMsg::Tick);
+        if grace.is_some() {
+            assert_eq!(core.readiness(), ready(false, "read-only", false));
+        } else {
+            assert_eq!(core.readiness(), ready(false, "follower", false));
+            core.handle(leading(false));
+            assert_eq!(core.readiness(), ready(false, "leader", true));
+        }
+        core.handle(leading(true));
+        assert_eq!(core.readiness(), ready(true, "leader", true));
+    }
+    let (log, _) = std::sync::mpsc::channel();
+    let standalone = Core::new(
+        crate::core::tests::cfg(),
+        Box::new(crate::durability::LogQueue::new(log)),
+    );
+    assert_eq!(standalone.readiness(), ready(true, "standalone", true));
+}

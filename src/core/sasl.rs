@@ -5,6 +5,15 @@
 //! An exchange does bounded work (tokens are at most 4096 bytes, parsed once, four MD5s) and
 //! each connection gets one: after success or failure every further token fails, so a client
 //! cannot make the core work more than twice per connection.
+//!
+//! A null token (OK with no challenge: no SASL configured, or a failure kept by
+//! `allowSaslFailedClients`) is answered once per connection. A client that answers it with
+//! another token is in a loop (pure-sasl's DIGEST-MD5, under kazoo, sends an empty token for a
+//! null challenge, forever): the connection is closed with no reply. ZooKeeper 3.8 answers
+//! each such token with another null until the session expires (a SASL token does not keep a
+//! session alive there), and the client then sees the same closed connection (kazoo: AUTH_FAILED,
+//! "Connection dropped in SASL"); here it comes at once instead of after a session timeout spent
+//! spinning.
 
 use super::{reply, Core, Out};
 use crate::acl::AuthId;
@@ -20,20 +29,24 @@ fn sasl_reply(xid: i32, err: ErrorCode, token: Option<Vec<u8>>) -> Bytes {
 }
 
 impl Core {
-    /// Answers one SASL token; the flag says to close the connection after the reply.
-    pub(super) fn sasl(&mut self, conn: ConnId, xid: i32, token: &[u8]) -> (Bytes, bool) {
+    /// Answers one SASL token; the flag says to close the connection after the reply. `None`:
+    /// close it with no reply (a token after a null one, see above).
+    pub(super) fn sasl(&mut self, conn: ConnId, xid: i32, token: &[u8]) -> Option<(Bytes, bool)> {
+        let c = self.conns.get_mut(&conn)?;
+        if c.null_token_sent {
+            tracing::warn!(conn, peer = %c.peer, "SASL token after a null server token (a client in a loop); closing the connection");
+            return None;
+        }
         // No SASL configured: ZooKeeper answers OK with a null token.
         let Some(sasl) = self.cfg.auth.sasl.clone() else {
-            return (sasl_reply(xid, ErrorCode::Ok, None), false);
-        };
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return (sasl_reply(xid, ErrorCode::Ok, None), false);
+            c.null_token_sent = true;
+            return Some((sasl_reply(xid, ErrorCode::Ok, None), false));
         };
         let step = c
             .sasl
             .evaluate(token, &sasl.users, |raw| crate::auth::os_random(raw));
         match step {
-            Ok(Step::Challenge(t)) => (sasl_reply(xid, ErrorCode::Ok, Some(t)), false),
+            Ok(Step::Challenge(t)) => Some((sasl_reply(xid, ErrorCode::Ok, Some(t)), false)),
             Ok(Step::Done { token, user }) => {
                 tracing::info!(conn, session = format_args!("{:#x}", c.session), user = %user, "SASL authenticated");
                 let is_super = sasl.super_users.contains(&user);
@@ -41,7 +54,7 @@ impl Core {
                 if is_super {
                     add_auth(&mut c.auth, "super", "");
                 }
-                (sasl_reply(xid, ErrorCode::Ok, Some(token)), false)
+                Some((sasl_reply(xid, ErrorCode::Ok, Some(token)), false))
             }
             Err(why) => {
                 self.metrics.auth_failed += 1;
@@ -49,14 +62,15 @@ impl Core {
                 tracing::warn!(conn, peer = %c.peer, reason = why, "SASL authentication failed");
                 if sasl.allow_failed && !required {
                     // allowSaslFailedClients: the connection stays, unauthenticated.
-                    return (sasl_reply(xid, ErrorCode::Ok, None), false);
+                    c.null_token_sent = true;
+                    return Some((sasl_reply(xid, ErrorCode::Ok, None), false));
                 }
                 let err = if required {
                     ErrorCode::SessionClosedRequireSaslAuth
                 } else {
                     ErrorCode::AuthFailed
                 };
-                (sasl_reply(xid, err, None), true)
+                Some((sasl_reply(xid, err, None), true))
             }
         }
     }

@@ -173,6 +173,46 @@ fn unconfigured_sasl_is_ok_with_a_null_token() {
 }
 
 #[test]
+fn a_token_after_a_null_one_closes_with_no_reply_and_the_session_stays() {
+    // pure-sasl answers a null challenge with another empty token, forever (issue 37).
+    let mut h = Harness::new();
+    let mut c = h.connect();
+    let session = h.core.conns[&c.conn].session;
+    h.send(&c, 1, sasl(b""));
+    let (r, closed) = out(&mut c);
+    assert_eq!(
+        (r.len(), r[0].2, token(&r[0].3), closed),
+        (1, 0, None, false)
+    );
+    h.send(&c, 2, sasl(b""));
+    let (r, closed) = out(&mut c);
+    assert_eq!((r.len(), closed), (0, true));
+    assert!(h.core.liveness.get(session).is_some());
+    // Another connection gets its own first answer.
+    let mut c = h.connect();
+    h.send(&c, 1, sasl(b""));
+    let (r, closed) = out(&mut c);
+    assert_eq!((r.len(), r[0].2, closed), (1, 0, false));
+}
+
+#[test]
+fn allow_failed_a_token_after_the_failure_closes_with_no_reply() {
+    let mut h = with_sasl(&[]);
+    let users = [("alice".to_string(), "alice-secret".to_string())].into();
+    h.core.cfg.auth.sasl = Some(Arc::new(Sasl {
+        users,
+        allow_failed: true,
+        ..Default::default()
+    }));
+    let mut c = h.connect();
+    let ((_, _, err, body), closed) = login(&mut h, &mut c, "wrong");
+    assert_eq!((err, token(&body), closed), (0, None, false));
+    h.send(&c, 3, sasl(b""));
+    let (r, closed) = out(&mut c);
+    assert_eq!((r.len(), closed), (0, true));
+}
+
+#[test]
 fn super_user_gets_super_and_allow_failed_keeps_the_connection() {
     let mut h = with_sasl(&[]);
     let users = [("alice".to_string(), "alice-secret".to_string())].into();

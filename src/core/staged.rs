@@ -14,6 +14,7 @@
 
 use super::msg::{Out, OutTx};
 use crate::core::watch::ConnId;
+use crate::limits::WRITE_BATCH;
 use bytes::Bytes;
 use std::cell::RefCell;
 use std::io::Write;
@@ -72,6 +73,16 @@ pub(super) fn stage(tx: &OutTx, d: &Direct, o: &Out, w: (usize, usize)) -> bool 
             // nothing is copied or held twice.
             return false;
         }
+        let len = match o {
+            Out::Bytes(b) | Out::Event(b) | Out::Reply(b) => b.len(),
+            Out::Batch { .. } | Out::Close => 0,
+        };
+        if s.buf.len().saturating_add(len) > WRITE_BATCH {
+            // A large reply's parts (`Core::send_reply`) are not copied into the staging
+            // buffer: what is staged goes to the writer first, and they follow it, in order.
+            hand_staged(tx, &mut s);
+            return false;
+        }
         match o {
             Out::Bytes(b) | Out::Event(b) => s.buf.extend_from_slice(b),
             Out::Reply(b) => {
@@ -88,6 +99,24 @@ pub(super) fn stage(tx: &OutTx, d: &Direct, o: &Out, w: (usize, usize)) -> bool 
         }
         true
     })
+}
+
+/// Hands what is staged for a connection to its writer now, as one batch.
+fn hand_staged(tx: &OutTx, s: &mut Staged) {
+    if s.buf.is_empty() {
+        return;
+    }
+    let (weight, replies) = (s.weight, s.replies);
+    s.weight = (0, 0);
+    s.replies = 0;
+    let batch = Out::Batch {
+        bytes: Bytes::from(std::mem::take(&mut s.buf)),
+        replies,
+        weight,
+    };
+    if tx.hand(batch).is_err() {
+        tx.budget.release(weight);
+    }
 }
 
 /// Connections whose holds a direct write lifted (as a writer's `CoreMsg::Drained` would say).

@@ -1,6 +1,6 @@
 use super::*;
 use crate::core::msg::{GlobalBudget, OutBudget};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
@@ -78,16 +78,19 @@ fn output_goes_behind_what_the_writer_holds() {
     assert_eq!(read_exactly(&mut client, 3), [5; 3]);
 }
 
-/// How: a client that does not read: the core's write fills the socket's buffers and stops
-/// short; the rest goes to the writer task as one batch with the whole weight and every reply.
+/// How: a client that does not read: its socket's buffers are full, so the core's write
+/// takes nothing (or stops short); the rest goes to the writer task as one batch with the
+/// whole weight and every reply.
 #[test]
 fn what_the_socket_does_not_take_goes_to_the_writer() {
     let (server, _client) = pair();
+    let fill = server.try_clone().unwrap();
+    while (&fill).write(&[0; 64 << 10]).is_ok() {}
     let (tx, mut rx) = mpsc::unbounded_channel();
     let budget = OutBudget::new(1 << 30, GlobalBudget::new(1 << 30));
     let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
     begin();
-    let big = 64 << 20;
+    let big = 512 << 10;
     out.send(Out::Reply(frame(1, big))).unwrap();
     out.send(Out::Reply(frame(2, 10))).unwrap();
     flush();
@@ -109,6 +112,31 @@ fn what_the_socket_does_not_take_goes_to_the_writer() {
         big + 10,
         "still charged until the writer writes it"
     );
+}
+
+/// How: a large reply comes in parts of a write batch each (`Core::send_reply`); they are not
+/// copied into the staging buffer: what was staged before them goes to the writer first, as
+/// one batch, and they follow as they are, in order.
+#[test]
+fn a_large_replys_parts_go_to_the_writer_as_they_are_behind_what_was_staged() {
+    let (server, _client) = pair();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let budget = OutBudget::new(1 << 30, GlobalBudget::new(1 << 30));
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
+    begin();
+    out.send(Out::Reply(frame(1, 10))).unwrap();
+    out.send(Out::Bytes(frame(2, WRITE_BATCH))).unwrap();
+    out.send(Out::Reply(frame(3, 100))).unwrap();
+    flush();
+    assert_eq!(budget.written(), 0, "the core wrote nothing itself");
+    assert!(
+        matches!(rx.try_recv(), Ok(Out::Batch { bytes, replies: 1, weight: (10, 0) }) if bytes.len() == 10)
+    );
+    assert!(matches!(rx.try_recv(), Ok(Out::Bytes(b)) if b.len() == WRITE_BATCH));
+    assert!(matches!(rx.try_recv(), Ok(Out::Reply(b)) if b.len() == 100));
+    assert!(rx.try_recv().is_err());
+    assert_eq!(budget.handed(), 3);
+    assert_eq!(budget.queued(), WRITE_BATCH + 110);
 }
 
 /// How: a Close staged with a reply goes to the writer task (which writes, then closes);

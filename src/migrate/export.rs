@@ -58,6 +58,7 @@ pub fn to_zk(state: &crate::state::State) -> ZkSnapshot {
                 acl: index,
                 stat: zktree::stat_persisted(n),
             },
+            offset: 0,
         });
     });
     ZkSnapshot {

@@ -8,11 +8,14 @@
 //! as the live server had them. ZooKeeper's digest is checked where it recorded one: when the
 //! replay reaches the snapshot's digest zxid, with the txns, and after the last txn. A
 //! snapshot the logs cannot complete (or whose replay disagrees with a digest) gives way to
-//! an older one, as a damaged one does. The result is written
+//! an older one, as a damaged one does. The server's own rules hold throughout (rules.rs):
+//! a snapshot node or logged txn the server would never have written, or a tree it would refuse
+//! to start on, is refused with its file and offset; a compressed snapshot may inflate only so
+//! far (`--max-snapshot-bytes`). The result is written
 //! with the snapshot and WAL crates' writers: one snapshot at the last zxid, an empty log.
 
-use super::zktree;
 use super::Summary;
+use super::{rules, zktree};
 use crate::config::Config;
 use crate::state::State;
 use palisade_proto::{ErrorCode, ErrorTxn, TxnBody, TxnDigest};
@@ -25,6 +28,9 @@ pub struct ImportOpts {
     pub zk_log_dir: Option<PathBuf>,
     pub data_dir: PathBuf,
     pub dry_run: bool,
+    /// `--max-snapshot-bytes`: what a compressed snapshot may inflate to (None: 100× its
+    /// file's size, at least 64 MiB; `palisade_zkdisk::snap::inflation_bound`).
+    pub max_snapshot_bytes: Option<u64>,
 }
 
 /// Node visits spent on checking ZooKeeper's per-txn digests (about a second of work); the
@@ -86,13 +92,17 @@ fn failed_multi(subs: &mut [TxnBody]) {
     }
 }
 
-/// Replays the logs over `state` (at `snap_zxid`), checking order, gaps and digests.
+/// Replays the logs over `state` (at `snap_zxid`), checking order, gaps, digests and the
+/// server's rules (each txn's, and the tree's at the end).
 fn replay(
     mut state: State,
     logs: &[(i64, PathBuf)],
     snap_digest: Option<(i64, i64)>,
     notes: &mut Vec<String>,
 ) -> Result<(State, u64, u64), String> {
+    // Where each create was logged (zxid → file, offset), to name the txn behind a node the
+    // tree's final check refuses.
+    let mut created: std::collections::HashMap<i64, (&Path, u64)> = Default::default();
     let snap_zxid = state.zxid();
     let mut replayed = 0u64;
     let mut checked = 0u64;
@@ -142,6 +152,16 @@ fn replay(
                     cur.saturating_add(1),
                     z.saturating_sub(1)
                 ));
+            }
+            rules::txn(&txn.body).map_err(|why| {
+                format!(
+                    "{}: at byte {}: zxid {z:#x}: {why}; the server would never have logged it, so the import refuses it",
+                    path.display(),
+                    e.offset
+                )
+            })?;
+            if creates(&txn.body) {
+                created.insert(z, (path.as_path(), e.offset));
             }
             match (&mut txn.body, e.quirk) {
                 (TxnBody::CloseSession(c), Quirk::CloseWithoutPaths) => {
@@ -222,7 +242,33 @@ fn replay(
             checked += 1;
         }
     }
+    if let Some(bad) = rules::ephemeral_parent(&state.tree) {
+        let what = format!(
+            "{:?} is a child of the ephemeral node {:?} (session {:#x}); the server never creates one (NOCHILDRENFOREPHEMERALS) and the import refuses it",
+            bad.child, bad.parent, bad.session
+        );
+        return Err(match created.get(&bad.child_czxid) {
+            Some((log, offset)) => format!(
+                "{}: at byte {offset}: zxid {:#x}: {what}",
+                log.display(),
+                bad.child_czxid
+            ),
+            None => format!("the snapshot (czxid {:#x}): {what}", bad.child_czxid),
+        });
+    }
     Ok((state, replayed, checked))
+}
+
+/// Whether a txn creates a node (a multi, if any of its ops does).
+fn creates(body: &TxnBody) -> bool {
+    match body {
+        TxnBody::Create(_)
+        | TxnBody::Create2(_)
+        | TxnBody::CreateContainer(_)
+        | TxnBody::CreateTtl(_) => true,
+        TxnBody::Multi(ops) => ops.iter().any(creates),
+        _ => false,
+    }
 }
 
 /// Whether a snapshot older than `zxid` is listed (the list is newest first).
@@ -230,7 +276,7 @@ fn older_exists(snaps: &[zkdisk::SnapFile], zxid: i64) -> bool {
     snaps.iter().take(100).any(|s| s.zxid < zxid)
 }
 
-fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path) -> Result<Rebuilt, String> {
+fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path, bound: Option<u64>) -> Result<Rebuilt, String> {
     let snaps = zkdisk::list(zk_snap_dir).map_err(|e| e.to_string())?;
     let logs = zkdisk::list(zk_log_dir).map_err(|e| e.to_string())?.logs;
     if snaps.snapshots.is_empty() && logs.is_empty() {
@@ -242,7 +288,7 @@ fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path) -> Result<Rebuilt, String> {
     let mut notes = Vec::new();
     // ZooKeeper tries up to 100 snapshots, newest first.
     for f in snaps.snapshots.iter().take(100) {
-        let snap = match zkdisk::read_snapshot(&f.path) {
+        let snap = match zkdisk::snap::read_snapshot_within(&f.path, bound) {
             Ok(s) => s,
             Err(e @ ZkError::Io { .. }) => return Err(e.to_string()),
             Err(e) => {
@@ -250,8 +296,13 @@ fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path) -> Result<Rebuilt, String> {
                 continue;
             }
         };
-        let state =
-            from_snapshot(&snap, f.zxid).map_err(|e| format!("{}: {e}", f.path.display()))?;
+        let state = from_snapshot(&snap, f.zxid).map_err(|e| {
+            let stream = match f.compression {
+                zkdisk::Compression::None => "",
+                _ => " (its decompressed stream)",
+            };
+            format!("{}{stream}: {e}", f.path.display())
+        })?;
         let digest = snap.digest.as_ref().map(|d| (d.zxid, d.digest));
         // A snapshot whose fuzzy window the logs cannot complete (a txn it saw is torn or
         // missing) or whose replay disagrees with ZooKeeper's digest is not a state ZooKeeper
@@ -312,18 +363,20 @@ fn refuse_nonempty(dir: &Path) -> Result<(), String> {
 /// Rebuilds the tree a ZooKeeper data dir holds, as the import does, without writing
 /// anything (`palisade-inspect validate` on a ZooKeeper data dir).
 pub fn check(zk_data_dir: &Path, zk_log_dir: Option<&Path>) -> Result<Summary, String> {
-    let (s, _) = read(zk_data_dir, zk_log_dir)?;
+    let (s, _) = read(zk_data_dir, zk_log_dir, None)?;
     Ok(s)
 }
 
+/// The state a ZooKeeper data dir holds; `bound`: what a compressed snapshot may inflate to.
 pub(crate) fn read(
     zk_data_dir: &Path,
     zk_log_dir: Option<&Path>,
+    bound: Option<u64>,
 ) -> Result<(Summary, State), String> {
     let t0 = std::time::Instant::now();
     let zk_snap_dir = zk_data_dir.join(zkdisk::VERSION_DIR);
     let zk_log_dir = zk_log_dir.unwrap_or(zk_data_dir).join(zkdisk::VERSION_DIR);
-    let r = rebuild(&zk_snap_dir, &zk_log_dir)?;
+    let r = rebuild(&zk_snap_dir, &zk_log_dir, bound)?;
     let mut state = r.state;
     state.tree.rebuild_quotas();
     let mut s = Summary::of(&state);
@@ -343,7 +396,11 @@ pub(crate) fn read(
 
 pub fn run(o: &ImportOpts) -> Result<Summary, String> {
     refuse_nonempty(&o.data_dir)?;
-    let (mut s, state) = read(&o.zk_data_dir, o.zk_log_dir.as_deref())?;
+    let (mut s, state) = read(
+        &o.zk_data_dir,
+        o.zk_log_dir.as_deref(),
+        o.max_snapshot_bytes,
+    )?;
     if !o.dry_run {
         let t1 = std::time::Instant::now();
         write_palisade(&state, &o.data_dir)?;

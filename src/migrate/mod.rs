@@ -5,6 +5,7 @@
 
 pub mod export;
 pub mod import;
+mod rules;
 pub mod zktree;
 
 use crate::state::State;
@@ -81,7 +82,7 @@ impl Summary {
     }
 }
 
-const USAGE: &str = "usage:\n  palisade import-zookeeper --zk-data-dir DIR [--zk-log-dir DIR] --data-dir OUT [--dry-run]\n  palisade export-zookeeper --data-dir DIR --zk-data-dir OUT [--dry-run]";
+const USAGE: &str = "usage:\n  palisade import-zookeeper --zk-data-dir DIR [--zk-log-dir DIR] --data-dir OUT [--dry-run] [--max-snapshot-bytes N]\n  palisade export-zookeeper --data-dir DIR --zk-data-dir OUT [--dry-run]";
 
 /// Runs `palisade import-zookeeper|export-zookeeper ARGS`; returns the exit code, or `None`
 /// when `cmd` is neither.
@@ -90,6 +91,7 @@ pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
         return None;
     }
     let (mut zk_data, mut zk_log, mut data, mut dry) = (None, None, None, false);
+    let mut max_snapshot_bytes = None;
     let mut args = args;
     while let Some(a) = args.next() {
         let slot = match a.as_str() {
@@ -98,6 +100,16 @@ pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
             "--data-dir" => &mut data,
             "--dry-run" => {
                 dry = true;
+                continue;
+            }
+            "--max-snapshot-bytes" if cmd == "import-zookeeper" => {
+                match args.next().and_then(|v| v.parse::<u64>().ok()) {
+                    Some(n) if n > 0 => max_snapshot_bytes = Some(n),
+                    _ => {
+                        eprintln!("{a} needs a positive number of bytes\n{USAGE}");
+                        return Some(2);
+                    }
+                }
                 continue;
             }
             _ => {
@@ -123,6 +135,7 @@ pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
             zk_log_dir: zk_log,
             data_dir: data,
             dry_run: dry,
+            max_snapshot_bytes,
         })
         .map(|s| s.print("imported a ZooKeeper data dir", dry))
     } else {

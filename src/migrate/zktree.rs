@@ -3,7 +3,7 @@
 //! in ZooKeeper's pre-order with ZooKeeper's paths, and ZooKeeper's tree digest.
 
 use crate::acl::Entry;
-use crate::state::tree::{DataTree, Node, NodeId, TreeLoader, ROOT};
+use crate::state::tree::{kind_of, DataTree, Node, NodeId, NodeKind, TreeLoader, ROOT};
 use palisade_proto::{StatPersisted, ACL};
 use palisade_snapshot::{NodeItem, NO_PARENT};
 use palisade_zkdisk::{digest, ZkSnapshot};
@@ -46,8 +46,10 @@ pub fn stat_persisted(n: &Node) -> StatPersisted {
 }
 
 /// Builds the tree of a ZooKeeper snapshot, checking what ZooKeeper's DataTree.deserialize
-/// checks (the root first, every parent before its children) and that every ACL index is in
-/// the table.
+/// checks (the root first, every parent before its children), that every ACL index is in
+/// the table, and the server's own node rules: every path one a client could create
+/// (`path::is_valid`: no empty, `.` or `..` component, no forbidden character) and no child
+/// under an ephemeral node. An error names the node and the byte its record starts at.
 pub fn load(snap: &ZkSnapshot) -> Result<DataTree, String> {
     let mut loader = TreeLoader::new();
     let mut acl_index: HashMap<i64, u32> = HashMap::new();
@@ -56,26 +58,42 @@ pub fn load(snap: &ZkSnapshot) -> Result<DataTree, String> {
         loader.acl(local, entries(a.acls.as_deref().unwrap_or_default()))?;
         acl_index.insert(a.index, local);
     }
-    let mut seq_of: HashMap<&str, u32> = HashMap::with_capacity(snap.nodes.len());
+    // Each node's number and owner (ephemeralOwner), by path.
+    let mut seq_of: HashMap<&str, (u32, i64)> = HashMap::with_capacity(snap.nodes.len());
     for (i, zn) in snap.nodes.iter().enumerate() {
         let seq = u32::try_from(i).map_err(|_| "too many nodes".to_string())?;
         let path = zn.path.as_str();
+        let at = zn.offset;
         let (parent, name) = if i == 0 {
             if !path.is_empty() {
-                return Err(format!("the first node is {path:?}, not the root"));
+                return Err(format!(
+                    "at byte {at}: the first node is {path:?}, not the root"
+                ));
             }
             (NO_PARENT, "")
         } else {
             let Some(slash) = path.rfind('/') else {
-                return Err(format!("node {path:?}: not an absolute path"));
+                return Err(format!("at byte {at}: node {path:?}: not an absolute path"));
             };
             let (pp, name) = (
                 path.get(..slash).unwrap_or(""),
                 path.get(slash + 1..).unwrap_or(""),
             );
-            let parent = *seq_of.get(pp).ok_or_else(|| {
-                format!("Invalid Datatree, unable to find parent {pp:?} of path {path:?}")
+            let &(parent, parent_owner) = seq_of.get(pp).ok_or_else(|| {
+                format!(
+                    "at byte {at}: Invalid Datatree, unable to find parent {pp:?} of path {path:?}"
+                )
             })?;
+            if !crate::path::is_valid(path) {
+                return Err(format!(
+                    "at byte {at}: node {path:?}: not a valid path (an empty, \".\" or \"..\" name, or a character ZooKeeper forbids); the server refuses it"
+                ));
+            }
+            if let NodeKind::Ephemeral(owner) = kind_of(parent_owner) {
+                return Err(format!(
+                    "at byte {at}: node {path:?}: a child of an ephemeral node (session {owner:#x}); the server refuses it (NOCHILDRENFOREPHEMERALS)"
+                ));
+            }
             (parent, name)
         };
         let acl = match acl_index.get(&zn.node.acl) {
@@ -88,28 +106,30 @@ pub fn load(snap: &ZkSnapshot) -> Result<DataTree, String> {
             }
             None => {
                 return Err(format!(
-                    "node {path:?}: ACL index {} is not in the table",
+                    "at byte {at}: node {path:?}: ACL index {} is not in the table",
                     zn.node.acl
                 ))
             }
         };
         let st = &zn.node.stat;
-        loader.node(&NodeItem {
-            parent,
-            name: name.as_bytes(),
-            data: zn.node.data.as_deref(),
-            acl,
-            czxid: st.czxid,
-            mzxid: st.mzxid,
-            pzxid: st.pzxid,
-            ctime: st.ctime,
-            mtime: st.mtime,
-            version: st.version,
-            cversion: st.cversion,
-            aversion: st.aversion,
-            owner: st.ephemeral_owner,
-        })?;
-        seq_of.insert(path, seq);
+        loader
+            .node(&NodeItem {
+                parent,
+                name: name.as_bytes(),
+                data: zn.node.data.as_deref(),
+                acl,
+                czxid: st.czxid,
+                mzxid: st.mzxid,
+                pzxid: st.pzxid,
+                ctime: st.ctime,
+                mtime: st.mtime,
+                version: st.version,
+                cversion: st.cversion,
+                aversion: st.aversion,
+                owner: st.ephemeral_owner,
+            })
+            .map_err(|e| format!("at byte {at}: {e}"))?;
+        seq_of.insert(path, (seq, st.ephemeral_owner));
     }
     loader.finish()
 }

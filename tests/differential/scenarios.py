@@ -1206,8 +1206,8 @@ def multi_read(h):
 
 def multi_read_over_max_reply(h):
     """A multiRead whose reply would exceed jute.maxbuffer (2 × 600 KB): ZooKeeper 3.8 builds
-    and sends it (a frame its own Java client refuses); Palisade answers MARSHALLINGERROR
-    (maxReplySize, README). A known gap; the reads around it match."""
+    and sends it (a frame its own Java client refuses under its default jute.maxbuffer); so
+    does Palisade, since maxReplySize has no default (issue 37; a known gap before)."""
     start(h)
     h.op('A', 'create', path=h.p('/big'), data=b'x' * 600000)
     h.op('A', 'multiRead', ops=[('getData', {'path': h.p('/big')})] * 2)

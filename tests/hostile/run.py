@@ -179,28 +179,73 @@ def case_pipelined_getdata(srv):
 
 
 def case_multiread_big(srv):
-    """One connection sends 2 multiReads of 300 × getData(1 MB) (a 5 KB request each) and
-    never reads; a second one reads the answer to one."""
+    """Replies as large as ZooKeeper sends, bounded by the output budgets (globalOutputBudget
+    64 MiB in this case; large replies may fill three quarters of it). One connection sends 2
+    multiReads of 300 × getData(1 MB) (a 5 KB request each) and never reads: larger than the
+    budgets could ever hold, refused. It then sends 2 of 40 × 1 MB, still never reading: the
+    first is built (40 MB), the second waits for room. Meanwhile a reading client's multiRead
+    of 5 MB is answered in full, and the probe's reads go on. (Before issue 37, maxReplySize
+    refused every reply over 1 MB; ZooKeeper sends them.)"""
     create_big(srv.port)
-    body = wire.multiread_payload(["/big"] * 300)
     a = Conn(srv.port, rcvbuf=4096)
     for i in range(2):
-        a.sock.sendall(wire.request(i + 1, wire.OP_MULTIREAD, body))
+        a.sock.sendall(wire.request(i + 1, wire.OP_MULTIREAD, wire.multiread_payload(["/big"] * 300)))
+    for i in range(2):
+        a.sock.sendall(wire.request(i + 3, wire.OP_MULTIREAD, wire.multiread_payload(["/big"] * 40)))
     hold(2.0, srv)
     checks = []
     c = Conn(srv.port, sock_timeout=20.0)
-    c.sock.sendall(wire.request(1, wire.OP_MULTIREAD, body))
+    c.sock.sendall(wire.request(1, wire.OP_MULTIREAD, wire.multiread_payload(["/big"] * 300)))
     head = c.recv_exact(20)
     length, xid, _zxid, err = struct.unpack(">iiqi", head)
-    checks.append(("multiRead over maxReplySize answered MARSHALLINGERROR without building it",
+    checks.append(("a multiRead larger than the output budgets could hold answered MARSHALLINGERROR without building it",
                    err == wire.ERR_MARSHALLING and length < 1024, f"err={err} frame={length}"))
     c.close()
-    # A multiRead that fits is still answered in full.
-    small = Conn(srv.port)
-    err, _ = small.call(wire.OP_MULTIREAD, wire.multiread_payload(["/probe", "/big"]))
-    checks.append(("multiRead within maxReplySize answered", err == 0, f"err={err}"))
+    queued = int(srv.mntr().get("zk_palisade_output_queued_bytes", "-1") or -1)
+    one = 40 * (BIG + 81) + 29  # the 40 MB reply's frame (MultiHeader, length and Stat per op)
+    checks.append(("the attacker's 40 MB multiRead is queued (less what its socket took), the second waits for room",
+                   one - 8 * MB < queued <= one, f"queued={queued / MB:.1f} MB, one reply {one / MB:.1f} MB"))
+    # A multiRead over jute.maxbuffer (and a connection's budget) that fits is answered in full.
+    small = Conn(srv.port, sock_timeout=20.0)
+    err, body = small.call(wire.OP_MULTIREAD, wire.multiread_payload(["/probe"] + ["/big"] * 5))
+    checks.append(("a 5 MB multiRead answered in full", err == 0 and len(body) > 5 * BIG,
+                   f"err={err} body={len(body)}"))
     small.close()
     a.close()
+    return checks
+
+
+def case_children_big(srv):
+    """go-zookeeper's TestChildren node (10,000 children with 2,000-byte names: a 20 MB
+    getChildren reply, which ZooKeeper sends): a client reads it whole; then 100 connections
+    ask for it and never read (globalOutputBudget 32 MiB in this case, three quarters of it for
+    large replies): one reply is built, the others wait for room, and memory stays bounded (the
+    tree of 20 MB of names takes about 50 MB of it)."""
+    c = Conn(srv.port)
+    assert c.call(wire.OP_CREATE, wire.create_payload("/kids"))[0] == 0
+    for start in range(0, 10_000, 500):
+        c.sock.sendall(b"".join(wire.request(c.next_xid(), wire.OP_CREATE, wire.create_payload(
+            "/kids/" + ("%06d" % i).ljust(2000, "x"))) for i in range(start, start + 500)))
+        for _ in range(500):
+            assert c.reply()[2] == 0
+    checks = []
+    r = Conn(srv.port, sock_timeout=20.0)
+    err, body = r.call(wire.OP_GETCHILDREN, wire.getdata_payload("/kids"))
+    count = struct.unpack_from(">i", body, 0)[0] if len(body) >= 4 else -1
+    checks.append(("a 20 MB getChildren answered in full", err == 0 and count == 10_000
+                   and len(body) == 4 + 10_000 * 2004, f"err={err} children={count} body={len(body)}"))
+    r.close()
+    attackers = [Conn(srv.port, rcvbuf=4096) for _ in range(100)]
+    for a in attackers:
+        a.sock.sendall(wire.request(1, wire.OP_GETCHILDREN, wire.getdata_payload("/kids")))
+    hold(3.0, srv)
+    queued = int(srv.mntr().get("zk_palisade_output_queued_bytes", "-1") or -1)
+    one = 4 + 10_000 * 2004 + 20
+    checks.append(("one 20 MB reply queued (less what its socket took), the other 99 wait for room",
+                   one - 8 * MB < queued <= one, f"queued={queued / MB:.1f} MB, one reply {one / MB:.1f} MB"))
+    for a in attackers:
+        a.close()
+    c.close()
     return checks
 
 
@@ -441,7 +486,10 @@ def case_kazoo_stopped(srv):
 
 CASES = [
     ("pipelined getData ×400 ×2 conns, never read", case_pipelined_getdata, ""),
-    ("multiRead 300 × getData(1 MB) ×2, never read", case_multiread_big, ""),
+    ("multiReads of 300 MB and 40 MB ×2, never read", case_multiread_big,
+     "globalOutputBudget=67108864\n"),
+    ("20 MB getChildren read; ×100 conns never read", case_children_big,
+     "globalOutputBudget=33554432\n"),
     ("30 recursive watchers never read + 1 writer", case_recursive_watchers, ""),
     ("800 conns announce 1 MB frames, send 16 B", case_big_frames, ""),
     ("slow reader (2 s session) of 300 MB", case_slow_reader, "minSessionTimeout=2000\n"),

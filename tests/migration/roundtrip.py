@@ -13,11 +13,19 @@
    (import falls back to an older one and yields the same tree), a torn last log entry
    (imported up to the entry before it), a missing log (a gap: refused, naming the file), a
    byte flipped in a log entry (refused: checksum).
+5. Hostile data dirs, built here (issue 37): a `.gz` snapshot that inflates to 512 MiB (the
+   import's memory stays bounded; it falls back to an older snapshot, or is refused when it
+   is the only one), and logged txns the server would never have written, each appended to the
+   newest log with valid checksums: a create of "/app/", a delete of "/", nodes named "/." and
+   "/..", an ephemeral with a child. Each is refused, naming the log and the entry's offset,
+   never a panic.
 
     python3 tests/migration/roundtrip.py --palisade target/release/palisade [--port-base 23410]
 """
 import argparse
+import struct
 import tarfile
+import zlib
 import json
 import os
 import re
@@ -99,6 +107,43 @@ class Palisade:
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
     return r.returncode, r.stdout + r.stderr
+
+
+# Runs argv[1:] as its child and prints the child's peak RSS (KiB): a process of its own, so
+# no other child of this script counts.
+MAXRSS = ("import resource, subprocess, sys\n"
+          "r = subprocess.run(sys.argv[1:])\n"
+          "print('MAXRSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, flush=True)\n"
+          "sys.exit(r.returncode)\n")
+
+
+def run_rss(cmd):
+    """(exit code, output, peak RSS in MiB) of cmd."""
+    rc, out = run([sys.executable, "-c", MAXRSS] + cmd)
+    m = re.search(r"^MAXRSS (\d+)$", out, re.M)
+    return rc, out, (int(m.group(1)) / 1024 if m else None)
+
+
+# ZooKeeper's txn log entries, for the hostile cases: TxnHeader + record, Adler32, 'B'.
+def jstr(s):
+    b = s.encode()
+    return struct.pack(">i", len(b)) + b
+
+
+WORLD = struct.pack(">i", 1) + struct.pack(">i", 31) + jstr("world") + jstr("anyone")
+
+
+def txn_entry(zxid, op, record, session=0):
+    body = struct.pack(">qiqqi", session, 1, zxid, int(time.time() * 1000), op) + record
+    return struct.pack(">qi", zlib.adler32(body), len(body)) + body + b"B"
+
+
+def create_rec(path, ephemeral=False):
+    return jstr(path) + struct.pack(">i", 1) + b"d" + WORLD + (b"\1" if ephemeral else b"\0") + struct.pack(">i", 1)
+
+
+def delete_rec(path):
+    return jstr(path)
 
 
 def dump(port):
@@ -412,6 +457,68 @@ def main():
         if os.path.exists(inspect):
             rc, out = run([inspect, "validate", os.path.join(work, "damage-flipped-log", "data")])
             check(rc == 1 and "DAMAGED" in out, "palisade-inspect validate finds the flipped log byte (exit 1)")
+
+        # 5. Hostile data dirs (issue 37).
+        newest = int(by_zxid("snapshot")[-1].split(".")[1], 16)
+
+        def gz_bomb(v, only):
+            # 512 MiB of zeros in a ~500 KB .gz, named as the newest snapshot.
+            c = zlib.compressobj(9, zlib.DEFLATED, 31)
+            mb = bytes(1 << 20)
+            with open(os.path.join(v, "snapshot.%x.gz" % (good_last + 1)), "wb") as f:
+                for _ in range(512):
+                    f.write(c.compress(mb))
+                f.write(c.flush())
+            if only:
+                for f in by_zxid("snapshot"):
+                    os.remove(os.path.join(v, f))
+        bomb_name = "snapshot.%x.gz" % (good_last + 1)
+        for only in (False, True):
+            d = os.path.join(work, "hostile-gz-bomb-%s" % ("only" if only else "newest"))
+            shutil.copytree(os.path.join(zk1, "data"), os.path.join(d, "data"))
+            gz_bomb(os.path.join(d, "data", "version-2"), only)
+            size = os.path.getsize(os.path.join(d, "data", "version-2", bomb_name))
+            rc, out, rss = run_rss([pal, "import-zookeeper", "--zk-data-dir", os.path.join(d, "data"),
+                                    "--data-dir", os.path.join(d, "out"), "--dry-run"])
+            named = re.search(re.escape(bomb_name) + r": at byte \d+: the compressed stream inflates past", out)
+            if only:
+                ok = rc == 1 and named and "no valid snapshot" in out
+            else:
+                ok = rc == 0 and named and tree_digests(out) == good_digest
+            check(bool(ok) and rss is not None and rss < 160,
+                  f"a {size // 1024} KiB .gz inflating to 512 MiB ({'the only snapshot: refused' if only else 'the newest: skipped, an older one imported'}), naming it and the byte; import peak RSS {rss:.0f} MiB < 160: {out.strip()[-300:]}")
+
+        def hostile(name, entries):
+            """The newest log with `entries` (zxids from good_last + 1) appended after its
+            last entry; the import's exit code and output."""
+            d = os.path.join(work, "hostile-" + name)
+            shutil.copytree(os.path.join(zk1, "data"), os.path.join(d, "data"))
+            v = os.path.join(d, "data", "version-2")
+            f = os.path.join(v, by_zxid("log")[-1])
+            _, end = entries_end(f)
+            b = open(f, "rb").read()
+            added = b"".join(txn_entry(good_last + 1 + i, op, rec, session) for i, (op, rec, session) in enumerate(entries))
+            offsets, at = [], end
+            for i, (op, rec, session) in enumerate(entries):
+                offsets.append(at)
+                at += len(txn_entry(good_last + 1 + i, op, rec, session))
+            open(f, "wb").write(b[:end] + added + bytes(max(0, len(b) - end - len(added))))
+            rc, out = run([pal, "import-zookeeper", "--zk-data-dir", os.path.join(d, "data"),
+                           "--data-dir", os.path.join(d, "out")])
+            return rc, out, os.path.basename(f), offsets, os.path.exists(os.path.join(d, "out", "snapshots"))
+
+        for name, entries, which, needle in [
+            ("create-trailing-slash", [(1, create_rec("/app/"), 0)], 0, 'create of "/app/": not a valid path'),
+            ("delete-root", [(2, delete_rec("/"), 0)], 0, 'delete of "/", which the server never deletes'),
+            ("dot", [(1, create_rec("/."), 0)], 0, 'create of "/.": not a valid path'),
+            ("dot-dot", [(1, create_rec("/app/.."), 0)], 0, 'create of "/app/..": not a valid path'),
+            ("ephemeral-parent", [(1, create_rec("/eph", True), eph_session), (1, create_rec("/eph/child"), 0)], 1,
+             '"/eph/child" is a child of the ephemeral node "/eph"'),
+        ]:
+            rc, out, log, offsets, wrote = hostile(name, entries)
+            at = f"{log}: at byte {offsets[which]}: zxid {good_last + 1 + which:#x}: "
+            check(rc == 1 and at in out and needle in out and "panicked" not in out and not wrote,
+                  f"a logged {name} is refused with its file and offset, nothing written (rc {rc}): {out.strip()[-300:]}")
     finally:
         for d in (zk1, zk2):
             if os.path.exists(os.path.join(d, "zk.pid")):

@@ -10,7 +10,10 @@ sessionRequireClientSASLAuth=true). ZooKeeper gets the JAAS file through
 jaasLoginConfig for "open" and through SERVER_JVMFLAGS for "required", the two ways docs/SASL.md
 gives. Clients: kazoo with sasl_options (pure-sasl), zkCli.sh with a client JAAS file in
 CLIENT_JVMFLAGS, and a raw client (pure-sasl tokens, hand-made frames) for exact error codes
-and hostile tokens. Ports: SASL_PORT_BASE (default 23810) and the next one (and +2, +3 for Palisade's AdminServer).
+and hostile tokens; kazoo's own SASL tests (kazoo/tests/test_sasl.py) with its user jaasuser.
+A third server, "plain", has no SASL at all, for a SASL client against a server without it.
+Ports: SASL_PORT_BASE (default 23810) and the next one (and +2, +3 for Palisade's AdminServer),
++4 (start-up refusals), +5 (plain; +7 its AdminServer).
 """
 
 import json
@@ -40,7 +43,8 @@ TARGET = os.environ.get("SASL_TARGET", "palisade")
 BIN = os.environ.get("PALISADE_BIN", os.path.join(ROOT, "target/release/palisade"))
 BASE = int(os.environ.get("SASL_PORT_BASE", "23810"))
 PROVIDER = "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
-USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+# alice and bob for these tests; jaasuser as kazoo's own SASL tests name it (kazoo/tests/test_sasl.py).
+USERS = {"alice": "alice-secret", "bob": "bob-secret", "jaasuser": "jaas_password"}
 AUTHFAILED, REQUIRE_SASL, NOAUTH = -115, -124, -102
 
 
@@ -54,21 +58,25 @@ def ruok(port):
 
 
 class Server:
-    def __init__(self, work, name, port, lines, via_env=False):
+    def __init__(self, work, name, port, lines, via_env=False, jaas=True):
         self.dir = os.path.join(work, f"{TARGET}-{name}")
         self.port = port
         self.proc = None
-        jaas = os.path.join(work, "server.jaas")
+        jaas = os.path.join(work, "server.jaas") if jaas else None
         os.makedirs(self.dir, exist_ok=True)
         if TARGET == "zookeeper":
-            env = dict(os.environ, REFZK_JVMFLAGS=f"-Djava.security.auth.login.config={jaas}")
+            env = dict(os.environ)
+            if jaas:
+                env["REFZK_JVMFLAGS"] = f"-Djava.security.auth.login.config={jaas}"
             r = subprocess.run([os.path.join(ROOT, "tests/support/refzk.sh"), "start", str(port), self.dir]
                                + lines, timeout=60, capture_output=True, text=True, env=env)
             if r.returncode != 0:
                 raise RuntimeError(f"reference ZooKeeper did not start: {r.stderr[-2000:]}")
             return
         env = dict(os.environ)
-        if via_env:
+        if not jaas:
+            pass
+        elif via_env:
             env["SERVER_JVMFLAGS"] = f"-Xmx1g -Djava.security.auth.login.config={jaas}"
         else:
             lines = lines + [f"jaasLoginConfig={jaas}"]
@@ -120,6 +128,14 @@ def open_server(work):
 @pytest.fixture(scope="module")
 def required_server(work):
     s = Server(work, "required", BASE + 1, [PROVIDER, "sessionRequireClientSASLAuth=true"], via_env=True)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def plain_server(work):
+    """No SASL at all: no provider line, no JAAS file."""
+    s = Server(work, "plain", BASE + 5, [], jaas=False)
     yield s
     s.stop()
 
@@ -250,6 +266,130 @@ def test_kazoo_required_server(required_server):
         assert alice.exists("/") is not None
     finally:
         done(alice)
+
+
+# --- kazoo's own SASL tests (kazoo 2.11, kazoo/tests/test_sasl.py), against these servers ---
+# kazoo reports CONNECTED before its SASL exchange, so its test_invalid_sasl_auth, which
+# expects start() to raise, races with the exchange; here the failure is the AUTH_FAILED state.
+
+@pytest.mark.parametrize("form", ["sasl_options", "legacy auth_data"])
+def test_kazoo_connect_sasl_auth(open_server, form):
+    if form == "sasl_options":
+        kw = {"sasl_options": {"mechanism": "DIGEST-MD5", "username": "jaasuser",
+                               "password": USERS["jaasuser"]}}
+    else:
+        kw = {"auth_data": [("sasl", "jaasuser:" + USERS["jaasuser"])]}
+    client = KazooClient(hosts=f"127.0.0.1:{open_server.port}", timeout=8, **kw)
+    client.start(timeout=8)
+    anon = kazoo(open_server.port)
+    path = f"/kazoo-sasl-{time.time_ns()}"
+    try:
+        client.create(path, acl=(make_acl("sasl", credential="jaasuser", all=True),))
+        with pytest.raises(NoAuthError):
+            anon.get(path)
+    finally:
+        client.delete(path)
+        done(client)
+        done(anon)
+
+
+@pytest.mark.parametrize("form", ["sasl_options", "legacy auth_data"])
+def test_kazoo_invalid_sasl_auth(open_server, form):
+    if form == "sasl_options":
+        kw = {"sasl_options": {"mechanism": "DIGEST-MD5", "username": "baduser",
+                               "password": "badpassword"}}
+    else:
+        kw = {"auth_data": [("sasl", "baduser:badpassword")]}
+    states = start_expecting_auth_failed(hosts=f"127.0.0.1:{open_server.port}", **kw)
+    assert KeeperState.AUTH_FAILED in states, states
+
+
+# --- a SASL client against a server without SASL (issue 37) --------------------------------
+
+def received(port):
+    """The server's count of requests received (srvr's Received line)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"srvr")
+        text = b""
+        while chunk := s.recv(4096):
+            text += chunk
+    line = next(ln for ln in text.decode().splitlines() if ln.startswith("Received:"))
+    return int(line.split(":")[1])
+
+
+# Run in a process of its own: a kazoo client caught in that loop cannot be stopped (stop()
+# waits for its connection thread), so a regression must not hang the suite.
+KAZOO_UNTIL_AUTH_FAILED = r"""
+import sys, time
+from kazoo.client import KazooClient
+from kazoo.protocol.states import KeeperState
+port, timeout, form = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+if form == "sasl_options":
+    kw = {"sasl_options": {"mechanism": "DIGEST-MD5", "username": "baduser", "password": "badpassword"}}
+else:
+    kw = {"auth_data": [("sasl", "baduser:badpassword")]}
+c = KazooClient(hosts="127.0.0.1:%d" % port, timeout=timeout, **kw)
+t0 = time.monotonic()
+callback = c._session_callback
+def record(state):
+    if state == KeeperState.AUTH_FAILED:
+        print("AUTH_FAILED %.3f" % (time.monotonic() - t0), flush=True)
+    callback(state)
+c._session_callback = record
+c.start(timeout=timeout)
+while c.client_state != KeeperState.AUTH_FAILED:
+    time.sleep(0.02)
+c.stop()
+c.close()
+"""
+
+
+@pytest.mark.parametrize("form", ["sasl_options", "legacy auth_data"])
+def test_kazoo_sasl_against_a_server_without_sasl_ends_auth_failed(plain_server, form):
+    """kazoo's test_invalid_sasl_auth client against a server with no SASL configured. Each
+    token is answered OK with a null token, which pure-sasl's DIGEST-MD5 answers with another
+    empty token, and so on. ZooKeeper 3.8 answers every one of them so (thousands a second,
+    both sides busy) until the session expires, since a SASL token does not keep a session
+    alive there: the client then sees the connection dropped (kazoo: AUTH_FAILED, "Connection
+    dropped in SASL") after about its session timeout. Palisade ends it the same way (the
+    connection closed with no reply) at the second token, at once."""
+    timeout = 4  # the shortest session timeout tickTime=2000 allows
+    limit = 2 if TARGET == "palisade" else timeout + 6
+    before = received(plain_server.port)
+    p = subprocess.Popen([sys.executable, "-c", KAZOO_UNTIL_AUTH_FAILED, str(plain_server.port),
+                          str(timeout), form], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=limit + 5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    requests = received(plain_server.port) - before
+    ended = [float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("AUTH_FAILED")]
+    assert ended and ended[0] < limit, (out, err[-2000:], requests)
+    assert "Connection dropped in SASL" in err, err[-2000:]
+    if TARGET == "zookeeper":
+        # The whole session timeout, and thousands of tokens meanwhile.
+        assert ended[0] > timeout - 0.5 and requests > 1000, (ended, requests)
+    else:
+        # Two SASL tokens (the connect, srvr and kazoo's closeSession are not counted).
+        assert requests <= 3, (ended, requests)
+
+
+def test_no_sasl_first_token_ok_null_then_a_second_closes(plain_server):
+    """The raw exchange: ZooKeeper's answer to a first token (OK, zxid 0, a null token, the
+    connection open: README, docs/SASL.md). A second token gets the same from ZooKeeper 3.8
+    and a closed connection, with no reply, from Palisade."""
+    r = Raw(plain_server.port)
+    assert r.sasl(b"") == (0, 0, None)
+    assert not r.closed(wait=0.5)
+    if TARGET == "zookeeper":
+        assert r.sasl(b"") == (0, 0, None)
+        assert not r.closed(wait=0.5)
+        r.close()
+        return
+    with pytest.raises((EOFError, ConnectionResetError)):
+        r.sasl(b"")
+    r.close()
 
 
 # --- exact answers and hostile tokens (raw client) ----------------------------------------

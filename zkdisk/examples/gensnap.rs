@@ -40,6 +40,7 @@ fn main() {
                 acl: 1,
                 stat: st,
             },
+            offset: 0,
         });
     };
     push(String::new(), Some(Bytes::new()), stat(0, 2, 1));

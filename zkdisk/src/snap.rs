@@ -21,11 +21,37 @@ pub const DBID: i64 = -1;
 pub const DIGEST_VERSION: i32 = 2;
 
 /// One znode as the snapshot lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ZkNode {
     /// "" for the root, "/a/b" otherwise.
     pub path: String,
     pub node: DataNode,
+    /// Where its record starts in the (decompressed) stream, for errors; 0 for a node not
+    /// read from a file. Not part of the node's value: equality ignores it.
+    pub offset: u64,
+}
+
+impl PartialEq for ZkNode {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path && self.node == other.node
+    }
+}
+
+impl Eq for ZkNode {}
+
+/// A compressed snapshot may inflate to this many times its file's size unless the caller
+/// gives a bound of its own ([`read_snapshot_within`]). A real snapshot does not come near: its
+/// nodes' zxids and times differ from node to node, and gzip's deflate cannot pass about
+/// 1,030× even on zeros; a hostile `.gz` of 3 MB can inflate to 3 GiB.
+pub const MAX_INFLATION: u64 = 100;
+/// ... and at least this many bytes (a small file's bound is not its ratio's).
+pub const MIN_INFLATION_BOUND: u64 = 64 << 20;
+
+/// The default bound on what a compressed snapshot file of `file_len` bytes may inflate to.
+pub fn inflation_bound(file_len: u64) -> u64 {
+    file_len
+        .saturating_mul(MAX_INFLATION)
+        .max(MIN_INFLATION_BOUND)
 }
 
 /// A whole snapshot.
@@ -127,6 +153,7 @@ pub fn decode_snapshot(bytes: Bytes, path: &Path) -> Result<ZkSnapshot, ZkError>
     }
     let mut nodes = Vec::new();
     loop {
+        let offset = at.offset(&r);
         let p = r.ustring().map_err(at.decode(&r, "node path"))?;
         if p.as_bytes() == b"/" {
             break;
@@ -136,7 +163,7 @@ pub fn decode_snapshot(bytes: Bytes, path: &Path) -> Result<ZkSnapshot, ZkError>
             .ok_or_else(|| at.corrupt(&r, "node path is null or not UTF-8"))?
             .to_string();
         let node = DataNode::read(&mut r).map_err(at.decode(&r, "node"))?;
-        nodes.push(ZkNode { path, node });
+        nodes.push(ZkNode { path, node, offset });
     }
     seal(&at, &mut r, &bytes, "seal")?;
     let mut digest = None;
@@ -213,27 +240,71 @@ pub fn encode_snapshot(s: &ZkSnapshot) -> Bytes {
 }
 
 /// Reads and checks one snapshot file (plain, `.gz` or `.snappy`); the seals are checked over
-/// the decompressed stream, as SnapStream does.
+/// the decompressed stream, as SnapStream does. A compressed file may inflate to
+/// [`inflation_bound`] of its size.
 pub fn read_snapshot(path: &Path) -> Result<ZkSnapshot, ZkError> {
+    read_snapshot_within(path, None)
+}
+
+/// [`read_snapshot`], with a compressed file allowed to inflate to `bound` bytes (None: the
+/// default, [`inflation_bound`]). Past it the file is refused, naming the byte of the file by
+/// which the bound was passed, before more memory is taken.
+pub fn read_snapshot_within(path: &Path, bound: Option<u64>) -> Result<ZkSnapshot, ZkError> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let mut bytes = std::fs::read(path).map_err(ZkError::io(path))?;
+    let file_len = bytes.len() as u64;
+    let bound = bound.unwrap_or_else(|| inflation_bound(file_len));
+    let too_big = |offset: u64| {
+        ZkError::Corrupt {
+        path: path.to_path_buf(),
+        offset,
+        reason: format!(
+            "the compressed stream inflates past {bound} bytes by here ({}x the file's {file_len} bytes): more than a real snapshot of this size holds; refused (import-zookeeper --max-snapshot-bytes sets another bound)",
+            bound / file_len.max(1)
+        ),
+    }
+    };
     if name.ends_with(".gz") {
-        // SnapStream checks the seals over the decompressed stream.
+        // SnapStream checks the seals over the decompressed stream. Inflated a part at a
+        // time, each part allocated once at its size (a growing buffer would hold up to twice
+        // what it holds while it moves): one byte past the bound refuses the file.
         use std::io::Read;
-        let mut plain = Vec::new();
-        flate2::read::GzDecoder::new(bytes.as_slice())
-            .read_to_end(&mut plain)
-            .map_err(|e| ZkError::Corrupt {
-                path: path.to_path_buf(),
-                offset: 0,
-                reason: format!("gzip stream: {e}"),
-            })?;
-        bytes = plain;
+        const PART: u64 = 1 << 20;
+        let mut parts: Vec<Vec<u8>> = Vec::new();
+        let mut total = 0u64;
+        let mut gz = flate2::read::GzDecoder::new(bytes.as_slice());
+        loop {
+            let mut part = Vec::with_capacity(PART as usize);
+            let n = (&mut gz)
+                .take(PART)
+                .read_to_end(&mut part)
+                .map_err(|e| ZkError::Corrupt {
+                    path: path.to_path_buf(),
+                    offset: 0,
+                    reason: format!("gzip stream: {e}"),
+                })?;
+            total = total.saturating_add(n as u64);
+            if total > bound {
+                // The compressed bytes the decoder has taken (its read-ahead included).
+                return Err(too_big(file_len.saturating_sub(gz.get_ref().len() as u64)));
+            }
+            if n == 0 {
+                break;
+            }
+            parts.push(part);
+        }
+        bytes = parts.concat();
     } else if name.ends_with(".snappy") {
-        bytes = crate::snappy::decode(&bytes).map_err(|(offset, reason)| ZkError::Corrupt {
-            path: path.to_path_buf(),
-            offset: offset as u64,
-            reason,
+        bytes = crate::snappy::decode(&bytes, bound).map_err(|(offset, reason)| {
+            if reason.is_empty() {
+                too_big(offset as u64)
+            } else {
+                ZkError::Corrupt {
+                    path: path.to_path_buf(),
+                    offset: offset as u64,
+                    reason,
+                }
+            }
         })?;
     }
     decode_snapshot(Bytes::from(bytes), path)

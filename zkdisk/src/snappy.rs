@@ -12,8 +12,10 @@ fn be_i32(b: &[u8]) -> Option<i32> {
     Some(i32::from_be_bytes(b.try_into().ok()?))
 }
 
-/// The decompressed stream, or where and why it is malformed.
-pub fn decode(bytes: &[u8]) -> Result<Vec<u8>, (usize, String)> {
+/// The decompressed stream, or where and why it is malformed; an empty reason: the block at
+/// that offset would take the stream past `bound` bytes (checked from the block's declared
+/// length, before it is inflated).
+pub fn decode(bytes: &[u8], bound: u64) -> Result<Vec<u8>, (usize, String)> {
     let mut out = Vec::new();
     let mut at = 0usize;
     let mut dec = snap::raw::Decoder::new();
@@ -51,6 +53,11 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<u8>, (usize, String)> {
             at,
             format!("block of {len} bytes runs past the end of the file"),
         ))?;
+        let declared =
+            snap::raw::decompress_len(block).map_err(|e| (at, format!("snappy block: {e}")))?;
+        if (out.len() as u64).saturating_add(declared as u64) > bound {
+            return Err((at, String::new()));
+        }
         let plain = dec
             .decompress_vec(block)
             .map_err(|e| (at, format!("snappy block: {e}")))?;
@@ -66,6 +73,10 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<u8>, (usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn unbounded(bytes: &[u8]) -> Result<Vec<u8>, (usize, String)> {
+        decode(bytes, u64::MAX)
+    }
 
     fn stream(blocks: &[&[u8]]) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
@@ -89,37 +100,47 @@ mod tests {
         let mut want = a.clone();
         want.extend_from_slice(&b);
         want.extend_from_slice(b"tail");
-        assert_eq!(decode(&s), Ok(want));
+        assert_eq!(unbounded(&s), Ok(want));
+    }
+
+    #[test]
+    fn a_block_that_would_pass_the_bound_is_refused_before_it_is_inflated() {
+        let a = vec![7u8; 40_000];
+        let s = stream(&[&a, b"one more"]);
+        assert_eq!(decode(&s, 40_008), unbounded(&s));
+        let first_len = i32::from_be_bytes([s[16], s[17], s[18], s[19]]) as usize;
+        assert_eq!(decode(&s, 40_007), Err((20 + first_len, String::new())));
+        assert_eq!(decode(&s, 39_999), Err((16, String::new())));
     }
 
     #[test]
     fn damage_is_an_error_with_its_offset_never_a_panic() {
         let s = stream(&[&[1u8; 1000], b"second block"]);
-        assert!(decode(&[]).is_err());
-        assert!(decode(b"ZKSN plain").is_err());
+        assert!(unbounded(&[]).is_err());
+        assert!(unbounded(b"ZKSN plain").is_err());
         let first_len = i32::from_be_bytes([s[16], s[17], s[18], s[19]]) as usize;
         let boundaries = [16, 20 + first_len, s.len()];
         for cut in 0..s.len() {
             // A cut at a block boundary is a shorter valid stream (the snapshot's own seals
             // catch that); every other cut is refused.
             assert_eq!(
-                decode(&s[..cut]).is_ok(),
+                unbounded(&s[..cut]).is_ok(),
                 boundaries.contains(&cut),
                 "cut at {cut}"
             );
         }
         let mut neg = s.clone();
         neg[16..20].copy_from_slice(&(-5i32).to_be_bytes());
-        assert!(decode(&neg).is_err_and(|(at, _)| at == 16));
+        assert!(unbounded(&neg).is_err_and(|(at, _)| at == 16));
         let mut big = s.clone();
         big[16..20].copy_from_slice(&i32::MAX.to_be_bytes());
-        assert!(decode(&big).is_err());
+        assert!(unbounded(&big).is_err());
         // Raw snappy has no checksum: a flipped byte may decode to other bytes (the snapshot's
         // Adler32 seals refuse those) but must never panic.
         for i in 16..s.len() {
             let mut flip = s.clone();
             flip[i] ^= 0xff;
-            let _ = decode(&flip);
+            let _ = unbounded(&flip);
         }
     }
 }

@@ -30,6 +30,7 @@ fn sample() -> ZkSnapshot {
             acl: 1,
             stat: stat(z),
         },
+        offset: 0,
     };
     ZkSnapshot {
         header: FileHeader {
@@ -280,4 +281,47 @@ fn digest_matches_zookeepers_rule() {
         crate::digest::node_digest("/", Some(b""), &stat(0)),
         crate::digest::node_digest("", Some(b""), &stat(0))
     );
+}
+
+/// A `.gz` snapshot that inflates past the bound (a zip bomb: zeros compress about 1,000×) is
+/// refused before more of it is inflated, naming the file and the byte reached; a real one
+/// under the same bound reads.
+#[test]
+fn a_gzip_snapshot_inflating_past_its_bound_is_refused() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let gz = |name: &str, plain: &[u8]| {
+        let path = tmp.path().join(name);
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(plain).unwrap();
+        std::fs::write(&path, e.finish().unwrap()).unwrap();
+        path
+    };
+    let bomb = gz("snapshot.5.gz", &vec![0u8; 8 << 20]);
+    let size = std::fs::metadata(&bomb).unwrap().len();
+    assert!(size < 16 << 10, "{size}");
+    match crate::snap::read_snapshot_within(&bomb, Some(1 << 20)) {
+        Err(ZkError::Corrupt {
+            path,
+            offset,
+            reason,
+        }) => {
+            assert_eq!(path, bomb);
+            assert!(offset > 0 && offset <= size, "{offset} of {size}");
+            assert!(reason.contains("inflates past 1048576 bytes"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let real = encode_snapshot(&sample());
+    let good = gz("snapshot.6.gz", &real);
+    let bound = Some(real.len() as u64);
+    assert_eq!(
+        crate::snap::read_snapshot_within(&good, bound).unwrap(),
+        sample()
+    );
+    let short = Some(real.len() as u64 - 1);
+    assert!(crate::snap::read_snapshot_within(&good, short).is_err());
+    // The default bound: 100× the file's size, at least 64 MiB.
+    assert_eq!(crate::snap::inflation_bound(size), 64 << 20);
+    assert_eq!(crate::snap::inflation_bound(3 << 20), 300 << 20);
 }
