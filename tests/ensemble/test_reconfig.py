@@ -23,16 +23,25 @@ from helpers import Writers, assert_members_equal, epoch_of, write_until_ok
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_cli_clients import ZkCli  # noqa: E402
+from secured import jvmflags, log_has, sasl_lines, write_jaas  # noqa: E402
 
 ZKCLI = os.environ.get("ZKCLI", "/usr/share/zookeeper/bin/zkCli.sh")
 SUPER = "DigestAuthenticationProvider.superDigest=super:lK75jTNcA+U9vtVEw5vB51mj/w4="
 
 
-def reconfig_cluster(ensemble, running=3, spare=1, extra=(), **kw):
+def reconfig_cluster(ensemble, running=3, spare=1, extra=(), sasl=False, **kw):
     """`running` members formed with each other in their zoo.cfg; `spare` more, each with a
-    zoo.cfg listing the running ones and itself (ZooKeeper's way to add a server)."""
+    zoo.cfg listing the running ones and itself (ZooKeeper's way to add a server). `sasl`:
+    quorum SASL on every member (Palisade lets a server no configuration names join only
+    with a credential)."""
+    auth = sasl_lines() if sasl else []
     c = ensemble(running + spare, start=False,
-                 extra_cfg=["reconfigEnabled=true", SUPER] + list(extra), **kw)
+                 extra_cfg=["reconfigEnabled=true", SUPER] + auth + list(extra), **kw)
+    if sasl:
+        os.makedirs(str(c.workdir), exist_ok=True)
+        jaas = write_jaas(os.path.join(str(c.workdir), "quorum.jaas"))
+        for m in c.members:
+            m.configure(env=jvmflags(jaas))
     everyone = c.members
     c.members = everyone[:running]
     for m in c.members:
@@ -140,7 +149,7 @@ def test_config_node_and_reconfig_disabled_without_reconfig_enabled(ensemble):
 def test_reconfig_adds_removes_and_changes_roles_as_zookeeper(ensemble, kind, figures):
     from kazoo.exceptions import (BadArgumentsError, BadVersionError, ConnectionLoss,
                                   MarshallingError, NoAuthError)
-    c = reconfig_cluster(ensemble)
+    c = reconfig_cluster(ensemble, sasl=True)
     m1, m2, m3, m4 = c.members
     # The first leader committed zoo.cfg's configuration with its epoch's zxid as version.
     plain = c.client(c.members[:3])
@@ -275,6 +284,34 @@ def test_reconfig_adds_removes_and_changes_roles_as_zookeeper(ensemble, kind, fi
     later = plain.create("/rc/s-", sequence=True)
     assert int(later[-10:]) > max(int(s[-10:]) for s in seqs)
     assert_members_equal(c, "/rc")
+
+
+def test_a_server_no_configuration_names_joins_only_with_a_credential(ensemble, kind):
+    """Without quorum TLS or SASL, a new server started with the ensemble plus itself is not
+    let in by Palisade (anyone can claim an address, and a learner is sent the whole tree:
+    docs/HOSTILE_PEERS.md), and says why in its log; ZooKeeper 3.8 takes it as a non-voting
+    follower (the difference is in docs/COMPATIBILITY.md). Added by reconfig first (four
+    voters, three synced), it is named, and joins as a voter on both."""
+    c = reconfig_cluster(ensemble)
+    m4 = c.members[3]
+    m4.start()
+    key = "zk_synced_non_voting_followers"
+    if kind == "palisade":
+        assert wait_until(lambda: log_has(m4, "cannot join the ensemble yet"), 20), \
+            c.diagnose("m4's log does not say why it is kept out")
+        assert log_has(m4, "add it with reconfig first"), c.diagnose("m4: no reason")
+        assert m4.mode(1.0) != "follower"
+        assert c.leader().mntr().get(key, "0") == "0"
+    else:
+        assert wait_until(lambda: m4.mode(1.0) == "follower", 30), c.diagnose("m4?")
+    zk = super_client(c, c.members[:3])
+    _, version, _ = config(zk)
+    zk.reconfig(line(m4, client=True), None, None, from_config=version)
+    assert wait_until(lambda: m4.mode(1.0) == "follower", 30), c.diagnose("m4 not added")
+    assert wait_until(lambda: c.leader().mntr().get("zk_quorum_size") == "4", 20), c.diagnose(
+        "zk_quorum_size: %s" % {m: m.mntr().get("zk_quorum_size") for m in c.members})
+    zk.create("/named", b"x")
+    assert_members_equal(c, "/named")
 
 
 def test_the_leader_removed_and_added_back_at_once_is_a_voter_again(ensemble):

@@ -312,17 +312,13 @@ def case_join(count):
         s = out.get("streamed_to_outsider", {})
         checks = [("learners on the leader at most %d" % PEER_LEARNERS, learners <= PEER_LEARNERS,
                    "%d learners" % learners)]
-        if ctx.kind != "default" or not ctx.reconfig:
-            checks.append(("nothing streamed to the outsider", s.get("links", 1) == 0
-                           and not s.get("marker_seen"),
-                           "links=%s entries=%s secret seen=%s" % (s.get("links"), s.get("entries"),
-                                                                  s.get("marker_seen"))))
-        else:
-            # reconfigEnabled with no quorum TLS or SASL: a server that can be reached at the
-            # address it gives may join, as a ZooKeeper observer may (docs/ENSEMBLE.md).
-            ctx.welcome_ok = True
-            ctx.note = "joined as a learner, read %s entries, secret seen=%s (no credentials: a documented limit)" % (
-                s.get("entries"), s.get("marker_seen"))
+        # Every kind refuses it: a server no configuration names joins only with a
+        # certificate or quorum SASL (once, with reconfigEnabled and no credentials, it read
+        # the whole tree: docs/HOSTILE_PEERS.md).
+        checks.append(("nothing streamed to the outsider", s.get("links", 1) == 0
+                       and not s.get("marker_seen"),
+                       "links=%s entries=%s secret seen=%s" % (s.get("links"), s.get("entries"),
+                                                              s.get("marker_seen"))))
         return checks
     return run
 

@@ -635,6 +635,17 @@ async fn finish(
     }
     let proven = match proven {
         Some(p) => p,
+        // Anyone can listen at the address a joiner gives: proving it proves nothing, and a
+        // learner is sent the whole tree (an outsider's one Join once read it all).
+        None if c.joiner => {
+            let why = format!(
+                "server {} at {} is in no configuration and proved itself by neither a \
+                 certificate nor quorum SASL: add it with reconfig first, or secure the peer links",
+                hello.from, c.addr
+            );
+            let _ = send(&mut link, &Answer::Refused(why.clone())).await;
+            return Err(refused(why));
+        }
         None => {
             let yes = ask_proof(&c.addr, hello.from, hello.nonce, sec)
                 .await

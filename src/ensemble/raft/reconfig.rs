@@ -381,10 +381,12 @@ pub async fn join(raft: Raft<TypeConfig>, network: Network, members: Vec<Member>
         .collect();
     let ttl = pause.max(Duration::from_millis(200));
     let mut logged = false;
+    let mut warned: Option<tokio::time::Instant> = None;
     loop {
         if raft.is_initialized().await.unwrap_or(true) {
             return;
         }
+        let mut refusal = None;
         let mut not_formed = BTreeSet::new();
         let mut leader = None;
         let mut in_ensemble = false;
@@ -395,7 +397,8 @@ pub async fn join(raft: Raft<TypeConfig>, network: Network, members: Vec<Member>
                 }
                 Ok(JoinReply::Member) | Ok(JoinReply::Added) => in_ensemble = true,
                 Ok(JoinReply::Leader { id, addr }) => leader = Some((id, addr)),
-                Ok(JoinReply::Later) | Err(_) => {}
+                Ok(JoinReply::Later) => {}
+                Err(e) => refusal = Some(e),
             }
         }
         if let (false, Some((id, addr))) = (in_ensemble, leader) {
@@ -404,6 +407,14 @@ pub async fn join(raft: Raft<TypeConfig>, network: Network, members: Vec<Member>
                 c.join(me, my_addr.clone(), ttl).await,
                 Ok(JoinReply::Added) | Ok(JoinReply::Member)
             );
+        }
+        // Said now and then: a server no configuration names is refused without a credential
+        // (link/mod.rs), and the operator must learn why it never joins.
+        if let (false, Some(e)) = (in_ensemble, refusal) {
+            if warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(30)) {
+                tracing::warn!(error = %e, "cannot join the ensemble yet");
+                warned = Some(tokio::time::Instant::now());
+            }
         }
         if in_ensemble {
             if !logged {
