@@ -18,7 +18,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 
 /// How often the TLS store files are checked for changes (SIGHUP reloads at once).
@@ -465,6 +465,9 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
 
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
+    // Accept errors (EMFILE, ENFILE) come back every 50 ms while they last: said once, then
+    // at most every 10 s with how many were not (once 20 lines a second filled the log).
+    let mut accept_errors: (Option<Instant>, u64) = (None, 0);
     loop {
         let accepted = tokio::select! {
             r = accept_opt(listener.as_ref()) => r.map(|(s, p)| (s, p, plain_kind)),
@@ -477,7 +480,13 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
         let (stream, peer, kind) = match accepted {
             Ok(x) => x,
             Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
+                let (last, quiet) = &mut accept_errors;
+                if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                    tracing::warn!(error = %e, not_logged = *quiet, "accept failed");
+                    (*last, *quiet) = (Some(Instant::now()), 0);
+                } else {
+                    *quiet += 1;
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }

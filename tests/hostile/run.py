@@ -484,6 +484,36 @@ def case_kazoo_stopped(srv):
     return checks
 
 
+def case_fd_exhaustion(srv):
+    """The server's open-file limit lowered to what it holds plus 16 (`prlimit`), then 200
+    connections held for 3 s: accepts fail with EMFILE every 50 ms while they last, and the
+    log says so once, not 20 times a second (a disk filled by the log is the next outage).
+    Once they close, a new connection is served."""
+    fds = len(os.listdir(f"/proc/{srv.proc.pid}/fd"))
+    r = subprocess.run(["prlimit", "--pid", str(srv.proc.pid), f"--nofile={fds + 16}"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return [("prlimit", False, r.stderr.strip())]
+    held = []
+    for _ in range(200):
+        try:
+            held.append(socket.create_connection(("127.0.0.1", srv.port), timeout=2))
+        except OSError:
+            break
+    time.sleep(3)
+    for c in held:
+        c.close()
+    srv.log.flush()
+    with open(os.path.join(srv.dir, "server.log")) as f:
+        lines = sum("accept failed" in l for l in f)
+    time.sleep(0.2)
+    c = Conn(srv.port)
+    served = c.call(wire.OP_GETDATA, wire.getdata_payload("/"))[0] == 0
+    c.close()
+    return [("accept failures logged at most twice in 3 s", 1 <= lines <= 2, f"{lines} lines"),
+            ("a new connection is served once they close", served, "")]
+
+
 CASES = [
     ("pipelined getData ×400 ×2 conns, never read", case_pipelined_getdata, ""),
     ("multiReads of 300 MB and 40 MB ×2, never read", case_multiread_big,
@@ -496,6 +526,7 @@ CASES = [
     ("4 clients repeat dirs over 3,000 files", case_dirs, ""),
     ("kazoo client stopped while its 8,000 watches fire", case_kazoo_stopped,
      "connectionOutputBudget=524288\n"),
+    ("200 connections past the open-file limit", case_fd_exhaustion, ""),
 ]
 
 
