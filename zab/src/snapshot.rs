@@ -67,6 +67,7 @@ impl WireSnapshot {
         }
         let mut nodes = Vec::new();
         loop {
+            let offset = at(&r);
             let p = r.ustring().map_err(|e| bad(&r, "node path", &e))?;
             if p.as_bytes() == b"/" {
                 break;
@@ -76,7 +77,7 @@ impl WireSnapshot {
                 .ok_or_else(|| bad(&r, "node path", &"null or not UTF-8"))?
                 .to_string();
             let node = DataNode::read(&mut r).map_err(|e| bad(&r, "node", &e))?;
-            nodes.push(ZkNode { path, node });
+            nodes.push(ZkNode { path, node, offset });
         }
         if !r.is_empty() {
             return Err(bad(
