@@ -240,6 +240,7 @@ impl Core {
             }
             CoreCmd::StatReset => {
                 self.stats = Default::default();
+                self.reset_namespace_stats();
                 Json::new()
             }
             // The data-watch table, as wchs/wchc/wchp report it (see fourlw.rs).

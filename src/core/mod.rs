@@ -28,6 +28,7 @@ mod leader;
 pub mod liveness;
 pub mod member;
 mod msg;
+mod namespaces;
 mod pending;
 mod raft_snapshot;
 pub(crate) mod read;
