@@ -37,6 +37,7 @@ mod reconfig;
 pub(crate) mod reply;
 mod sample;
 mod sasl;
+mod shed;
 mod snapshots;
 pub mod staged;
 mod stats;

@@ -8,6 +8,8 @@ in PALISADE_ONLY.
 
 import json
 import re
+import urllib.error
+import urllib.request
 
 import pytest
 from kazoo.client import KazooClient
@@ -21,6 +23,8 @@ COMMANDS = [
     "observer_connection_stat_reset", "observers", "ruok", "server_stats", "stat_reset",
     "stats", "voting_view", "watch_summary", "watches", "watches_by_path", "zabstate",
 ]
+# POST commands (ZooKeeper 3.10), listed at /commands with the others.
+POST_COMMANDS = ["shed_connections"]
 # JVM-only or not in Palisade (docs/ADMIN.md says why).
 LEFT_OUT_COMMANDS = ["get_trace_mask", "set_trace_mask", "system_properties"]
 
@@ -94,7 +98,7 @@ def test_commands_lists_every_command(palisade):
     status, ctype, body = http_get(palisade.admin("/commands"))
     assert status == 200 and ctype.startswith("text/html")
     names = re.findall(r'<a href="/commands/([a-z_]+)">\1</a>', body)
-    assert names == COMMANDS
+    assert names == sorted(COMMANDS + POST_COMMANDS)
 
 
 def test_every_command_and_alias_answers_with_its_primary_name(palisade):
@@ -123,6 +127,42 @@ def test_only_get(palisade):
     except urllib.error.HTTPError as e:
         status = e.code
     assert status == 405
+
+
+def post(url, body, timeout=10):
+    """(status, JSON) of a POST."""
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read().decode())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode() or "null")
+
+
+def test_shed_connections_answers_as_zookeeper_3_10(palisade):
+    """ZooKeeper 3.10's shed_connections (alias shed): POST {"percentage": p}; its 400s and
+    their texts; a GET says it takes POST. The connections it closes: tests/ensemble/test_shed.py."""
+    url = palisade.admin("/commands/shed_connections")
+    for body, err in [(b'{"percentage": 101}', "Percentage must be between 0 and 100"),
+                      (b'{"percentage": -1}', "Percentage must be between 0 and 100"),
+                      (b"{}", "Missing required field: percentage"),
+                      (b'{"other": 25}', "Missing required field: percentage"),
+                      (b"", "Missing required field: percentage")]:
+        assert post(url, body) == (400, {"command": "shed_connections", "error": err}), body
+    status, j = post(url, b'{"percentage": }')
+    assert status == 400 and j["error"].startswith("Invalid JSON or failed to read request body")
+    zk = KazooClient(hosts=palisade.hosts, timeout=10)
+    zk.start(timeout=15)
+    try:
+        assert post(palisade.admin("/commands/shed"), b'{"percentage": 0}') == (
+            200, {"command": "shed_connections", "error": None, "connections_shed": 0,
+                  "percentage_requested": 0})
+        assert zk.connected
+    finally:
+        zk.stop()
+    status, ctype, body = http_get(url)
+    assert status == 405 and json.loads(body)["error"] == "shed_connections takes POST"
 
 
 def test_key_trees_match_zookeeper(palisade, refzk):
