@@ -20,7 +20,8 @@ pub(crate) struct Stats {
     pub response_size: Option<(u64, u64, u64)>,
 }
 
-/// The core's part of ZooKeeper's ServerMetrics: not reset by `srst`, as in ZooKeeper.
+/// The core's part of ZooKeeper's ServerMetrics. `srst` resets only the per-namespace sets'
+/// values here; ZooKeeper 3.8.0's resets every ServerMetrics value (docs/ADMIN.md).
 #[derive(Default)]
 pub(crate) struct CoreMetrics {
     /// Handshakes received (connection_request_count).
