@@ -79,6 +79,33 @@ pub const COMMANDS: &[(&[&str], Kind)] = &[
     (&["zabstate"], Kind::Local(Local::ZabState)),
 ];
 
+/// Commands answered to `POST` (ZooKeeper 3.10's PostCommands), the primary name first.
+pub const POST_COMMANDS: &[(&[&str], Post)] =
+    &[(&["shed_connections", "shed"], Post::ShedConnections)];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Post {
+    /// Close a share of the client connections, sessions kept (src/admin/shed.rs).
+    ShedConnections,
+}
+
+impl Post {
+    /// Whether only an authenticated admin may run it (ZooKeeper: AuthRequest(ALL, "/")).
+    pub const fn needs_auth(self) -> bool {
+        match self {
+            Post::ShedConnections => true,
+        }
+    }
+}
+
+/// The primary name and kind of a POST command called by any of its names.
+pub fn find_post(name: &str) -> Option<(&'static str, Post)> {
+    POST_COMMANDS
+        .iter()
+        .find(|(names, _)| names.contains(&name))
+        .and_then(|(names, cmd)| names.first().map(|n| (*n, *cmd)))
+}
+
 /// The primary name and kind of a command called by any of its names.
 pub fn find(name: &str) -> Option<(&'static str, Kind)> {
     COMMANDS

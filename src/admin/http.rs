@@ -1,7 +1,7 @@
 //! The two HTTP listeners (axum on the server's tokio runtime, a task per connection, no
 //! thread per request): the AdminServer and the Prometheus endpoint.
 
-use super::commands::{self, Info, Kind};
+use super::commands::{self, Info, Kind, Post};
 use super::listener::{self, Bounded, IDLE, MAX_CONNECTIONS};
 use super::{Json, Query};
 use crate::core::CoreMsg;
@@ -53,16 +53,33 @@ fn json_response(status: StatusCode, body: &Json) -> Response {
 }
 
 async fn list(State(st): State<AdminState>) -> Response {
+    // Every primary name, GET and POST commands together, sorted as ZooKeeper lists them.
+    let mut names: Vec<&str> = commands::COMMANDS
+        .iter()
+        .filter_map(|(n, _)| n.first())
+        .chain(
+            commands::POST_COMMANDS
+                .iter()
+                .filter_map(|(n, _)| n.first()),
+        )
+        .copied()
+        .collect();
+    names.sort_unstable();
     let mut html = String::new();
-    for (names, _) in commands::COMMANDS {
-        if let Some(n) = names.first() {
-            html.push_str(&format!("<a href=\"{}/{n}\">{n}</a>\n<br/>\n", st.url));
-        }
+    for n in names {
+        html.push_str(&format!("<a href=\"{}/{n}\">{n}</a>\n<br/>\n", st.url));
     }
     ([(header::CONTENT_TYPE, "text/html")], html).into_response()
 }
 
 async fn command(State(st): State<AdminState>, Path(name): Path<String>) -> Response {
+    if let Some((primary, _)) = commands::find_post(&name) {
+        // ZooKeeper's PostCommand has no GET answer (its Jetty answers 500); say which method.
+        let mut m = Json::new();
+        m.insert("command".into(), json!(primary));
+        m.insert("error".into(), json!(format!("{primary} takes POST")));
+        return json_response(StatusCode::METHOD_NOT_ALLOWED, &m);
+    }
     let Some((primary, kind)) = commands::find(&name) else {
         let mut m = Json::new();
         m.insert("command".into(), json!(name));
@@ -106,6 +123,47 @@ async fn command(State(st): State<AdminState>, Path(name): Path<String>) -> Resp
     m.insert("command".into(), json!(primary));
     m.entry("error").or_insert(Value::Null);
     json_response(StatusCode::OK, &m)
+}
+
+/// A POST command (`POST <commandURL>/<name>`, JSON body); any other name is 405, as every
+/// POST was before there were POST commands.
+async fn post_command(
+    State(st): State<AdminState>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let Some((primary, cmd)) = commands::find_post(&name) else {
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+    };
+    // Post::needs_auth: where the AdminServer's authentication (issue 37) refuses, 401/403.
+    let mut m = Json::new();
+    let status = match cmd {
+        Post::ShedConnections => shed(&st.core, &body, &mut m).await,
+    };
+    m.insert("command".into(), json!(primary));
+    m.entry("error").or_insert(Value::Null);
+    json_response(status, &m)
+}
+
+/// shed_connections: 400 with ZooKeeper's text for a bad body, else the core closes the share.
+async fn shed(core: &CoreSlot, body: &[u8], m: &mut Json) -> StatusCode {
+    let percentage = match super::shed::percentage(body) {
+        Ok(p) => p,
+        Err(e) => {
+            m.insert("error".into(), json!(e));
+            return StatusCode::BAD_REQUEST;
+        }
+    };
+    match ask(core, |reply| Query::Shed { percentage, reply }).await {
+        Some(n) => {
+            m.insert("connections_shed".into(), json!(n));
+            m.insert("percentage_requested".into(), json!(percentage));
+        }
+        None => {
+            m.insert("error".into(), json!(NOT_SERVING));
+        }
+    }
+    StatusCode::OK
 }
 
 /// Ready = the core runs, answers and serves read-write clients, as `srvr` says: recovery
@@ -155,7 +213,7 @@ pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_ur
     };
     let app = Router::new()
         .route(&url, get(list))
-        .route(&format!("{url}/{{name}}"), get(command))
+        .route(&format!("{url}/{{name}}"), get(command).post(post_command))
         .route("/ready", get(ready))
         .with_state(st);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);

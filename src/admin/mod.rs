@@ -8,6 +8,7 @@
 pub mod commands;
 mod http;
 mod listener;
+mod shed;
 
 pub use http::{serve_admin, serve_metrics};
 

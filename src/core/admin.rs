@@ -42,6 +42,12 @@ pub enum Query {
     Ready {
         reply: oneshot::Sender<Readiness>,
     },
+    /// shed_connections: close this share (1..=100 %) of the client connections, sessions
+    /// kept (core/shed.rs); answered with how many were closed.
+    Shed {
+        percentage: u8,
+        reply: oneshot::Sender<usize>,
+    },
 }
 
 /// What /ready reports: the serving state `srvr` reports (a member without a quorum, or in
@@ -68,6 +74,9 @@ impl Core {
             }
             Query::Ready { reply } => {
                 let _ = reply.send(self.readiness());
+            }
+            Query::Shed { percentage, reply } => {
+                let _ = reply.send(self.shed_connections(percentage));
             }
         }
     }
@@ -240,6 +249,7 @@ impl Core {
             }
             CoreCmd::StatReset => {
                 self.stats = Default::default();
+                self.reset_namespace_stats();
                 Json::new()
             }
             // The data-watch table, as wchs/wchc/wchp report it (see fourlw.rs).

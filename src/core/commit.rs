@@ -23,6 +23,7 @@ impl Core {
     pub(super) fn commit(&mut self, txn: Txn) {
         let zxid = txn.header.zxid;
         let effects = self.state.apply(&txn);
+        self.count_writes(&txn, &effects);
         self.prep.applied(zxid);
         self.config_applied(&txn);
         self.after_apply(zxid);

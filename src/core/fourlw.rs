@@ -404,6 +404,7 @@ impl Core {
             }
             FourLetterWord::Srst => {
                 self.stats = Default::default();
+                self.reset_namespace_stats();
                 out.push_str("Server stats reset.\n");
             }
             FourLetterWord::Dirs => {

@@ -4,6 +4,7 @@ use super::{reply, Core, Out};
 use crate::acl::{self, AuthId};
 use crate::core::watch::{self, ConnId, Kind, Mode};
 use crate::limits::STAT_BYTES;
+use crate::metrics::namespace;
 use crate::state::tree::NodeId;
 use bytes::BufMut;
 use palisade_proto::jute::write_buffer;
@@ -119,10 +120,12 @@ impl Core {
         self.state.tree.stat(id).write(w);
     }
 
-    /// The children vector, written straight from the tree's names.
-    fn write_children(&self, w: &mut bytes::BytesMut, id: NodeId) {
+    /// The children vector, written straight from the tree's names; returns the names'
+    /// length as ZooKeeper counts it for read_per_namespace (UTF-16 units).
+    fn write_children(&self, w: &mut bytes::BytesMut, id: NodeId) -> u64 {
         let n = self.state.tree.node(id).map_or(0, |n| n.num_children());
         w.put_i32(n as i32);
+        let mut names = 0u64;
         for c in self
             .state
             .tree
@@ -130,6 +133,37 @@ impl Core {
             .filter_map(|c| self.state.tree.node(c))
         {
             write_buffer(w, Some(c.name().as_bytes()));
+            names = names.saturating_add(namespace::java_len(c.name()));
+        }
+        names
+    }
+
+    /// The bytes of a node's data.
+    fn data_len(&self, id: NodeId) -> u64 {
+        self.state.tree.node(id).map_or(0, |n| n.data_len() as u64)
+    }
+
+    /// What a multiRead's ops read, counted per namespace as the single reads are.
+    fn count_multi_read(&mut self, conn: ConnId, m: &MultiRequest) {
+        for op in &m.ops {
+            let (path, children) = match &op.op {
+                Request::GetData(r) => (&r.path, false),
+                Request::GetChildren(r) => (&r.path, true),
+                _ => continue,
+            };
+            let Ok(id) = self.readable(conn, path, acl::READ) else {
+                continue;
+            };
+            let bytes = if children {
+                self.state
+                    .tree
+                    .children(id)
+                    .filter_map(|c| self.state.tree.node(c))
+                    .fold(0u64, |n, c| n.saturating_add(namespace::java_len(c.name())))
+            } else {
+                self.data_len(id)
+            };
+            self.metrics.read_ns.read(&text(path), bytes);
         }
     }
 
@@ -155,7 +189,7 @@ impl Core {
                     if code == OpCode::GetData {
                         self.write_data(w, id);
                     } else {
-                        self.write_children(w, id);
+                        let _ = self.write_children(w, id);
                     }
                 }
                 Err(e) => {
@@ -210,7 +244,10 @@ impl Core {
                         self.watches.add(Kind::Data, &p, conn);
                     }
                     match self.state.tree.lookup(&p) {
-                        Some(id) => reply::record(xid, zxid, &self.state.tree.stat(id)),
+                        Some(id) => {
+                            self.metrics.read_ns.read(&p, 0);
+                            reply::record(xid, zxid, &self.state.tree.stat(id))
+                        }
                         None => err(ErrorCode::NoNode),
                     }
                 }
@@ -226,7 +263,11 @@ impl Core {
                     self.watch_if(conn, &r.path, r.watch, Kind::Data);
                     match room {
                         Room::Never => too_big(conn, "getData", len),
-                        _ => reply::frame_sized(xid, zxid, 0, len, |w| self.write_data(w, id)),
+                        _ => {
+                            let data = self.data_len(id);
+                            self.metrics.read_ns.read(&text(&r.path), data);
+                            reply::frame_sized(xid, zxid, 0, len, |w| self.write_data(w, id))
+                        }
                     }
                 }
                 Err(e) => err(e),
@@ -267,7 +308,14 @@ impl Core {
                     self.watch_if(conn, &r.path, r.watch, Kind::Child);
                     match room {
                         Room::Never => too_big(conn, "getChildren", len),
-                        _ => reply::frame_sized(xid, zxid, 0, len, |w| self.write_children(w, id)),
+                        _ => {
+                            let mut names = 0;
+                            let f = reply::frame_sized(xid, zxid, 0, len, |w| {
+                                names = self.write_children(w, id);
+                            });
+                            self.metrics.read_ns.read(&text(&r.path), names);
+                            f
+                        }
                     }
                 }
                 Err(e) => err(e),
@@ -284,10 +332,15 @@ impl Core {
                     self.watch_if(conn, &r.path, r.watch, Kind::Child);
                     match room {
                         Room::Never => too_big(conn, "getChildren2", len),
-                        _ => reply::frame_sized(xid, zxid, 0, len, |w| {
-                            self.write_children(w, id);
-                            self.state.tree.stat(id).write(w);
-                        }),
+                        _ => {
+                            let mut names = 0;
+                            let f = reply::frame_sized(xid, zxid, 0, len, |w| {
+                                names = self.write_children(w, id);
+                                self.state.tree.stat(id).write(w);
+                            });
+                            self.metrics.read_ns.read(&text(&r.path), names);
+                            f
+                        }
                     }
                 }
                 Err(e) => err(e),
@@ -342,7 +395,10 @@ impl Core {
                     }
                 }
                 // Written straight from the tree into a frame of the size just summed.
-                reply::frame_sized(xid, zxid, 0, len, |w| self.write_multi_read(w, conn, &m))
+                let f =
+                    reply::frame_sized(xid, zxid, 0, len, |w| self.write_multi_read(w, conn, &m));
+                self.count_multi_read(conn, &m);
+                f
             }
             Request::Auth(a) => {
                 let data = a.auth.as_deref().unwrap_or(&[]);

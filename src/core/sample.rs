@@ -118,6 +118,15 @@ impl Core {
             };
             s.push(name, Value::Summary(v, Detail::Advanced));
         }
+        // ZooKeeper's summary sets, last among its metrics as in its `mntr`.
+        s.push(
+            "read_per_namespace",
+            Value::SummarySet(self.metrics.read_ns.entries(), Detail::Basic),
+        );
+        s.push(
+            "write_per_namespace",
+            Value::SummarySet(self.metrics.write_ns.entries(), Detail::Basic),
+        );
 
         s.push(
             "palisade_wal_fsyncs_total",

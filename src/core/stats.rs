@@ -1,7 +1,7 @@
 //! Request counters and latencies, as `srvr`/`mntr` and the metrics report them.
 
 use super::Core;
-use crate::metrics::Summary;
+use crate::metrics::{NamespaceSet, Summary};
 use std::time::Instant;
 
 /// What `srvr`/`mntr` report, and `srst` resets (ZooKeeper's ServerStats).
@@ -20,7 +20,8 @@ pub(crate) struct Stats {
     pub response_size: Option<(u64, u64, u64)>,
 }
 
-/// The core's part of ZooKeeper's ServerMetrics: not reset by `srst`, as in ZooKeeper.
+/// The core's part of ZooKeeper's ServerMetrics. `srst` resets only the per-namespace sets'
+/// values here; ZooKeeper 3.8.0's resets every ServerMetrics value (docs/ADMIN.md).
 #[derive(Default)]
 pub(crate) struct CoreMetrics {
     /// Handshakes received (connection_request_count).
@@ -33,6 +34,10 @@ pub(crate) struct CoreMetrics {
     /// Failed SASL exchanges (auth_failed_count; ZooKeeper 3.8 counts only TLS client
     /// certificate failures there, and Palisade's TLS handshakes fail before the core).
     pub auth_failed: u64,
+    /// Bytes read and written per top-level node (read_per_namespace, write_per_namespace:
+    /// core/namespaces.rs). Reset by `srst` as ZooKeeper resets them (keys kept).
+    pub read_ns: NamespaceSet,
+    pub write_ns: NamespaceSet,
 }
 
 impl Stats {

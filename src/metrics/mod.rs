@@ -8,6 +8,7 @@
 //! crate's encoder; `zk.rs` lists ZooKeeper's names and where each value comes from.
 
 pub mod monitor;
+pub mod namespace;
 pub mod progress;
 pub mod prometheus;
 pub mod sample;
@@ -15,6 +16,7 @@ pub mod summary;
 pub mod zk;
 
 pub use monitor::{java_double, monitor_fields, monitor_json, round4, Field};
+pub use namespace::NamespaceSet;
 pub use sample::{Entry, Sample, Value};
 pub use summary::Summary;
 

@@ -4,6 +4,7 @@
 //! p50_/p95_/p99_/p999_ for the detailed ones), as ZooKeeper's metrics provider dumps them.
 
 use super::sample::{Detail, Sample, Value as MValue};
+use super::Summary;
 use serde_json::{json, Map, Value};
 
 /// One reported value.
@@ -67,21 +68,29 @@ pub fn monitor_fields(sample: &Sample) -> Vec<(String, Field)> {
             MValue::Gauge(v) => out.push((n.clone(), Field::Int(*v))),
             MValue::GaugeF(v) => out.push((n.clone(), Field::Float(*v))),
             MValue::Counter(v) => out.push((n.clone(), Field::UInt(*v))),
-            MValue::Summary(s, detail) => {
-                out.push((format!("avg_{n}"), Field::Float(s.avg())));
-                out.push((format!("min_{n}"), Field::UInt(s.min())));
-                out.push((format!("max_{n}"), Field::UInt(s.max())));
-                out.push((format!("cnt_{n}"), Field::UInt(s.count())));
-                out.push((format!("sum_{n}"), Field::UInt(s.sum())));
-                if *detail == Detail::Advanced {
-                    for (p, q) in [("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("p999", 0.999)] {
-                        out.push((format!("{p}_{n}"), Field::UInt(s.quantile(q))));
-                    }
+            MValue::Summary(s, detail) => summary_fields(&mut out, n, s, *detail),
+            // ZooKeeper's AvgMinMaxCounterSet names each key's counter `<key>_<name>`.
+            MValue::SummarySet(set, detail) => {
+                for (key, s) in set {
+                    summary_fields(&mut out, &format!("{key}_{n}"), s, *detail);
                 }
             }
         }
     }
     out
+}
+
+fn summary_fields(out: &mut Vec<(String, Field)>, n: &str, s: &Summary, detail: Detail) {
+    out.push((format!("avg_{n}"), Field::Float(s.avg())));
+    out.push((format!("min_{n}"), Field::UInt(s.min())));
+    out.push((format!("max_{n}"), Field::UInt(s.max())));
+    out.push((format!("cnt_{n}"), Field::UInt(s.count())));
+    out.push((format!("sum_{n}"), Field::UInt(s.sum())));
+    if detail == Detail::Advanced {
+        for (p, q) in [("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("p999", 0.999)] {
+            out.push((format!("{p}_{n}"), Field::UInt(s.quantile(q))));
+        }
+    }
 }
 
 /// The `monitor` command's JSON.

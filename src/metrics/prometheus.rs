@@ -4,7 +4,7 @@
 
 use super::sample::{Detail, Sample, Value};
 use prometheus::proto::{
-    Counter, Gauge, Metric, MetricFamily, MetricType, Quantile, Summary as PSummary,
+    Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType, Quantile, Summary as PSummary,
 };
 use prometheus::Encoder;
 
@@ -21,6 +21,28 @@ fn family(name: &str, kind: MetricType, metric: Metric) -> MetricFamily {
     f.set_field_type(kind);
     f.set_metric(vec![metric]);
     f
+}
+
+/// A summary with the quantiles ZooKeeper's provider exports at `detail`.
+fn summary(s: &super::Summary, detail: Detail) -> PSummary {
+    let qs: &[f64] = match detail {
+        Detail::Basic => &[0.5],
+        Detail::Advanced => &[0.5, 0.9, 0.99],
+    };
+    let mut p = PSummary::default();
+    p.set_sample_count(s.count());
+    p.set_sample_sum(s.sum() as f64);
+    p.set_quantile(
+        qs.iter()
+            .map(|&q| {
+                let mut x = Quantile::default();
+                x.set_quantile(q);
+                x.set_value(s.quantile(q) as f64);
+                x
+            })
+            .collect(),
+    );
+    p
 }
 
 /// The families of a sample (text entries have no Prometheus form and are skipped).
@@ -49,25 +71,31 @@ pub fn families(sample: &Sample) -> Vec<MetricFamily> {
                 family(&e.name, MetricType::COUNTER, m)
             }
             Value::Summary(s, detail) => {
-                let qs: &[f64] = match detail {
-                    Detail::Basic => &[0.5],
-                    Detail::Advanced => &[0.5, 0.9, 0.99],
-                };
-                let mut p = PSummary::default();
-                p.set_sample_count(s.count());
-                p.set_sample_sum(s.sum() as f64);
-                p.set_quantile(
-                    qs.iter()
-                        .map(|&q| {
-                            let mut x = Quantile::default();
-                            x.set_quantile(q);
-                            x.set_value(s.quantile(q) as f64);
-                            x
+                m.set_summary(summary(s, *detail));
+                family(&e.name, MetricType::SUMMARY, m)
+            }
+            // One labelled summary per key (ZooKeeper's PrometheusLabelledSummary, label
+            // `key`). An empty set is left out: the encoder refuses a family without
+            // metrics (ZooKeeper prints its HELP and TYPE lines alone).
+            Value::SummarySet(set, detail) => {
+                if set.is_empty() {
+                    continue;
+                }
+                let mut f = family(&e.name, MetricType::SUMMARY, m);
+                f.set_metric(
+                    set.iter()
+                        .map(|(key, s)| {
+                            let mut m = Metric::default();
+                            let mut l = LabelPair::default();
+                            l.set_name("key".to_string());
+                            l.set_value(key.clone());
+                            m.set_label(vec![l]);
+                            m.set_summary(summary(s, *detail));
+                            m
                         })
                         .collect(),
                 );
-                m.set_summary(p);
-                family(&e.name, MetricType::SUMMARY, m)
+                f
             }
         };
         out.push(f);
@@ -130,5 +158,51 @@ mod tests {
         );
         assert!(text.contains("readlatency_count 1\n"), "{text}");
         assert!(text.contains("readlatency_sum 3\n"), "{text}");
+    }
+
+    #[test]
+    fn summary_sets_are_labelled_by_key() {
+        let mut a = Summary::default();
+        a.observe(72);
+        a.observe(84);
+        let mut q = Summary::default();
+        q.observe(1);
+        let sample = Sample {
+            entries: vec![
+                Entry {
+                    name: "read_per_namespace".into(),
+                    value: Value::SummarySet(
+                        vec![("app".into(), a), ("q\"x".into(), q)],
+                        Detail::Basic,
+                    ),
+                },
+                Entry {
+                    name: "write_per_namespace".into(),
+                    value: Value::SummarySet(vec![], Detail::Basic),
+                },
+            ],
+        };
+        let text = encode(&sample).unwrap_or_default();
+        assert!(
+            text.contains("# TYPE read_per_namespace summary\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("read_per_namespace{key=\"app\",quantile=\"0.5\"} 72\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("read_per_namespace_count{key=\"app\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("read_per_namespace_sum{key=\"app\"} 156\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("read_per_namespace_count{key=\"q\\\"x\"} 1\n"),
+            "{text}"
+        );
+        assert!(!text.contains("write_per_namespace"), "{text}");
     }
 }

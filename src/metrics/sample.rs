@@ -18,6 +18,9 @@ pub enum Value {
     GaugeF(f64),
     Counter(u64),
     Summary(Summary, Detail),
+    /// A summary per key (ZooKeeper's SummarySet): `monitor` names each `<key>_<name>`,
+    /// Prometheus labels each `key="<key>"`.
+    SummarySet(Vec<(String, Summary)>, Detail),
 }
 
 #[derive(Clone, Debug)]

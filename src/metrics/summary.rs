@@ -14,9 +14,28 @@ pub struct Summary {
     min: u64,
     max: u64,
     recent: VecDeque<u64>,
+    /// Observations kept for the percentiles; 0 is [`WINDOW`].
+    window: usize,
 }
 
 impl Summary {
+    /// A summary whose percentiles are taken over its last `window` observations (a smaller
+    /// window for summaries kept by the thousand, such as the per-namespace sets).
+    pub fn with_window(window: usize) -> Self {
+        Summary {
+            window: window.max(1),
+            ..Summary::default()
+        }
+    }
+
+    /// Back to empty, keeping the window size (ZooKeeper's reset).
+    pub fn reset(&mut self) {
+        *self = Summary {
+            window: self.window,
+            ..Summary::default()
+        };
+    }
+
     pub fn observe(&mut self, v: u64) {
         if self.count == 0 || v < self.min {
             self.min = v;
@@ -24,7 +43,12 @@ impl Summary {
         self.max = self.max.max(v);
         self.count = self.count.saturating_add(1);
         self.sum = self.sum.saturating_add(v);
-        if self.recent.len() == WINDOW {
+        let window = if self.window == 0 {
+            WINDOW
+        } else {
+            self.window
+        };
+        if self.recent.len() >= window {
             self.recent.pop_front();
         }
         self.recent.push_back(v);
@@ -92,6 +116,22 @@ mod tests {
         assert_eq!(s.quantile(0.5), 50);
         assert_eq!(s.quantile(0.99), 99);
         assert_eq!(s.quantile(1.0), 100);
+    }
+
+    #[test]
+    fn a_smaller_window_and_reset() {
+        let mut s = Summary::with_window(4);
+        for v in 1..=10 {
+            s.observe(v);
+        }
+        assert_eq!(s.recent.len(), 4);
+        assert_eq!(s.quantile(0.0), 7);
+        s.reset();
+        assert_eq!((s.count(), s.sum(), s.min(), s.max()), (0, 0, 0, 0));
+        for v in 1..=10 {
+            s.observe(v);
+        }
+        assert_eq!(s.recent.len(), 4);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 """Fixtures for the AdminServer / Prometheus / logs suite.
 
-Each fixture starts its own server on loopback, on ports 23520-23559:
+Each fixture starts its own server on loopback, on ports 23520-23559 (ADMIN_PORT_BASE moves
+the fixtures' ports, base to base+11, so two checkouts can run the suite at once):
   palisade  - Palisade (PALISADE_BIN, default target/release/palisade) with the AdminServer
               and the Prometheus endpoint on;
   refzk     - Apache ZooKeeper 3.8 (Debian's package, tests/support/refzk.sh) with its
@@ -23,6 +24,7 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PALISADE_BIN = os.environ.get("PALISADE_BIN", os.path.join(ROOT, "target", "release", "palisade"))
 REFZK = os.path.join(ROOT, "tests", "support", "refzk.sh")
+BASE = int(os.environ.get("ADMIN_PORT_BASE", "23520"))
 
 
 def http_get(url, timeout=10):
@@ -134,7 +136,7 @@ def stop(server):
 def palisade():
     if not os.path.exists(PALISADE_BIN):
         pytest.fail(f"{PALISADE_BIN} not built (cargo build --release -p palisade)")
-    s = start_palisade(23520, 23521, 23522)
+    s = start_palisade(BASE, BASE + 1, BASE + 2)
     yield s
     stop(s)
 
@@ -152,11 +154,11 @@ def refzk():
     workdir = tempfile.mkdtemp(prefix="refzk-admin-")
     env = dict(os.environ, REFZK_ADMIN="1")
     subprocess.run(
-        [REFZK, "start", "23530", workdir, "admin.enableServer=true", "admin.serverAddress=127.0.0.1",
-         "admin.serverPort=23531"],
+        [REFZK, "start", str(BASE + 10), workdir, "admin.enableServer=true",
+         "admin.serverAddress=127.0.0.1", f"admin.serverPort={BASE + 11}"],
         check=True, env=env, timeout=60,
     )
-    s = Server(23530, 23531, None, None, workdir, "")
+    s = Server(BASE + 10, BASE + 11, None, None, workdir, "")
     # The AdminServer starts with the server; wait until it answers.
     for _ in range(100):
         try:

@@ -8,6 +8,8 @@ in PALISADE_ONLY.
 
 import json
 import re
+import urllib.error
+import urllib.request
 
 import pytest
 from kazoo.client import KazooClient
@@ -21,6 +23,8 @@ COMMANDS = [
     "observer_connection_stat_reset", "observers", "ruok", "server_stats", "stat_reset",
     "stats", "voting_view", "watch_summary", "watches", "watches_by_path", "zabstate",
 ]
+# POST commands (ZooKeeper 3.10), listed at /commands with the others.
+POST_COMMANDS = ["shed_connections"]
 # JVM-only or not in Palisade (docs/ADMIN.md says why).
 LEFT_OUT_COMMANDS = ["get_trace_mask", "set_trace_mask", "system_properties"]
 
@@ -44,12 +48,12 @@ LEFT_OUT = {
     "environment": {"/java.class.path", "/java.compiler", "/java.home", "/java.io.tmpdir",
                     "/java.library.path", "/java.vendor", "/java.version", "/os.memory.free",
                     "/os.memory.max", "/os.memory.total"},
-    # jvm_pause_time_ms (JVM pauses); per-namespace summary sets (a_read_per_namespace...:
-    # named after the test's top-level node) are not kept.
+    # jvm_pause_time_ms (JVM pauses). The per-namespace sets (avg_admintest_read_per_namespace
+    # ...) are compared: the same workload leaves the same keys on both.
     "monitor": {f"/{p}_{n}" for n in ["jvm_pause_time_ms"]
                 for p in ["avg", "min", "max", "cnt", "sum", "p50", "p95", "p99", "p999"]},
 }
-MONITOR_NAMESPACE = re.compile(r"^/(avg|min|max|cnt|sum)_.+_(read|write)_per_namespace$")
+NAMESPACE_KEY = re.compile(r"^(avg|min|max|cnt|sum)_(.+)_(read|write)_per_namespace$")
 
 PALISADE_ONLY = {
     # ZooKeeper's digest log was empty here; Palisade lists the current digest.
@@ -94,7 +98,7 @@ def test_commands_lists_every_command(palisade):
     status, ctype, body = http_get(palisade.admin("/commands"))
     assert status == 200 and ctype.startswith("text/html")
     names = re.findall(r'<a href="/commands/([a-z_]+)">\1</a>', body)
-    assert names == COMMANDS
+    assert names == sorted(COMMANDS + POST_COMMANDS)
 
 
 def test_every_command_and_alias_answers_with_its_primary_name(palisade):
@@ -125,6 +129,42 @@ def test_only_get(palisade):
     assert status == 405
 
 
+def post(url, body, timeout=10):
+    """(status, JSON) of a POST."""
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read().decode())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode() or "null")
+
+
+def test_shed_connections_answers_as_zookeeper_3_10(palisade):
+    """ZooKeeper 3.10's shed_connections (alias shed): POST {"percentage": p}; its 400s and
+    their texts; a GET says it takes POST. The connections it closes: tests/ensemble/test_shed.py."""
+    url = palisade.admin("/commands/shed_connections")
+    for body, err in [(b'{"percentage": 101}', "Percentage must be between 0 and 100"),
+                      (b'{"percentage": -1}', "Percentage must be between 0 and 100"),
+                      (b"{}", "Missing required field: percentage"),
+                      (b'{"other": 25}', "Missing required field: percentage"),
+                      (b"", "Missing required field: percentage")]:
+        assert post(url, body) == (400, {"command": "shed_connections", "error": err}), body
+    status, j = post(url, b'{"percentage": }')
+    assert status == 400 and j["error"].startswith("Invalid JSON or failed to read request body")
+    zk = KazooClient(hosts=palisade.hosts, timeout=10)
+    zk.start(timeout=15)
+    try:
+        assert post(palisade.admin("/commands/shed"), b'{"percentage": 0}') == (
+            200, {"command": "shed_connections", "error": None, "connections_shed": 0,
+                  "percentage_requested": 0})
+        assert zk.connected
+    finally:
+        zk.stop()
+    status, ctype, body = http_get(url)
+    assert status == 405 and json.loads(body)["error"] == "shed_connections takes POST"
+
+
 def test_key_trees_match_zookeeper(palisade, refzk):
     zp, zr = workload(palisade.hosts), workload(refzk.hosts)
     try:
@@ -132,15 +172,15 @@ def test_key_trees_match_zookeeper(palisade, refzk):
     finally:
         zp.stop()
         zr.stop()
-    # Not vacuous: ZooKeeper answered every command, monitor with its ~500 metrics.
+    # Not vacuous: ZooKeeper answered every command, monitor with its ~500 metrics, the
+    # workload's namespace among them (read and written: 10 keys).
     assert set(ref) == set(pal) and len(tree(ref["monitor"])) > 400
+    assert len([k for k in tree(ref["monitor"]) if NAMESPACE_KEY.match(k[1:])]) == 10
     for name in COMMANDS:
         if name not in ref:
             continue
         tp, tr = tree(pal[name]), tree(ref[name])
         left_out = LEFT_OUT.get(name, set())
-        if name == "monitor":
-            left_out |= {k for k in tr if MONITOR_NAMESPACE.match(k)}
         missing = tr - tp - left_out
         extra = tp - tr - PALISADE_ONLY.get(name, set())
         if name == "monitor":
@@ -148,6 +188,89 @@ def test_key_trees_match_zookeeper(palisade, refzk):
         assert not missing, f"{name}: ZooKeeper has {sorted(missing)}"
         assert not extra, f"{name}: only Palisade has {sorted(extra)}"
         assert set(left_out) <= tr or name == "monitor", name
+
+
+def namespace_workload(hosts, top):
+    """Reads and writes of every kind ZooKeeper counts per namespace, and of kinds it does not
+    count, under /<top>_a, /<top>_b and /<top>_ü; each session ends (its ephemerals deleted)."""
+    from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+    from kazoo.security import make_digest_acl
+    a, b, u = f"/{top}_a", f"/{top}_b", f"/{top}_\u00fc"
+    zk = KazooClient(hosts=hosts, timeout=10)
+    zk.start(timeout=15)
+    try:
+        zk.create(a, b"12345")
+        zk.create(a + "/x", b"")
+        zk.set(a + "/x", b"abcdefghij")
+        zk.get(a + "/x")
+        zk.exists(a)
+        zk.exists(a + "/missing")                     # not counted: no node
+        zk.get_children(a)
+        zk.get_children(a, include_data=True)         # getChildren2
+        zk.create(a + "/s-", b"q", sequence=True)
+        zk.delete(a + "/x")
+        try:
+            zk.create(a, b"")                         # failed: not counted
+        except NodeExistsError:
+            pass
+        try:
+            zk.get(a + "/none")
+        except NoNodeError:
+            pass
+        zk.get_acls(a)                                # not counted
+        zk.set_acls(a, zk.get_acls(a)[0])             # setACL: not counted
+        zk.create(b, b"")
+        t = zk.transaction()                          # a multi: each op counted
+        t.create(b + "/m", b"xyz")
+        t.set_data(b, b"q")
+        t.delete(b + "/m")
+        t.check(b, 1)
+        results = t.commit()
+        assert results[0] == b + "/m", results
+        t = zk.transaction()                          # a failed multi: nothing counted
+        t.create(b + "/n", b"zz")
+        t.check(b, 99)
+        assert isinstance(t.commit()[1], BadVersionError)
+        zk.create(b + "/secret", b"s", acl=[make_digest_acl("u", "p", all=True)])
+        try:
+            zk.get(b + "/secret")                     # NoAuth: not counted
+        except Exception:
+            pass
+        zk.create(u, "\u00e9".encode())
+        zk.get(u)
+        zk.get_children("/")                          # the root: no namespace
+        zk.get("/zookeeper/config")
+        eph = KazooClient(hosts=hosts, timeout=10)
+        eph.start(timeout=15)
+        eph.create(b + "/e", b"12", ephemeral=True)
+        eph.stop()                                    # closeSession deletes /<top>_b/e
+        eph.close()
+        for p in (a + "/" + zk.get_children(a)[0], b + "/secret"):
+            zk.delete(p)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def namespace_values(server, top):
+    """Every per-namespace key of `monitor` whose namespace starts with `top`."""
+    m = get_json(server.admin("/commands/monitor"))
+    return {k: v for k, v in m.items()
+            if (g := NAMESPACE_KEY.match(k)) and g.group(2).startswith(top)}
+
+
+def test_per_namespace_values_match_zookeeper(palisade, refzk):
+    """The same operations give ZooKeeper 3.8.0 and Palisade the same per-namespace keys and
+    values: which operations count, their sizes (UTF-16 path lengths, the Stat's 68 bytes),
+    a multi's ops one by one, a closed session's ephemerals, nothing for failures."""
+    for s in (palisade, refzk):
+        namespace_workload(s.hosts, "nsdiff")
+    pal, ref = namespace_values(palisade, "nsdiff"), namespace_values(refzk, "nsdiff")
+    # Not vacuous: reads and writes of three namespaces, and the counts this workload makes.
+    assert len(ref) == 5 * 5, sorted(ref)
+    assert ref["cnt_nsdiff_a_read_per_namespace"] == 5
+    assert ref["cnt_nsdiff_b_write_per_namespace"] == 8
+    assert pal == ref
 
 
 def test_values_follow_the_state(palisade):

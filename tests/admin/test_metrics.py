@@ -177,3 +177,55 @@ def test_values_agree_with_mntr_and_monitor(palisade):
         assert m1["version"] == mon["version"] and m1["server_state"] == mon["server_state"]
     finally:
         zk.stop()
+
+
+def test_per_namespace_summaries(palisade):
+    """read_per_namespace and write_per_namespace as ZooKeeper's Prometheus provider labels
+    them (one summary per top-level node, label `key`, quantile 0.5), agreeing with the
+    monitor command's avg_/cnt_/sum_<ns>_..._per_namespace and with mntr."""
+    zk = KazooClient(hosts=palisade.hosts, timeout=10)
+    zk.start(timeout=15)
+    try:
+        zk.create("/promns", b"12345")          # write: 7 + 5
+        zk.create("/promns/x", b"")             # write: 9
+        zk.get("/promns/x")                     # read: 9 + 0 + 68
+        zk.get_children("/promns")              # read: 7 + 1 + 68
+    finally:
+        zk.stop()
+    types, prom = scrape(palisade)
+    assert types["read_per_namespace"] == types["write_per_namespace"] == "summary"
+    assert prom['read_per_namespace_count{key="promns"}'] == 2
+    assert prom['read_per_namespace_sum{key="promns"}'] == 77 + 76
+    assert prom['read_per_namespace{key="promns",quantile="0.5"}'] in (76, 77)
+    assert prom['write_per_namespace_count{key="promns"}'] == 2
+    assert prom['write_per_namespace_sum{key="promns"}'] == 21
+    mon = get_json(palisade.admin("/commands/monitor"))
+    assert (mon["cnt_promns_read_per_namespace"], mon["sum_promns_read_per_namespace"]) == (2, 153)
+    assert (mon["min_promns_read_per_namespace"], mon["max_promns_read_per_namespace"]) == (76, 77)
+    assert mon["avg_promns_write_per_namespace"] == 10.5
+    assert mntr(palisade)["sum_promns_write_per_namespace"] == "21"
+
+
+def test_per_namespace_sets_are_bounded(palisade):
+    """Past 1,000 namespaces (or a name over 128 bytes) operations are counted under the key
+    "/*", which no znode name can be: a client creating top-level nodes by the thousand does
+    not grow the table or the scrape without bound (ZooKeeper's sets have no bound)."""
+    before = get_json(palisade.admin("/commands/monitor"))
+    known = {m.group(1) for k in before if (m := re.match(r"^cnt_(.+)_write_per_namespace$", k))}
+    assert "/*" not in known
+    zk = KazooClient(hosts=palisade.hosts, timeout=30)
+    zk.start(timeout=15)
+    try:
+        fresh = 1000 - len(known) + 20
+        for r in [zk.create_async(f"/bound{i:05d}", b"") for i in range(fresh)]:
+            r.get(timeout=30)
+        zk.create("/" + "n" * 129, b"")
+    finally:
+        zk.stop()
+    mon = get_json(palisade.admin("/commands/monitor"))
+    keys = {m.group(1) for k in mon if (m := re.match(r"^cnt_(.+)_write_per_namespace$", k))}
+    assert len(keys - {"/*"}) == 1000 and "/*" in keys
+    # 20 namespaces past the bound, and the long name.
+    assert mon["cnt_/*_write_per_namespace"] == 21
+    prom = scrape(palisade)[1]
+    assert prom['write_per_namespace_count{key="/*"}'] == mon["cnt_/*_write_per_namespace"]
