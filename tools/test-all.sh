@@ -273,14 +273,21 @@ run_suite "benchmark driver, independent clients, quick mode (Palisade and ZooKe
 run_suite "ensemble benchmark, quick mode (3 Palisade members)" \
   timeout -k 5 240 python3 tools/bench/ensemble.py --quick --kind palisade
 
-# The Jepsen harness (issue 15, docs/RELIABILITY.md): a 40 s mixed run (every workload, every
+# The Jepsen harness (issue 15, docs/design/RELIABILITY.md): a 40 s mixed run (every workload, every
 # nemesis) against 3 Palisade members, and the negative controls (the same binary with a fault
 # switched on by PALISADE_FAULT, one or more per checker), each of which must be caught (about
 # 170 s). The mixed
 # run's schedule is a fixed seed here (every nemesis kind, the quorum outage a lone leader's;
 # the clients' timing still varies), so that a landing does not hang on a new seed; random
-# seeds, ZooKeeper 3.8 and long runs by hand (docs/RELIABILITY.md).
+# seeds, ZooKeeper 3.8 and long runs by hand (docs/design/RELIABILITY.md).
 run_suite "Jepsen harness: mixed run against 3 Palisade members and the negative controls" \
   env ENSEMBLE_PORT_BASE=28500 JEPSEN_SEED="${JEPSEN_SEED:-201}" \
   timeout -k 5 420 python3 -m pytest -q -p no:cacheprovider tools/jepsen/
+
+# The operator's guide (issue 38): every internal link and anchor in README.md,
+# ARCHITECTURE.md and docs/, and every shell block of README.md and docs/*.md run, page by
+# page, in a network namespace of its own (tests/docs/check.py; about 5 s). Blocks marked
+# skip are listed with their reason.
+run_suite "operator's guide: links, and the commands it shows" \
+  timeout -k 5 180 python3 tests/docs/check.py
 exit $failed

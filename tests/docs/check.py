@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Checks the guide: every Markdown link between the repository's pages resolves (file and
+#anchor), docs/SUMMARY.md lists every guide page, and every shell block in the README and the
+guide runs.
+
+Shell blocks (```sh) run page by page, in order, in one bash script per page (`set -e`), in a
+scratch directory, with target/release first on PATH (so `palisade` is the built binary) and
+in a network namespace of its own (`unshare -n`: a loopback nobody else uses, so an example's
+2181 or 8080 touches no other server; where namespaces are not allowed, the well-known ports
+in the blocks are moved into this suite's range instead, PORTS below). A block preceded by
+`<!-- check: skip: REASON -->` is not run (each skipped block and its reason are printed); a
+block preceded by `<!-- check: background -->` starts a server: it runs in the background and
+the page's next block goes on. Every process a page starts is killed (its process group) when
+the page's script ends. Blocks in other languages (```text, ```ini, ```json) are shown, not run.
+
+usage: tests/docs/check.py [--links-only] [--port-base N]
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Well-known port ranges in examples -> where they run here (default base 28000; the helper's
+# range is 28000-28399): (first, last, offset from base).
+PORTS = [
+    (2180, 2199, 80),   # client ports     -> base+80..99
+    (2280, 2289, 280),  # secure client    -> base+280..289
+    (2888, 2899, 290),  # peer ports       -> base+290..301
+    (3888, 3899, 310),  # election ports   -> base+310..321
+    (8080, 8089, 180),  # AdminServer      -> base+180..189
+    (7000, 7009, 200),  # Prometheus       -> base+200..209
+]
+PAGE_TIMEOUT = 60
+
+
+def pages():
+    out = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "ARCHITECTURE.md")]
+    for d, _, files in os.walk(os.path.join(ROOT, "docs")):
+        out += [os.path.join(d, f) for f in sorted(files) if f.endswith(".md")]
+    return out
+
+
+def slug(heading):
+    """GitHub's (and mdBook's) anchor for a heading."""
+    s = heading.strip().lower()
+    s = re.sub(r"[^\w\- ]", "", s)
+    return s.replace(" ", "-")
+
+
+def anchors(path):
+    text = open(path, encoding="utf-8").read()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    seen, out = {}, set()
+    for m in re.finditer(r"^#{1,6}\s+(.*?)\s*#*\s*$", text, flags=re.M):
+        base = slug(m.group(1))
+        n = seen.get(base, 0)
+        out.add(base if n == 0 else f"{base}-{n}")
+        seen[base] = n + 1
+    return out
+
+
+def check_links():
+    errors, count = [], 0
+    for page in pages():
+        text = open(page, encoding="utf-8").read()
+        text = re.sub(r"```.*?```", "", text, flags=re.S)
+        text = re.sub(r"`[^`\n]*`", "", text)
+        for m in re.finditer(r"\[[^\]]*\]\(([^)\s]+)\)", text):
+            target = m.group(1)
+            if re.match(r"^[a-z]+:", target):
+                continue  # http(s), mailto: not fetched (no internet in CI)
+            count += 1
+            file, _, anchor = target.partition("#")
+            dest = page if not file else os.path.normpath(os.path.join(os.path.dirname(page), file))
+            rel = os.path.relpath(page, ROOT)
+            if not os.path.exists(dest):
+                errors.append(f"{rel}: link to missing {target}")
+            elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+                errors.append(f"{rel}: link to missing anchor {target}")
+    return errors, count
+
+
+def check_summary():
+    summary = os.path.join(ROOT, "docs", "SUMMARY.md")
+    listed = set(re.findall(r"\]\(([^)#]+)\)", open(summary, encoding="utf-8").read()))
+    guide = {f for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md") and f != "SUMMARY.md"}
+    return [f"docs/{f} is not in docs/SUMMARY.md" for f in sorted(guide - listed)]
+
+
+def guide_pages():
+    """The pages whose commands run: the README and the guide (docs/*.md), not the design
+    notes, whose commands are benchmark and test runs of minutes."""
+    docs = os.path.join(ROOT, "docs")
+    return [os.path.join(ROOT, "README.md")] + [
+        os.path.join(docs, f) for f in sorted(os.listdir(docs)) if f.endswith(".md")]
+
+
+def blocks(page):
+    """(kind, code, line) for each ```sh block; kind: run, background or skip:REASON."""
+    lines = open(page, encoding="utf-8").read().split("\n")
+    out, i, mark = [], 0, "run"
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"\s*<!-- check: (.*?) -->", line)
+        if m:
+            mark = m.group(1)
+        elif re.match(r"^\s*```", line):
+            lang = line.strip()[3:].strip()
+            j = i + 1
+            while j < len(lines) and not re.match(r"^\s*```", lines[j]):
+                j += 1
+            if lang in ("sh", "bash", "shell"):
+                out.append((mark, "\n".join(lines[i + 1:j]), i + 1))
+            mark = "run"
+            i = j
+        i += 1
+    return out
+
+
+def move_ports(code, base):
+    def sub(m):
+        p = int(m.group(0))
+        for first, last, off in PORTS:
+            if first <= p <= last:
+                return str(base + off + p - first)
+        return m.group(0)
+    return re.sub(r"(?<![\d.])\d{4}(?![\d])", sub, code)
+
+
+def isolated():
+    """Whether pages can run in their own network namespace (an empty loopback: the ports in
+    the examples, defaults included, are their own)."""
+    try:
+        return subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def run_page(page, base, bindir, netns):
+    rel = os.path.relpath(page, ROOT)
+    todo = blocks(page)
+    if not todo:
+        return [], 0, []
+    script, ran, skipped = ["set -e"], 0, []
+    for kind, code, line in todo:
+        if kind.startswith("skip"):
+            skipped.append(f"{rel}:{line}: {kind}")
+            continue
+        ran += 1
+        if not netns:
+            code = move_ports(code, base)
+        script.append(f"echo '--- {rel}:{line}' >&2")
+        if kind == "background":
+            script.append(f"( {code}\n) > bg-{line}.log 2>&1 &")
+        else:
+            script.append(code)
+    if ran == 0:
+        return [], 0, skipped
+    scratch = tempfile.mkdtemp(prefix="palisade-docs-")
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", HOME=scratch,
+               PALISADE_REPO=ROOT)
+    argv = ["bash", "-c", "\n".join(script)]
+    if netns:
+        argv = ["unshare", "-n", "bash", "-c", "ip link set lo up && exec bash -c \"$0\"",
+                "\n".join(script)]
+    # Output to a file, not a pipe: servers left running in the background hold it open.
+    log_path = os.path.join(scratch, "check.log")
+    errors = []
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(argv, cwd=scratch, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            proc.wait(timeout=PAGE_TIMEOUT)
+            if proc.returncode != 0:
+                out = open(log_path, encoding="utf-8", errors="replace").read()
+                errors.append(f"{rel}: a command failed (exit {proc.returncode}):\n{out[-3000:]}")
+        except subprocess.TimeoutExpired:
+            errors.append(f"{rel}: commands took over {PAGE_TIMEOUT} s")
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            time.sleep(0.2)
+            shutil.rmtree(scratch, ignore_errors=True)
+    return errors, ran, skipped
+
+
+def main():
+    args = sys.argv[1:]
+    base = int(args[args.index("--port-base") + 1]) if "--port-base" in args else 28000
+    errors, links = check_links()
+    errors += check_summary()
+    print(f"links: {links} internal links checked", flush=True)
+    if "--links-only" not in args:
+        bindir = os.path.join(ROOT, "target", "release")
+        if not os.path.exists(os.path.join(bindir, "palisade")):
+            sys.exit("build first: cargo build --release")
+        ran_total, skipped_total = 0, []
+        netns = isolated()
+        print("commands run in a network namespace of their own" if netns else
+              f"no network namespace: example ports moved to {base}+", flush=True)
+        for page in guide_pages():
+            e, ran, skipped = run_page(page, base, bindir, netns)
+            errors += e
+            ran_total += ran
+            skipped_total += skipped
+        print(f"commands: {ran_total} shell blocks run, {len(skipped_total)} not run:")
+        for s in skipped_total:
+            print(f"  {s}")
+    for e in errors:
+        print(f"FAIL {e}")
+    sys.exit(1 if errors else 0)
+
+
+if __name__ == "__main__":
+    main()
