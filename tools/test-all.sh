@@ -290,4 +290,9 @@ run_suite "Jepsen harness: mixed run against 3 Palisade members and the negative
 # skip are listed with their reason.
 run_suite "operator's guide: links, and the commands it shows" \
   timeout -k 5 180 python3 tests/docs/check.py
+# The Debian package (issue 38): built from target/release/palisade, installed with dpkg -i,
+# its unit verified (systemd-analyze), its zoo.cfg checked, the installed binary serving
+# kazoo as the palisade user, then purged with nothing left (tests/package/run.sh; about 15 s).
+run_suite "Debian package: build, install, serve kazoo, purge" \
+  timeout -k 5 180 tests/package/run.sh
 exit $failed
