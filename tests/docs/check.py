@@ -85,6 +85,55 @@ def check_links():
     return errors, count
 
 
+def log_messages():
+    """(file, message) for each warn!/error! in src/ outside tests: the message is the first
+    string literal among the macro's own arguments that is not a field's value."""
+    out = []
+    for d, _, files in os.walk(os.path.join(ROOT, "src")):
+        for f in sorted(files):
+            path = os.path.join(d, f)
+            if not f.endswith(".rs") or f.endswith("_test.rs") or f == "tests.rs" \
+                    or os.sep + "sim" + os.sep in path:
+                continue
+            text = open(path, encoding="utf-8").read().split("#[cfg(test)]")[0]
+            for m in re.finditer(r"\b(warn|error)!\(", text):
+                depth, j, msg = 1, m.end(), None
+                while depth and j < len(text):
+                    c = text[j]
+                    if c == '"':
+                        k = j + 1
+                        while text[k] != '"':
+                            k += 2 if text[k] == "\\" else 1
+                        if depth == 1 and msg is None and \
+                                not re.search(r"=\s*$", text[m.end():j]):
+                            msg = re.sub(r"\\\n\s*", "", text[j + 1:k])
+                        j = k
+                    elif c in "([{":
+                        depth += 1
+                    elif c in ")]}":
+                        depth -= 1
+                    j += 1
+                out.append((os.path.relpath(path, ROOT), msg))
+    return out
+
+
+def check_log_messages():
+    """Every warning and error the server logs is in docs/troubleshooting.md (its text up to
+    the first placeholder)."""
+    page = open(os.path.join(ROOT, "docs", "troubleshooting.md"), encoding="utf-8").read()
+    errors, count = [], 0
+    for path, msg in log_messages():
+        if msg is None:
+            continue  # a message built elsewhere (the lines around it say what it is)
+        fixed = msg.split("{")[0].strip()
+        if len(fixed) < 8:
+            continue
+        count += 1
+        if fixed.replace("\\'", "'") not in page:
+            errors.append(f"{path}: the log line {fixed!r} is not in docs/troubleshooting.md")
+    return errors, count
+
+
 def check_summary():
     summary = os.path.join(ROOT, "docs", "SUMMARY.md")
     listed = set(re.findall(r"\]\(([^)#]+)\)", open(summary, encoding="utf-8").read()))
@@ -198,6 +247,9 @@ def main():
     errors, links = check_links()
     errors += check_summary()
     print(f"links: {links} internal links checked", flush=True)
+    log_errors, messages = check_log_messages()
+    errors += log_errors
+    print(f"log lines: {messages} warnings and errors looked for in docs/troubleshooting.md")
     if "--links-only" not in args:
         bindir = os.path.join(ROOT, "target", "release")
         if not os.path.exists(os.path.join(bindir, "palisade")):
