@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Every metric the Grafana dashboard (dashboards/palisade.json) queries is served: by a
-standalone server and by a member of a 3-member ensemble, each started here with the
+standalone server and by each member of a 3-member ensemble, each started here with the
 Prometheus endpoint on. A selector's labels other than job/instance (a summary's quantile)
 must match a served sample too. `up` is Prometheus's own and is not looked for.
+
+Also: every metric family a server serves is named (as `name`) in docs/METRICS.md, the
+guide's list of every metric with its meaning.
 
 Runs in a network namespace of its own when allowed (unshare -n), else on ports from
 DASH_PORT_BASE (default 28300). usage: tests/dashboards/check.py
@@ -114,6 +117,7 @@ def main():
                               'ip link set lo up && exec python3 "$0"', __file__])
     base = 2000 if os.environ.get("DASH_NETNS") == "1" else int(os.environ.get("DASH_PORT_BASE", 28300))
     sels = dashboard_selectors()
+    guide = open(os.path.join(ROOT, "docs", "METRICS.md"), encoding="utf-8").read()
     work = tempfile.mkdtemp(prefix="palisade-dash-")
     procs = []
 
@@ -144,11 +148,17 @@ def main():
             procs.append(subprocess.Popen([BIN, cfg], stderr=log, stdout=log))
         for i in (1, 2, 3):
             ready(base + 40 + i)
-        for what, port in [("standalone server", base + 2), ("ensemble member 1", base + 51),
-                           ("ensemble member 2", base + 52)]:
-            bad = missing(sels, samples(scrape(port)))
+        # Every member: one leads, and a leader serves families followers do not.
+        for what, port in [("standalone server", base + 2)] + [
+                (f"ensemble member {i}", base + 50 + i) for i in (1, 2, 3)]:
+            text = scrape(port)
+            bad = missing(sels, samples(text))
             print(f"{what}: {len(sels)} selectors, {len(bad)} not served")
             failures += [f"{what}: {b}" for b in bad]
+            families = re.findall(r"^# TYPE (\S+) ", text, flags=re.M)
+            undocumented = [f for f in families if f"`{f}`" not in guide]
+            print(f"{what}: {len(families)} metric families, {len(undocumented)} not in docs/METRICS.md")
+            failures += [f"{what}: {f} is not in docs/METRICS.md" for f in undocumented]
     finally:
         for p in procs:
             p.kill()
