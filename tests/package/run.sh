@@ -5,8 +5,7 @@
 # with the installed configuration (directly: CI containers run no systemd) and serve a kazoo
 # client, then purge the package and check nothing is left. Needs root. The server runs in a
 # network namespace of its own when allowed (the installed 2181/8080 are then its own), else
-# on PKG_PORT (default 28120; the AdminServer then tries the installed 8080 and only warns if
-# it is taken).
+# with the installed configuration's ports moved to PKG_PORT and PKG_PORT+1 (default 28120).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -67,9 +66,13 @@ if unshare -n true 2>/dev/null; then
     python3 -c "$2" 127.0.0.1:2181
   ' bash "$work" "$client" "${as_service[@]}"
 else
+  # The installed configuration with its two ports moved (a later line wins).
   port=${PKG_PORT:-28120}
+  { cat /etc/palisade/zoo.cfg; echo "clientPort=$port"; echo "admin.serverPort=$((port + 1))"; } \
+    > "$work/zoo.cfg"
+  chmod 644 "$work/zoo.cfg"; chmod 755 "$work"
   (cd /var/lib/palisade; umask 077; exec "${as_service[@]}" /usr/bin/palisade \
-     /etc/palisade/zoo.cfg --port "$port") 2> "$work/server.log" &
+     "$work/zoo.cfg") 2> "$work/server.log" &
   server=$!
   python3 -c "$client" "127.0.0.1:$port"
   kill "$server"; wait "$server" || true; server=
