@@ -11,11 +11,26 @@ fn git(args: &[&str]) -> Option<String> {
     (out.status.success() && !s.is_empty()).then_some(s)
 }
 
+fn own_checkout() -> bool {
+    let top = git(&["rev-parse", "--show-toplevel"]).map(std::path::PathBuf::from);
+    let here = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from);
+    match (
+        top.and_then(|t| t.canonicalize().ok()),
+        here.and_then(|h| h.canonicalize().ok()),
+    ) {
+        (Some(t), Some(h)) => t == h,
+        _ => false,
+    }
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=PALISADE_BUILD_COMMIT");
     let commit = match std::env::var("PALISADE_BUILD_COMMIT") {
         Ok(c) if !c.is_empty() => c,
+        // Only this checkout's own commit: a tarball unpacked inside another repository must
+        // not take that repository's.
+        _ if !own_checkout() => "unknown".into(),
         _ => {
             // A commit, a checkout or a reset writes the worktree's logs/HEAD.
             for p in ["HEAD", "logs/HEAD"] {

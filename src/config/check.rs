@@ -132,3 +132,58 @@ pub fn version() -> String {
         }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{e}"));
+        p.display().to_string()
+    }
+
+    #[test]
+    fn a_standalone_file_checks_with_its_warnings() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let f = write(
+            dir.path(),
+            "zoo.cfg",
+            "clientPort=2222\nbogus=1\nforceSync=no\n",
+        );
+        let c = check(&f, "", "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.config.client_port, 2222);
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert!(c.warnings[0].contains("bogus") && c.warnings[1].contains("forceSync"));
+        assert!(keys::effective(&c.config).contains("clientPort = 2222\n"));
+        let bad = write(dir.path(), "bad.cfg", "syncLimit=0\n");
+        assert!(check(&bad, "", "").is_err_and(|e| e.contains("syncLimit")));
+        assert!(check("/nonexistent/zoo.cfg", "", "").is_err());
+    }
+
+    #[test]
+    fn an_ensemble_member_needs_its_myid() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap_or_else(|e| panic!("{e}"));
+        let servers: String = (1..=4)
+            .map(|i| format!("server.{i}=127.0.0.1:{}:{}\n", 2887 + i, 3887 + i))
+            .collect();
+        let f = write(
+            dir.path(),
+            "zoo.cfg",
+            &format!("dataDir={}\n{servers}", data.display()),
+        );
+        let e = check(&f, "", "").err().unwrap_or_default();
+        assert!(e.contains("myid"), "{e}");
+        std::fs::write(data.join("myid"), "2\n").unwrap_or_else(|e| panic!("{e}"));
+        let c = check(&f, "", "").unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            c.warnings.iter().any(|w| w.contains("4 voting members")),
+            "{:?}",
+            c.warnings
+        );
+        std::fs::write(data.join("myid"), "x\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(check(&f, "", "").is_err());
+    }
+}

@@ -202,11 +202,16 @@ fn the_parsers_take_no_key_the_table_lacks() {
 #[test]
 fn the_reference_page_is_the_table() {
     let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+    // PALISADE_BLESS=1 writes the page instead (the same text --print-config-reference prints).
+    if std::env::var_os("PALISADE_BLESS").is_some() {
+        std::fs::write(&page, reference_page()).unwrap_or_else(|e| panic!("{e}"));
+    }
     let text = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
     assert!(
         text == reference_page(),
         "{} differs from src/config/keys.rs: regenerate it with \
-         `palisade --print-config-reference > docs/configuration.md`",
+         `palisade --print-config-reference > docs/configuration.md` (or \
+         PALISADE_BLESS=1 cargo test --release --lib config::keys)",
         page.display()
     );
 }
