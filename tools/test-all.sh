@@ -193,7 +193,7 @@ run_suite "hostile clients: memory and latency bounds under attack" \
 # Hostile peers (issue 34): every attack an outsider made on the peer port, replayed by
 # palisade-peer-attack against a fresh 3-member ensemble each (ports 27000-27399), default and
 # quorum TLS: nothing applied or learned, leader and term unchanged, RSS bounded, kazoo probes
-# served (tests/hostile_peer/run.py, docs/HOSTILE_PEERS.md; about 2.5 minutes).
+# served (tests/hostile_peer/run.py, docs/design/HOSTILE_PEERS.md; about 2.5 minutes).
 run_suite "hostile peers: the outsider's attacks on the peer port" \
   timeout -k 5 420 python3 tests/hostile_peer/run.py --port 27000
 # Replies larger than jute.maxbuffer (issue 37): go-zookeeper TestChildren's 20 MB getChildren
