@@ -35,6 +35,8 @@ if command -v systemd-analyze >/dev/null; then
     || { echo "$out"; exit 1; }
   [ -z "$out" ] || { echo "systemd-analyze verify: $out"; exit 1; }
   echo "systemd-analyze verify: ok"
+  systemd-analyze security --offline=true /lib/systemd/system/palisade.service 2>/dev/null \
+    | grep -i "overall exposure" || true
 else
   echo "systemd-analyze not available: unit not verified"
 fi
