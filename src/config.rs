@@ -1,8 +1,12 @@
 //! Configuration: ZooKeeper's zoo.cfg format (so an existing file works) plus command-line
 //! overrides. Unknown keys are warned about; invalid values stop start-up naming key and value.
+//! Every key has a row in keys.rs (the configuration reference); check.rs is `--check-config`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+pub mod check;
+pub mod keys;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -56,7 +60,7 @@ pub struct Config {
     /// The AdminServer and the Prometheus endpoint (`admin.*`, `metricsProvider.*`).
     pub admin: AdminConfig,
     /// The links between members: quorum TLS and quorum SASL (`sslQuorum`, `ssl.quorum.*`,
-    /// `portUnification`, `quorum.auth.*`; ensemble/link/settings.rs, docs/ENSEMBLE.md).
+    /// `portUnification`, `quorum.auth.*`; ensemble/link/settings.rs, docs/design/ENSEMBLE.md).
     pub quorum: crate::ensemble::link::QuorumSettings,
     /// SASL and enforced authentication (`authProvider.N`, `jaasLoginConfig`,
     /// `enforce.auth.*`, ...; see auth/settings.rs and docs/SASL.md).
@@ -64,14 +68,14 @@ pub struct Config {
     /// The ensemble (`server.N` lines); empty or one: standalone.
     pub members: Vec<crate::ensemble::members::Member>,
     /// In ticks: how long a member may take to catch up (install-snapshot), and how long a
-    /// follower may go without hearing its leader (docs/ENSEMBLE.md maps them to Raft).
+    /// follower may go without hearing its leader (docs/design/ENSEMBLE.md maps them to Raft).
     pub init_limit: u64,
     pub sync_limit: u64,
     /// `readonlymode.enabled` (ZooKeeper reads it as the JVM flag `-Dreadonlymode.enabled`,
     /// taken from SERVER_JVMFLAGS/JVMFLAGS too): a member cut off from its quorum serves
     /// reads to clients that ask for a read-only session (core/read_only.rs).
     pub read_only_mode: bool,
-    /// `reconfigEnabled`: the `reconfig` request is served (docs/ENSEMBLE.md); otherwise it is
+    /// `reconfigEnabled`: the `reconfig` request is served (docs/design/ENSEMBLE.md); otherwise it is
     /// answered RECONFIGDISABLED, as ZooKeeper's default.
     pub reconfig_enabled: bool,
     /// `standaloneEnabled` (default true): a reconfig must leave at least 2 voters.
@@ -247,7 +251,7 @@ impl Config {
     /// fdatasync), which a window mostly spans, so each member would keep a core busy per
     /// write in flight; with members sharing cores (3 on this 2-core machine) that polling
     /// took the CPU the others needed — lock handoffs 1.8x faster and a write's median 23%
-    /// lower without it (docs/BENCHMARKS.md, 2026-12-06 ensemble section).
+    /// lower without it (docs/design/BENCHMARKS.md, 2026-12-06 ensemble section).
     pub fn spin_wait(&self) -> std::time::Duration {
         let default = if self.members.len() > 1 {
             0

@@ -1,6 +1,7 @@
 //! `palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]
-//! [--log-format text|json]`, or `palisade import-zookeeper|export-zookeeper …` (see
-//! `palisade::migrate`).
+//! [--log-format text|json]`, `palisade import-zookeeper|export-zookeeper …` (see
+//! `palisade::migrate`), or `palisade --check-config zoo.cfg | --print-config-reference |
+//! --version` (see `palisade::config::check`).
 //!
 //! With no arguments it serves 127.0.0.1:2181 with data in ./data. Logs go to stderr: text
 //! (colours only when stderr is a terminal) or, with `--log-format json`, one JSON object a
@@ -18,6 +19,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn usage() -> &'static str {
     "usage: palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]\n\
      \x20               [--force-new-ensemble] [--log-format text|json]\n\
+     \x20      palisade --check-config zoo.cfg | --print-config-reference | --version\n\
      --force-new-ensemble    after the ensemble's quorum is lost for good: this member becomes\n\
      \x20                       an ensemble of one with its own log, in a new term. Writes\n\
      \x20                       acknowledged only by the lost members are gone\n\
@@ -177,7 +179,14 @@ fn main() -> ExitCode {
         }
     }
     let mut args = std::env::args().skip(1);
-    if let Some(code) = args.next().and_then(|c| palisade::migrate::main(&c, args)) {
+    let first = args.next();
+    if let Some(code) = first
+        .as_deref()
+        .and_then(|c| palisade::config::check::main(c, &mut args))
+    {
+        return ExitCode::from(code);
+    }
+    if let Some(code) = first.and_then(|c| palisade::migrate::main(&c, args)) {
         return ExitCode::from(code);
     }
     let cfg = match parse_args() {

@@ -193,7 +193,7 @@ run_suite "hostile clients: memory and latency bounds under attack" \
 # Hostile peers (issue 34): every attack an outsider made on the peer port, replayed by
 # palisade-peer-attack against a fresh 3-member ensemble each (ports 27000-27399), default and
 # quorum TLS: nothing applied or learned, leader and term unchanged, RSS bounded, kazoo probes
-# served (tests/hostile_peer/run.py, docs/HOSTILE_PEERS.md; about 2.5 minutes).
+# served (tests/hostile_peer/run.py, docs/design/HOSTILE_PEERS.md; about 2.5 minutes).
 run_suite "hostile peers: the outsider's attacks on the peer port" \
   timeout -k 5 420 python3 tests/hostile_peer/run.py --port 27000
 # Replies larger than jute.maxbuffer (issue 37): go-zookeeper TestChildren's 20 MB getChildren
@@ -273,14 +273,31 @@ run_suite "benchmark driver, independent clients, quick mode (Palisade and ZooKe
 run_suite "ensemble benchmark, quick mode (3 Palisade members)" \
   timeout -k 5 240 python3 tools/bench/ensemble.py --quick --kind palisade
 
-# The Jepsen harness (issue 15, docs/RELIABILITY.md): a 40 s mixed run (every workload, every
+# The Jepsen harness (issue 15, docs/design/RELIABILITY.md): a 40 s mixed run (every workload, every
 # nemesis) against 3 Palisade members, and the negative controls (the same binary with a fault
 # switched on by PALISADE_FAULT, one or more per checker), each of which must be caught (about
 # 170 s). The mixed
 # run's schedule is a fixed seed here (every nemesis kind, the quorum outage a lone leader's;
 # the clients' timing still varies), so that a landing does not hang on a new seed; random
-# seeds, ZooKeeper 3.8 and long runs by hand (docs/RELIABILITY.md).
+# seeds, ZooKeeper 3.8 and long runs by hand (docs/design/RELIABILITY.md).
 run_suite "Jepsen harness: mixed run against 3 Palisade members and the negative controls" \
   env ENSEMBLE_PORT_BASE=28500 JEPSEN_SEED="${JEPSEN_SEED:-201}" \
   timeout -k 5 420 python3 -m pytest -q -p no:cacheprovider tools/jepsen/
+
+# The operator's guide (issue 38): every internal link and anchor in README.md,
+# ARCHITECTURE.md and docs/, and every shell block of README.md and docs/*.md run, page by
+# page, in a network namespace of its own (tests/docs/check.py; about 5 s). Blocks marked
+# skip are listed with their reason.
+run_suite "operator's guide: links, and the commands it shows" \
+  timeout -k 5 180 python3 tests/docs/check.py
+# The Debian package (issue 38): built from target/release/palisade, installed with dpkg -i,
+# its unit verified (systemd-analyze), its zoo.cfg checked, the installed binary serving
+# kazoo as the palisade user, then purged with nothing left (tests/package/run.sh; about 15 s).
+run_suite "Debian package: build, install, serve kazoo, purge" \
+  timeout -k 5 180 tests/package/run.sh
+# The Grafana dashboard (issue 38): every metric dashboards/palisade.json queries is served by
+# a standalone server and by each member of a 3-member ensemble, and every metric family they
+# serve is named in docs/METRICS.md (tests/dashboards/check.py; about 2 s).
+run_suite "Grafana dashboard and docs/METRICS.md against served metrics" \
+  timeout -k 5 120 python3 tests/dashboards/check.py
 exit $failed
