@@ -1171,7 +1171,7 @@ mod sasl;
 
 /// A standalone server cannot reconfigure: RECONFIGDISABLED, and UNIMPLEMENTED with
 /// reconfigEnabled=true — what ZooKeeper 3.8's standalone server answers (kazoo against
-/// both, docs/ENSEMBLE.md "Dynamic reconfiguration"). Each is a failed write taking a zxid.
+/// both, docs/design/ENSEMBLE.md "Dynamic reconfiguration"). Each is a failed write taking a zxid.
 #[test]
 fn a_standalone_server_refuses_reconfig_as_zookeepers_does() {
     let reconfig = || {

@@ -1,5 +1,5 @@
 //! Dynamic reconfiguration (`reconfig`, opcode 16, with `reconfigEnabled=true`), as ZooKeeper
-//! 3.8's clients see it (docs/ENSEMBLE.md "Dynamic reconfiguration"):
+//! 3.8's clients see it (docs/design/ENSEMBLE.md "Dynamic reconfiguration"):
 //!
 //! - `/zookeeper/config` holds the configuration (`server.N=...` lines, `version=<hex>`).
 //!   Until a configuration is committed each member shows its zoo.cfg one, version 0, set

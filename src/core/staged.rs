@@ -3,7 +3,7 @@
 //! case — a client waiting for its reply), else through the writer task, behind what it holds.
 //! A reply then costs no wake-up of a connection task: waking a parked thread costs 20–40 µs
 //! on this kind of virtual machine, more than the request itself, and a lock handoff crosses
-//! three round trips in series (docs/BENCHMARKS.md, "Where the time goes").
+//! three round trips in series (docs/design/BENCHMARKS.md, "Where the time goes").
 //!
 //! Only plaintext connections (a TLS stream is encrypted by its writer task), only on the core
 //! thread once its loop runs (`begin`): elsewhere — and in tests that drive the core by hand —

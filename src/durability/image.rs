@@ -3,7 +3,7 @@
 //! - whole (`encode`): the state captured in one go, start = end (tests' appliers);
 //! - fuzzy (`encode_fuzzy`): a capture the core took a few nodes at a time between batches,
 //!   from zxid start to end, followed by the txns it applied meanwhile — an ensemble member's
-//!   Raft snapshot, so that building one never stops the core (docs/ENSEMBLE.md). Loading
+//!   Raft snapshot, so that building one never stops the core (docs/design/ENSEMBLE.md). Loading
 //!   replays those txns over the capture, as recovery replays the log over a fuzzy snapshot
 //!   file, and checks the digest at the end.
 //!

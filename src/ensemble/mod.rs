@@ -3,7 +3,7 @@
 //! WAL, the state-machine adapter, the peer transport and the run-time glue to the core
 //! (`raft/member.rs`). The core's side of the seam is a message interface
 //! (`core/member.rs`: what it proposes and forwards, what it is told: committed entries and
-//! its role), so a move to openraft 0.10 touches `raft/` only. Plan: docs/ENSEMBLE.md.
+//! its role), so a move to openraft 0.10 touches `raft/` only. Plan: docs/design/ENSEMBLE.md.
 
 pub mod link;
 pub mod raft;

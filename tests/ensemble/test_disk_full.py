@@ -9,7 +9,7 @@ full); then space comes back (the leader's filler deleted; the follower's tmpfs 
 bigger) and it catches up and serves.
 
 ZooKeeper 3.8 runs the same course; what it does with a full disk is recorded, not asserted
-(docs/ENSEMBLE.md has both).
+(docs/design/ENSEMBLE.md has both).
 """
 
 import pytest

@@ -120,7 +120,7 @@ def wait_config(c, members, version, timeout=30):
 def zkcli_reconfig(j, args):
     """`reconfig <args>` in zkCli.sh: the match of its "Committed new configuration" (lines,
     version). Asked once more after RECONFIGINPROGRESS: Palisade's leader may see the last
-    change in force a few ms after the member that answered it (docs/ENSEMBLE.md)."""
+    change in force a few ms after the member that answered it (docs/design/ENSEMBLE.md)."""
     done = r"Committed new configuration:\n((?:server\.\d+=.*\n)+)version=([0-9a-f]+)"
     busy = r"Another reconfiguration is in progress"
     for _ in range(2):
@@ -289,7 +289,7 @@ def test_reconfig_adds_removes_and_changes_roles_as_zookeeper(ensemble, kind, fi
 def test_a_server_no_configuration_names_joins_only_with_a_credential(ensemble, kind):
     """Without quorum TLS or SASL, a new server started with the ensemble plus itself is not
     let in by Palisade (anyone can claim an address, and a learner is sent the whole tree:
-    docs/HOSTILE_PEERS.md), and says why in its log; ZooKeeper 3.8 takes it as a non-voting
+    docs/design/HOSTILE_PEERS.md), and says why in its log; ZooKeeper 3.8 takes it as a non-voting
     follower (the difference is in docs/COMPATIBILITY.md). Added by reconfig first (four
     voters, three synced), it is named, and joins as a voter on both."""
     c = reconfig_cluster(ensemble)

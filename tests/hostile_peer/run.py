@@ -314,7 +314,7 @@ def case_join(count):
                    "%d learners" % learners)]
         # Every kind refuses it: a server no configuration names joins only with a
         # certificate or quorum SASL (once, with reconfigEnabled and no credentials, it read
-        # the whole tree: docs/HOSTILE_PEERS.md).
+        # the whole tree: docs/design/HOSTILE_PEERS.md).
         checks.append(("nothing streamed to the outsider", s.get("links", 1) == 0
                        and not s.get("marker_seen"),
                        "links=%s entries=%s secret seen=%s" % (s.get("links"), s.get("entries"),

@@ -10,7 +10,7 @@ least Z znodes (default 1,000,000), so both servers restart with the same tree a
 the snapshots its own rule took; 2 s of quiet; the leader's Zxid (srvr) and znode count (mntr) read; a follower killed
 with kill -9 and started again at once. Timed from its process start: until its srvr answers
 (it serves), and until its srvr's Zxid reaches the leader's (it has caught up). A Palisade
-member replays at most about a snapshot's worth of log (docs/ENSEMBLE.md, the snapshot rule);
+member replays at most about a snapshot's worth of log (docs/design/ENSEMBLE.md, the snapshot rule);
 this is what that costs, next to ZooKeeper's.
 
 Bounded: every wait has a timeout; every server process is killed at exit.

@@ -9,7 +9,7 @@ history could have happened on one correct server.
 
 Exit status: 0 no violation, 1 a violation (or, with --expect CHECKER, 0 iff that checker
 found one), 2 the run itself failed. The seed is printed first; --seed replays the schedule.
-See docs/RELIABILITY.md.
+See docs/design/RELIABILITY.md.
 """
 
 import argparse

@@ -6,7 +6,7 @@ caught by the checker meant for it.
   python3 -m pytest -q tools/jepsen/test_jepsen.py
   JEPSEN_TIME=300 JEPSEN_SEED=7 python3 -m pytest -q tools/jepsen/test_jepsen.py -k mixed
 
-ZooKeeper 3.8 and long runs: tools/jepsen/jepsen.py directly (docs/RELIABILITY.md).
+ZooKeeper 3.8 and long runs: tools/jepsen/jepsen.py directly (docs/design/RELIABILITY.md).
 """
 
 import os

@@ -11,7 +11,7 @@
 //!    (`proof.rs`);
 //! 4. the member dialed welcomes it. From then on the link speaks only as that member.
 //!
-//! What each way of proving binds is in docs/ENSEMBLE.md ("Securing the peer links"). This
+//! What each way of proving binds is in docs/design/ENSEMBLE.md ("Securing the peer links"). This
 //! folder knows nothing of openraft: `raft/network.rs` carries Raft's RPCs over these links.
 
 mod frame;

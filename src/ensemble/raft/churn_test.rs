@@ -8,7 +8,7 @@
 //! the same log to the same state.
 //!
 //! A quick run is part of `cargo test` (6 s); PALISADE_CHURN_SECS=600 runs it longer
-//! (docs/ENSEMBLE.md gives what longer runs showed).
+//! (docs/design/ENSEMBLE.md gives what longer runs showed).
 
 use super::network::{serve, Network};
 use super::state_machine::{proposal, StateApplier, StateMachine};

@@ -33,7 +33,7 @@ const LEASE_CEILING_MS: u64 = 300;
 /// The shortest lease: six heartbeats of 10 ms or more.
 const LEASE_FLOOR_MS: u64 = 60;
 
-/// Raft's timing from tickTime and syncLimit (docs/ENSEMBLE.md): election timeout max (the
+/// Raft's timing from tickTime and syncLimit (docs/design/ENSEMBLE.md): election timeout max (the
 /// lease) syncLimit·tickTime / 2 within 60..300 ms, min half of that; heartbeat a sixth of
 /// the lease, so that a lease outlasts five lost heartbeats (openraft 0.9 also gives every
 /// append-entries call one heartbeat interval to answer: the peer link keeps them small,

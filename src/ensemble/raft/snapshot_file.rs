@@ -1,7 +1,7 @@
 //! The member's current Raft snapshot on disk, `raft-snapshot`, replaced atomically each time
 //! one is built or installed: openraft purges the log up to a snapshot, so a member restarts
 //! from this file plus the log after it. (The fuzzy snapshot files of `durability/` are the
-//! eventual format: docs/ENSEMBLE.md.)
+//! eventual format: docs/design/ENSEMBLE.md.)
 //!
 //! Layout: magic "PLSN", format 1 (u32 LE), the metadata's length (u32 LE), the metadata
 //! (postcard `SnapshotMeta`), the applier's bytes, then a crc32 (LE) of everything before it.

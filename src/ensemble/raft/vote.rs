@@ -60,7 +60,7 @@ fn decode(path: &Path, b: &[u8]) -> io::Result<Vote<NodeId>> {
                 "{}: holds a vote of term {term}, past the largest a member takes ({}); it \
                  cannot have come from a member of this ensemble. This member's log and \
                  snapshots are intact: move the file aside and start it again while the \
-                 other members run (docs/ENSEMBLE.md, \"A vote file that cannot be used\")",
+                 other members run (docs/design/ENSEMBLE.md, \"A vote file that cannot be used\")",
                 path.display(),
                 super::peer::MAX_TERM
             ),

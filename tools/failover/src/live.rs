@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long, default_value_t = 30_000)]
     pub(crate) session_timeout_ms: u64,
     /// Ensemble mode: lay out and start this many members on loopback ports under --work,
-    /// and kill -9 or SIGSTOP the leader or a follower each cycle (docs/FAILOVER.md).
+    /// and kill -9 or SIGSTOP the leader or a follower each cycle (docs/design/FAILOVER.md).
     #[arg(long)]
     ensemble: Option<usize>,
     /// Ensemble mode: which server the members run.

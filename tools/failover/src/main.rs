@@ -1,7 +1,7 @@
 //! `palisade-failover`: kill -9 a ZooKeeper-protocol server under load, at random moments and
 //! at chosen ones, restart it on the same data dir, and prove after every cycle that nothing
 //! acknowledged was lost and no sequential suffix was handed out twice. Works against any
-//! server started by a command — Palisade, or Apache ZooKeeper 3.8 (see docs/FAILOVER.md).
+//! server started by a command — Palisade, or Apache ZooKeeper 3.8 (see docs/design/FAILOVER.md).
 //!
 //!   palisade-failover live --start 'target/release/palisade /tmp/f/zoo.cfg' \
 //!       --server 127.0.0.1:2181 --data-dir /tmp/f/data --cycles 20 --seed 7

@@ -544,7 +544,7 @@ fn run(n: u64, default_count: u64) {
     }
 }
 
-/// Seeds 1..1401: seed 1475 is a known failure (docs/RELIABILITY.md: after the heal a member
+/// Seeds 1..1401: seed 1475 is a known failure (docs/design/RELIABILITY.md: after the heal a member
 /// whose log is behind stays a candidate and no leader is elected again), left to be fixed;
 /// `PALISADE_SIM_SEED=1475 PALISADE_SIM_SCHEDULES=1 PALISADE_SIM_MEMBERS=3` replays it.
 #[test]
