@@ -86,8 +86,12 @@ impl LogView {
     /// at an index it holds as committed: Raft never replaces a committed entry, so the leader
     /// and this member do not share a history (this member's data dir came from elsewhere, or
     /// a quorum forgot what it had committed).
+    ///
+    /// `term` is the sender's: a leader of an earlier term than the committed entry's cannot
+    /// hold it (it is a stale leader, refused on its vote), and is not evidence of anything.
     pub fn check_history(
         &self,
+        term: u64,
         prev: Option<LogId<NodeId>>,
         entries: impl Iterator<Item = LogId<NodeId>>,
     ) -> Result<(), String> {
@@ -95,6 +99,9 @@ impl LogView {
         let Some(committed) = live.committed else {
             return Ok(());
         };
+        if term < committed.leader_id.term {
+            return Ok(());
+        }
         for theirs in prev.into_iter().chain(entries) {
             if theirs.index > committed.index {
                 break;

@@ -278,7 +278,8 @@ fn the_committed_id_survives_a_restart() {
 
 /// How: an append whose previous id or entries differ from this log at a committed index
 /// is named as a conflict; the same entries above the committed id, or equal ones at or
-/// below it, pass (openraft replaces uncommitted entries as Raft allows).
+/// below it, pass (openraft replaces uncommitted entries as Raft allows), and so does a
+/// stale leader's.
 #[test]
 fn a_leader_log_replacing_committed_entries_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -287,25 +288,31 @@ fn a_leader_log_replacing_committed_entries_is_refused() {
         let view = log.view();
         log.blocking_append(entries(1, 1, 10)).await.unwrap();
         assert_eq!(
-            view.check_history(Some(id(2, 5)), [id(2, 6)].into_iter()),
+            view.check_history(9, Some(id(2, 5)), [id(2, 6)].into_iter()),
             Ok(())
         );
         log.save_committed(Some(id(1, 6))).await.unwrap();
         assert_eq!(
-            view.check_history(Some(id(1, 5)), [id(1, 6), id(2, 7)].into_iter()),
+            view.check_history(9, Some(id(1, 5)), [id(1, 6), id(2, 7)].into_iter()),
             Ok(())
         );
         assert_eq!(
-            view.check_history(Some(id(1, 6)), [id(3, 7)].into_iter()),
+            view.check_history(9, Some(id(1, 6)), [id(3, 7)].into_iter()),
             Ok(())
         );
         let err = view
-            .check_history(Some(id(1, 4)), [id(1, 5), id(2, 6)].into_iter())
+            .check_history(9, Some(id(1, 4)), [id(1, 5), id(2, 6)].into_iter())
             .unwrap_err();
         assert!(err.contains("would replace T1-N1-6"), "{err}");
         assert!(view
-            .check_history(Some(id(2, 5)), std::iter::empty())
+            .check_history(9, Some(id(2, 5)), std::iter::empty())
             .is_err());
+        // A leader of a term before the committed entry's is stale (openraft refuses its
+        // vote): its different log is no evidence against this member's history.
+        assert_eq!(
+            view.check_history(0, Some(id(0, 5)), [id(0, 6)].into_iter()),
+            Ok(())
+        );
     });
 }
 

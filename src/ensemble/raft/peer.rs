@@ -185,10 +185,13 @@ impl PeerHandler for Peer {
             PeerRequest::Append(r) => {
                 term_ok(r.vote.leader_id().term, term)?;
                 check_entries(r)?;
-                if let Some(log) = &self.log {
-                    if let Err(e) =
-                        log.check_history(r.prev_log_id, r.entries.iter().map(|e| e.log_id))
-                    {
+                // A leader older than this member's vote is refused by openraft on its vote:
+                // its log may well differ from what a later leader committed here (a leader
+                // cut off, restarted with its vote, once stopped a member that way).
+                let current = r.vote >= vote;
+                if let (Some(log), true) = (&self.log, current) {
+                    let ids = r.entries.iter().map(|e| e.log_id);
+                    if let Err(e) = log.check_history(r.vote.leader_id().term, r.prev_log_id, ids) {
                         // Not an input to refuse and retry: this member's history is not the
                         // ensemble's, so it stops, and says so at every start.
                         tracing::error!(error = %e, "this member stops");
