@@ -269,7 +269,10 @@ async fn start_http(cfg: &Config, core: &crate::admin::http_slot::CoreSlot) {
                     max_session_timeout: cfg.max_timeout(),
                     initial_configuration: a.initial_text.clone(),
                 };
-                crate::admin::serve_admin(l, core.clone(), info, &a.command_url);
+                let opts = crate::admin::AdminOpts {
+                    super_digest: cfg.super_digest.clone(),
+                };
+                crate::admin::serve_admin(l, core.clone(), info, &a.command_url, opts);
             }
             Err(e) => tracing::warn!(%addr, error = %e, "AdminServer not started"),
         }

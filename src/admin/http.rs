@@ -1,14 +1,17 @@
 //! The two HTTP listeners (axum on the server's tokio runtime, a task per connection, no
 //! thread per request): the AdminServer and the Prometheus endpoint.
 
+use super::auth::{self, Caller};
 use super::commands::{self, Info, Kind};
 use super::listener::{self, Bounded, IDLE, MAX_CONNECTIONS};
 use super::{Json, Query};
 use crate::core::CoreMsg;
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
@@ -29,6 +32,14 @@ struct AdminState {
     core: CoreSlot,
     info: Arc<Info>,
     url: Arc<str>,
+    opts: Arc<AdminOpts>,
+}
+
+/// What the AdminServer's commands with side effects need beyond the core.
+#[derive(Clone, Debug, Default)]
+pub struct AdminOpts {
+    /// `superDigest`: its digest identity also authenticates as `super` (auth.rs).
+    pub super_digest: Option<String>,
 }
 
 /// ZooKeeper's error text when the server is not running.
@@ -62,13 +73,34 @@ async fn list(State(st): State<AdminState>) -> Response {
     ([(header::CONTENT_TYPE, "text/html")], html).into_response()
 }
 
-async fn command(State(st): State<AdminState>, Path(name): Path<String>) -> Response {
+/// A response with only `command` and `error`, as ZooKeeper's CommandResponse(cmd, error).
+fn bare(status: StatusCode, command: &str, error: Option<&str>) -> Response {
+    let mut m = Json::new();
+    m.insert("command".into(), json!(command));
+    m.insert("error".into(), json!(error));
+    json_response(status, &m)
+}
+
+/// ZooKeeper's order: an unknown command, then a server not serving (both 200 with an
+/// error), then the caller's authentication for a command with side effects (auth.rs).
+async fn command(
+    State(st): State<AdminState>,
+    Path(name): Path<String>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+) -> Response {
     let Some((primary, kind)) = commands::find(&name) else {
-        let mut m = Json::new();
-        m.insert("command".into(), json!(name));
-        m.insert("error".into(), json!(format!("Unknown command: {name}")));
-        return json_response(StatusCode::OK, &m);
+        return bare(
+            StatusCode::OK,
+            &name,
+            Some(&format!("Unknown command: {name}")),
+        );
     };
+    if auth::needed(primary) {
+        if let Err(r) = check_auth(&st, &caller, &headers).await {
+            return r.into_response_for(&name);
+        }
+    }
     let mut m = match kind {
         Kind::Local(l) => {
             let info = st.info.clone();
@@ -108,6 +140,47 @@ async fn command(State(st): State<AdminState>, Path(name): Path<String>) -> Resp
     json_response(StatusCode::OK, &m)
 }
 
+/// Why an authenticated command was not run.
+enum AuthFail {
+    NotServing,
+    Refused(auth::Refusal),
+}
+
+impl AuthFail {
+    fn into_response_for(self, name: &str) -> Response {
+        match self {
+            AuthFail::NotServing => bare(StatusCode::OK, name, Some(NOT_SERVING)),
+            AuthFail::Refused(r) => bare(
+                StatusCode::from_u16(r.status()).unwrap_or(StatusCode::UNAUTHORIZED),
+                name,
+                Some(r.text()),
+            ),
+        }
+    }
+}
+
+/// Authenticates the caller and authorizes it on the root's ACL (auth.rs).
+async fn check_auth(st: &AdminState, caller: &Caller, headers: &HeaderMap) -> Result<(), AuthFail> {
+    // The command needs a running server (ZooKeeper checks that first).
+    if st.core.get().is_none() {
+        return Err(AuthFail::NotServing);
+    }
+    // A header that is not text proves nothing.
+    let header = match headers.get(header::AUTHORIZATION) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| AuthFail::Refused(auth::Refusal::NotAuthenticated))?,
+        ),
+    };
+    let ids = auth::authenticate(header, caller, st.opts.super_digest.as_deref())
+        .map_err(AuthFail::Refused)?;
+    let root = ask(&st.core, |reply| Query::RootAcl { reply })
+        .await
+        .ok_or(AuthFail::NotServing)?;
+    auth::authorize(&root, &ids).map_err(AuthFail::Refused)
+}
+
 /// Ready = the core runs, answers and serves read-write clients, as `srvr` says: recovery
 /// done, and for an ensemble member a quorum (a leader it follows, or its own with a quorum
 /// behind it); a read-only member is not ready. The role is srvr's Mode.
@@ -138,7 +211,13 @@ async fn ready(State(st): State<AdminState>) -> Response {
 }
 
 /// Serves the AdminServer on `listener` until the runtime stops.
-pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_url: &str) {
+pub fn serve_admin(
+    listener: TcpListener,
+    core: CoreSlot,
+    info: Info,
+    command_url: &str,
+    opts: AdminOpts,
+) {
     let url: Arc<str> = {
         let u = command_url.trim_end_matches('/');
         let u = if u.starts_with('/') {
@@ -152,6 +231,7 @@ pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_ur
         core,
         info: Arc::new(info),
         url: url.clone(),
+        opts: Arc::new(opts),
     };
     let app = Router::new()
         .route(&url, get(list))
@@ -205,7 +285,7 @@ mod tests {
     async fn admin(slot: CoreSlot) -> std::net::SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
-        serve_admin(l, slot, Info::default(), "/commands");
+        serve_admin(l, slot, Info::default(), "/commands", AdminOpts::default());
         addr
     }
 

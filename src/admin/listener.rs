@@ -99,8 +99,14 @@ pub async fn serve(listener: Bounded, app: axum::Router) {
 async fn serve_within(mut listener: Bounded, app: axum::Router, header_deadline: Duration) {
     use axum::serve::Listener as _;
     loop {
-        let (conn, _) = listener.accept().await;
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let (conn, addr) = listener.accept().await;
+        // Who is asking, for the commands that authenticate their caller (auth.rs).
+        let caller = super::auth::Caller {
+            ip: addr.ip(),
+            x509: None,
+        };
+        let app = app.clone().layer(axum::Extension(caller));
+        let service = hyper_util::service::TowerToHyperService::new(app);
         tokio::spawn(async move {
             let served = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())

@@ -5,11 +5,12 @@
 //! data is asked of the core through `CoreMsg::Admin`, answered between two messages, as a
 //! four-letter word is.
 
+mod auth;
 pub mod commands;
 mod http;
 mod listener;
 
-pub use http::{serve_admin, serve_metrics};
+pub use http::{serve_admin, serve_metrics, AdminOpts};
 
 /// The core's inbox as the HTTP side holds it.
 pub mod http_slot {

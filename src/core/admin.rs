@@ -42,6 +42,11 @@ pub enum Query {
     Ready {
         reply: oneshot::Sender<Readiness>,
     },
+    /// The root node's ACL: what authorizes an admin command with side effects
+    /// (admin/auth.rs).
+    RootAcl {
+        reply: oneshot::Sender<Vec<crate::acl::Entry>>,
+    },
 }
 
 /// What /ready reports: the serving state `srvr` reports (a member without a quorum, or in
@@ -68,6 +73,11 @@ impl Core {
             }
             Query::Ready { reply } => {
                 let _ = reply.send(self.readiness());
+            }
+            Query::RootAcl { reply } => {
+                let tree = &self.state.tree;
+                let acl = tree.lookup("/").map(|id| tree.acl_of(id).to_vec());
+                let _ = reply.send(acl.unwrap_or_default());
             }
         }
     }
