@@ -103,6 +103,13 @@ pub struct AdminConfig {
     pub export_jvm_info: bool,
     /// The configuration text as read (the admin `initial_configuration` command).
     pub initial_text: String,
+    /// admin.rateLimiterIntervalInMS (300000): at most one `snapshot` and one `restore` per
+    /// interval (ZooKeeper 3.9's RateLimiter; docs/ADMIN.md).
+    pub rate_limiter_interval_ms: u64,
+    /// admin.snapshot.enabled (true): the `snapshot` command runs (503 otherwise).
+    pub snapshot_enabled: bool,
+    /// admin.restore.enabled (true): the `restore` command runs (503 otherwise).
+    pub restore_enabled: bool,
 }
 
 /// The provider class that switches the Prometheus endpoint on.
@@ -121,6 +128,9 @@ impl Default for AdminConfig {
             metrics_port: 7000,
             export_jvm_info: true,
             initial_text: String::new(),
+            rate_limiter_interval_ms: 300_000,
+            snapshot_enabled: true,
+            restore_enabled: true,
         }
     }
 }
@@ -380,6 +390,11 @@ impl Config {
                         }
                     }
                 }
+                "admin.rateLimiterIntervalInMS" => {
+                    self.admin.rate_limiter_interval_ms = parse(k, v)?
+                }
+                "admin.snapshot.enabled" => self.admin.snapshot_enabled = parse_bool(k, v)?,
+                "admin.restore.enabled" => self.admin.restore_enabled = parse_bool(k, v)?,
                 "metricsProvider.httpHost" => self.admin.metrics_host = v.clone(),
                 "metricsProvider.httpPort" => self.admin.metrics_port = parse(k, v)?,
                 "metricsProvider.exportJvmInfo" => self.admin.export_jvm_info = parse_bool(k, v)?,

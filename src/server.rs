@@ -271,6 +271,8 @@ async fn start_http(cfg: &Config, core: &crate::admin::http_slot::CoreSlot) {
                 };
                 let opts = crate::admin::AdminOpts {
                     super_digest: cfg.super_digest.clone(),
+                    snapshot_enabled: a.snapshot_enabled,
+                    rate_interval: std::time::Duration::from_millis(a.rate_limiter_interval_ms),
                 };
                 crate::admin::serve_admin(l, core.clone(), info, &a.command_url, opts);
             }

@@ -5,10 +5,11 @@ use super::auth::{self, Caller};
 use super::commands::{self, Info, Kind};
 use super::listener::{self, Bounded, IDLE, MAX_CONNECTIONS};
 use super::{Json, Query};
+use crate::backup::rate::RateLimiter;
 use crate::core::CoreMsg;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use axum::http::{header, StatusCode};
+use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Extension;
@@ -33,13 +34,28 @@ struct AdminState {
     info: Arc<Info>,
     url: Arc<str>,
     opts: Arc<AdminOpts>,
+    snapshot_limit: Arc<RateLimiter>,
 }
 
 /// What the AdminServer's commands with side effects need beyond the core.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct AdminOpts {
     /// `superDigest`: its digest identity also authenticates as `super` (auth.rs).
     pub super_digest: Option<String>,
+    /// `admin.snapshot.enabled`.
+    pub snapshot_enabled: bool,
+    /// `admin.rateLimiterIntervalInMS`: one `snapshot` per interval.
+    pub rate_interval: Duration,
+}
+
+impl Default for AdminOpts {
+    fn default() -> Self {
+        AdminOpts {
+            super_digest: None,
+            snapshot_enabled: true,
+            rate_interval: Duration::from_millis(300_000),
+        }
+    }
 }
 
 /// ZooKeeper's error text when the server is not running.
@@ -56,6 +72,16 @@ async fn ask<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query)
     .await
     .ok()
     .flatten()
+}
+
+/// As [`ask`], for an answer that takes many core turns (a backup's capture walks the whole
+/// tree a step per turn): no deadline but the caller's own; dropping the request drops the
+/// capture (core/backup.rs).
+async fn ask_long<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query) -> Option<T> {
+    let tx = core.get()?.clone();
+    let (reply, rx) = oneshot::channel();
+    tx.send(CoreMsg::Admin(make(reply))).await.ok()?;
+    rx.await.ok()
 }
 
 fn json_response(status: StatusCode, body: &Json) -> Response {
@@ -88,6 +114,7 @@ async fn command(
     Path(name): Path<String>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
+    uri: Uri,
 ) -> Response {
     let Some((primary, kind)) = commands::find(&name) else {
         return bare(
@@ -100,6 +127,9 @@ async fn command(
         if let Err(r) = check_auth(&st, &caller, &headers).await {
             return r.into_response_for(&name);
         }
+    }
+    if primary == SNAPSHOT {
+        return snapshot(&st, uri.query().unwrap_or("")).await;
     }
     let mut m = match kind {
         Kind::Local(l) => {
@@ -138,6 +168,73 @@ async fn command(
     m.insert("command".into(), json!(primary));
     m.entry("error").or_insert(Value::Null);
     json_response(StatusCode::OK, &m)
+}
+
+/// The online backup command's primary name (ZooKeeper 3.9's SnapshotCommand).
+const SNAPSHOT: &str = "snapshot";
+
+/// `snapshot[?streaming=true|false]`, as ZooKeeper 3.9's SnapshotCommand once the caller is
+/// authenticated: 503 when `admin.snapshot.enabled=false`, 429 past the rate limit, else a
+/// consistent snapshot of the live tree (core/backup.rs) in ZooKeeper's snapshot format
+/// (backup/stream.rs), its zxid and size in the `last_zxid` (`0x…`) and `snapshot_size`
+/// headers; streamed as the body unless `streaming` is other than `true` (then the JSON).
+async fn snapshot(st: &AdminState, query: &str) -> Response {
+    let streaming = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| *k == "streaming")
+        .map(|(_, v)| v.eq_ignore_ascii_case("true"))
+        .next_back()
+        .unwrap_or(true);
+    if !st.opts.snapshot_enabled {
+        tracing::warn!("snapshot command is disabled (admin.snapshot.enabled=false)");
+        return bare(StatusCode::SERVICE_UNAVAILABLE, SNAPSHOT, None);
+    }
+    if !st.snapshot_limit.allow() {
+        tracing::warn!("snapshot request was rate limited");
+        return bare(StatusCode::TOO_MANY_REQUESTS, SNAPSHOT, None);
+    }
+    let Some(image) = ask_long(&st.core, |reply| Query::Backup { reply }).await else {
+        return bare(StatusCode::OK, SNAPSHOT, Some(NOT_SERVING));
+    };
+    // Decoding replays the txns over the capture and checks the digest; then ZooKeeper's
+    // format. Both walk the tree: off the runtime's workers.
+    let built = tokio::task::spawn_blocking(move || {
+        crate::durability::image::decode_fuzzy(&image)
+            .map(|state| (state.zxid(), crate::backup::stream::encode(&state)))
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    let (zxid, bytes) = match built {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "snapshot command: the captured image did not load");
+            return bare(StatusCode::INTERNAL_SERVER_ERROR, SNAPSHOT, None);
+        }
+        Err(_) => return bare(StatusCode::INTERNAL_SERVER_ERROR, SNAPSHOT, None),
+    };
+    tracing::info!(
+        zxid = format_args!("{zxid:#x}"),
+        bytes = bytes.len(),
+        streaming,
+        "snapshot command: backup taken"
+    );
+    let last_zxid = format!("0x{zxid:x}");
+    let size = bytes.len().to_string();
+    let mut r = if streaming {
+        ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
+    } else {
+        let mut m = Json::new();
+        m.insert("command".into(), json!(SNAPSHOT));
+        m.insert("error".into(), Value::Null);
+        json_response(StatusCode::OK, &m)
+    };
+    for (k, v) in [("last_zxid", last_zxid), ("snapshot_size", size)] {
+        if let Ok(v) = header::HeaderValue::from_str(&v) {
+            r.headers_mut().insert(k, v);
+        }
+    }
+    r
 }
 
 /// Why an authenticated command was not run.
@@ -231,6 +328,7 @@ pub fn serve_admin(
         core,
         info: Arc::new(info),
         url: url.clone(),
+        snapshot_limit: Arc::new(RateLimiter::new(1, opts.rate_interval)),
         opts: Arc::new(opts),
     };
     let app = Router::new()

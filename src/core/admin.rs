@@ -27,6 +27,8 @@ pub enum CoreCmd {
     Watches,
     WatchesByPath,
     IsReadOnly,
+    /// `snapshot`: answered by the HTTP side through [`Query::Backup`].
+    Backup,
 }
 
 /// What the HTTP side asks the core.
@@ -46,6 +48,11 @@ pub enum Query {
     /// (admin/auth.rs).
     RootAcl {
         reply: oneshot::Sender<Vec<crate::acl::Entry>>,
+    },
+    /// A consistent image of the live state (a fuzzy capture and the txns applied while it
+    /// was taken; core/backup.rs), for the `snapshot` command.
+    Backup {
+        reply: oneshot::Sender<Vec<u8>>,
     },
 }
 
@@ -74,6 +81,7 @@ impl Core {
             Query::Ready { reply } => {
                 let _ = reply.send(self.readiness());
             }
+            Query::Backup { reply } => self.backup(reply),
             Query::RootAcl { reply } => {
                 let tree = &self.state.tree;
                 let acl = tree.lookup("/").map(|id| tree.acl_of(id).to_vec());
@@ -299,6 +307,8 @@ impl Core {
                 obj(json!({ "path_to_session_ids": map }))
             }
             CoreCmd::IsReadOnly => obj(json!({ "read_only": self.read_only() })),
+            // The HTTP side answers it (Query::Backup); never sent as a command.
+            CoreCmd::Backup => Json::new(),
         }
     }
 }
