@@ -3,7 +3,7 @@
 
 use super::auth::{self, Caller};
 use super::commands::{self, Info, Kind};
-use super::listener::{self, Bounded, IDLE, MAX_CONNECTIONS};
+use super::listener::{self, Bounded, Security, IDLE, MAX_CONNECTIONS};
 use super::{Json, Query};
 use crate::backup::rate::RateLimiter;
 use crate::core::CoreMsg;
@@ -314,6 +314,7 @@ pub fn serve_admin(
     info: Info,
     command_url: &str,
     opts: AdminOpts,
+    security: Security,
 ) {
     let url: Arc<str> = {
         let u = command_url.trim_end_matches('/');
@@ -337,7 +338,7 @@ pub fn serve_admin(
         .route("/ready", get(ready))
         .with_state(st);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
-    tokio::spawn(listener::serve(listener, app));
+    tokio::spawn(listener::serve(listener, app, security));
 }
 
 async fn metrics(State(core): State<CoreSlot>) -> Response {
@@ -358,12 +359,12 @@ async fn metrics(State(core): State<CoreSlot>) -> Response {
 }
 
 /// Serves `GET /metrics` (Prometheus text format) on `listener` until the runtime stops.
-pub fn serve_metrics(listener: TcpListener, core: CoreSlot) {
+pub fn serve_metrics(listener: TcpListener, core: CoreSlot, security: Security) {
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(core);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
-    tokio::spawn(listener::serve(listener, app));
+    tokio::spawn(listener::serve(listener, app, security));
 }
 
 #[cfg(test)]
@@ -383,7 +384,14 @@ mod tests {
     async fn admin(slot: CoreSlot) -> std::net::SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
-        serve_admin(l, slot, Info::default(), "/commands", AdminOpts::default());
+        serve_admin(
+            l,
+            slot,
+            Info::default(),
+            "/commands",
+            AdminOpts::default(),
+            Security::Plain,
+        );
         addr
     }
 

@@ -8,9 +8,12 @@
 mod auth;
 pub mod commands;
 mod http;
+mod https;
 mod listener;
 
 pub use http::{serve_admin, serve_metrics, AdminOpts};
+pub use https::{admin_security, metrics_listeners};
+pub use listener::Security;
 
 /// The core's inbox as the HTTP side holds it.
 pub mod http_slot {
