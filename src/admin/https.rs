@@ -79,3 +79,48 @@ pub fn metrics_listeners(a: &AdminConfig) -> Vec<(u16, Result<Security, String>)
     out.push((https, acc.map(Security::Tls)));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ports(text: &str) -> Vec<(u16, &'static str)> {
+        let mut c = Config::default();
+        c.apply_zoo_cfg(text).unwrap();
+        metrics_listeners(&c.admin)
+            .into_iter()
+            .map(|(p, s)| {
+                let kind = match s {
+                    Ok(Security::Plain) => "http",
+                    Ok(Security::Tls(_)) => "https",
+                    Ok(Security::Unified(_)) => "both",
+                    // No key store in these configs: the HTTPS listener is refused.
+                    Err(_) => "refused",
+                };
+                (p, kind)
+            })
+            .collect()
+    }
+
+    /// The provider's port rules (ZOOKEEPER-4798): httpPort defaults to 7000 only without
+    /// httpsPort; equal ports are one listener for both.
+    #[test]
+    fn metrics_ports_as_zookeepers_provider() {
+        assert_eq!(ports(""), vec![(7000, "http")]);
+        assert_eq!(ports("metricsProvider.httpPort=7001\n"), vec![(7001, "http")]);
+        assert_eq!(ports("metricsProvider.httpsPort=7443\n"), vec![(7443, "refused")]);
+        assert_eq!(
+            ports("metricsProvider.httpsPort=7443\nmetricsProvider.httpPort=7001\n"),
+            vec![(7001, "http"), (7443, "refused")]
+        );
+        assert_eq!(
+            ports("metricsProvider.httpsPort=7443\nmetricsProvider.httpPort=7443\n"),
+            vec![(7443, "refused")]
+        );
+        let mut c = Config::default();
+        c.apply_zoo_cfg("admin.forceHttps=true\n").unwrap();
+        assert!(admin_security(&c).is_err(), "forceHttps without ssl.quorum stores");
+        c.apply_zoo_cfg("admin.forceHttps=false\n").unwrap();
+        assert!(matches!(admin_security(&c), Ok(Security::Plain)));
+    }
+}
