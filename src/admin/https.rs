@@ -107,8 +107,14 @@ mod tests {
     #[test]
     fn metrics_ports_as_zookeepers_provider() {
         assert_eq!(ports(""), vec![(7000, "http")]);
-        assert_eq!(ports("metricsProvider.httpPort=7001\n"), vec![(7001, "http")]);
-        assert_eq!(ports("metricsProvider.httpsPort=7443\n"), vec![(7443, "refused")]);
+        assert_eq!(
+            ports("metricsProvider.httpPort=7001\n"),
+            vec![(7001, "http")]
+        );
+        assert_eq!(
+            ports("metricsProvider.httpsPort=7443\n"),
+            vec![(7443, "refused")]
+        );
         assert_eq!(
             ports("metricsProvider.httpsPort=7443\nmetricsProvider.httpPort=7001\n"),
             vec![(7001, "http"), (7443, "refused")]
@@ -119,7 +125,10 @@ mod tests {
         );
         let mut c = Config::default();
         c.apply_zoo_cfg("admin.forceHttps=true\n").unwrap();
-        assert!(admin_security(&c).is_err(), "forceHttps without ssl.quorum stores");
+        assert!(
+            admin_security(&c).is_err(),
+            "forceHttps without ssl.quorum stores"
+        );
         c.apply_zoo_cfg("admin.forceHttps=false\n").unwrap();
         assert!(matches!(admin_security(&c), Ok(Security::Plain)));
     }

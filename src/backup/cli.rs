@@ -1,6 +1,7 @@
 //! `palisade backup` and `palisade restore` (docs/ADMIN.md, "Backup and restore"):
 //!
-//! - `backup --url http://HOST:PORT/commands [--auth 'digest user:password'] --out PATH`: takes
+//! - `backup --url http[s]://HOST:PORT/commands [--auth 'digest user:password'] --out PATH
+//!   [--cacert CA] [--cert CERT_AND_KEY [--cert-password PW]]`: takes
 //!   an online backup through the AdminServer's `snapshot` command (Palisade's or ZooKeeper
 //!   3.9's), checks every seal of the stream, and writes it durably to PATH, or to
 //!   PATH/snapshot.<zxid> when PATH is a directory (ZooKeeper's name: a `version-2/` holding it
@@ -15,7 +16,7 @@ use palisade_zkdisk::snap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const USAGE: &str = "usage:\n  palisade backup --url http://HOST:PORT/commands [--auth 'digest USER:PASSWORD'] --out FILE|DIR\n  palisade restore --file SNAPSHOT --data-dir NEW_DIR [--zxid HEX]";
+const USAGE: &str = "usage:\n  palisade backup --url http[s]://HOST:PORT/commands [--auth 'digest USER:PASSWORD'|ip|x509] --out FILE|DIR\n                  [--cacert CA.pem] [--cert CERT_AND_KEY.pem|.p12 [--cert-password PW]]\n  palisade restore --file SNAPSHOT --data-dir NEW_DIR [--zxid HEX]";
 
 /// Runs `palisade backup|restore ARGS`; the exit code, or `None` when `cmd` is neither.
 pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
@@ -26,7 +27,15 @@ pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
     let mut args = args;
     while let Some(a) = args.next() {
         let known = match cmd {
-            "backup" => ["--url", "--auth", "--out"].contains(&a.as_str()),
+            "backup" => [
+                "--url",
+                "--auth",
+                "--out",
+                "--cacert",
+                "--cert",
+                "--cert-password",
+            ]
+            .contains(&a.as_str()),
             _ => ["--file", "--data-dir", "--zxid"].contains(&a.as_str()),
         };
         if !known {
@@ -42,7 +51,20 @@ pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
     let get = |k: &str| opts.get(k).cloned();
     let r = if cmd == "backup" {
         match (get("--url"), get("--out")) {
-            (Some(url), Some(out)) => backup(&url, get("--auth").as_deref(), Path::new(&out)),
+            (Some(url), Some(out)) => {
+                let store = |location: Option<String>, password| {
+                    location.map(|l| crate::net::tls::Store {
+                        location: Some(PathBuf::from(l)),
+                        password,
+                        type_: None,
+                    })
+                };
+                let tls = client::TlsOpts {
+                    trust: store(get("--cacert"), None),
+                    identity: store(get("--cert"), get("--cert-password")),
+                };
+                backup(&url, get("--auth").as_deref(), Path::new(&out), &tls)
+            }
             _ => Err(format!("--url and --out are required\n{USAGE}")),
         }
     } else {
@@ -93,10 +115,15 @@ pub fn last_processed_zxid(bytes: &[u8]) -> Option<i64> {
     Some(i64::from_be_bytes(z))
 }
 
-fn backup(url: &str, auth: Option<&str>, out: &Path) -> Result<String, String> {
+fn backup(
+    url: &str,
+    auth: Option<&str>,
+    out: &Path,
+    tls: &client::TlsOpts,
+) -> Result<String, String> {
     let url = format!("{}/snapshot?streaming=true", url.trim_end_matches('/'));
     let headers: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
-    let reply = client::request("GET", &url, &headers, &[], Duration::from_secs(600))?;
+    let reply = client::request("GET", &url, &headers, &[], Duration::from_secs(600), tls)?;
     if reply.status != 200 {
         return Err(format!(
             "{url}: HTTP {}: {}",

@@ -1,6 +1,7 @@
 //! The HTTP/1.1 client `palisade backup` uses: one request a connection (`Connection:
 //! close`), the reply's body by Content-Length, chunked, or up to the close (Jetty streams
-//! ZooKeeper's snapshot chunked). Plain HTTP only.
+//! ZooKeeper's snapshot chunked). HTTPS with a trust store and, for the `x509` admin auth
+//! scheme, a client certificate (both read as the server's stores: PEM or PKCS12).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -22,11 +23,22 @@ impl Reply {
     }
 }
 
-/// `http://host:port/path` → (host:port, /path).
-fn split_url(url: &str) -> Result<(String, String), String> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| {
-        format!("{url}: only http:// URLs (the AdminServer's address and command URL)")
-    })?;
+/// The stores an HTTPS request uses.
+#[derive(Default)]
+pub struct TlsOpts {
+    /// The CA that signs the server's certificate (`--cacert`).
+    pub trust: Option<crate::net::tls::Store>,
+    /// A client certificate and key (`--cert`, `--cert-password`).
+    pub identity: Option<crate::net::tls::Store>,
+}
+
+/// `http[s]://host:port/path` → (https, host:port, /path).
+fn split_url(url: &str) -> Result<(bool, String, String), String> {
+    let (https, rest) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(r), _) => (false, r),
+        (_, Some(r)) => (true, r),
+        _ => return Err(format!("{url}: not an http:// or https:// URL")),
+    };
     let (authority, path) = match rest.find('/') {
         Some(i) => rest.split_at(i),
         None => (rest, "/"),
@@ -34,9 +46,49 @@ fn split_url(url: &str) -> Result<(String, String), String> {
     let authority = if authority.contains(':') {
         authority.to_string()
     } else {
-        format!("{authority}:80")
+        format!("{authority}:{}", if https { 443 } else { 80 })
     };
-    Ok((authority, path.to_string()))
+    Ok((https, authority, path.to_string()))
+}
+
+fn tls_stream(
+    s: TcpStream,
+    authority: &str,
+    tls: &TlsOpts,
+) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, String> {
+    use crate::net::tls::{load_key_store, load_trust_store};
+    let trust = tls
+        .trust
+        .as_ref()
+        .ok_or("an https:// URL needs --cacert (the CA of the server's certificate)")?;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in load_trust_store(trust)? {
+        roots.add(c).map_err(|e| format!("--cacert: {e}"))?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots);
+    let cfg = match &tls.identity {
+        Some(id) => {
+            let (certs, key) = load_key_store(id)?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| format!("--cert: {e}"))?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let name = rustls_pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| format!("{host}: {e}"))?;
+    let conn =
+        rustls::ClientConnection::new(std::sync::Arc::new(cfg), name).map_err(|e| e.to_string())?;
+    Ok(rustls::StreamOwned::new(conn, s))
 }
 
 /// Sends one request and reads the whole reply.
@@ -46,11 +98,28 @@ pub fn request(
     headers: &[(&str, &str)],
     body: &[u8],
     timeout: Duration,
+    tls: &TlsOpts,
 ) -> Result<Reply, String> {
-    let (authority, path) = split_url(url)?;
-    let mut s = TcpStream::connect(&authority).map_err(|e| format!("{authority}: {e}"))?;
+    let (https, authority, path) = split_url(url)?;
+    let s = TcpStream::connect(&authority).map_err(|e| format!("{authority}: {e}"))?;
     s.set_read_timeout(Some(timeout)).ok();
     s.set_write_timeout(Some(timeout)).ok();
+    if https {
+        let s = tls_stream(s, &authority, tls)?;
+        exchange(s, method, &authority, &path, headers, body)
+    } else {
+        exchange(s, method, &authority, &path, headers, body)
+    }
+}
+
+fn exchange<S: Read + Write>(
+    mut s: S,
+    method: &str,
+    authority: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Reply, String> {
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -127,9 +196,16 @@ mod tests {
     fn urls() {
         assert_eq!(
             split_url("http://127.0.0.1:8080/commands/snapshot").unwrap(),
-            ("127.0.0.1:8080".into(), "/commands/snapshot".into())
+            (false, "127.0.0.1:8080".into(), "/commands/snapshot".into())
         );
-        assert_eq!(split_url("http://h").unwrap(), ("h:80".into(), "/".into()));
-        assert!(split_url("https://h/").is_err());
+        assert_eq!(
+            split_url("http://h").unwrap(),
+            (false, "h:80".into(), "/".into())
+        );
+        assert_eq!(
+            split_url("https://h/c").unwrap(),
+            (true, "h:443".into(), "/c".into())
+        );
+        assert!(split_url("ftp://h/").is_err());
     }
 }

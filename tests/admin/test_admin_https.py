@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, http_get, start_palisade, stop
+from conftest import PALISADE_BIN, ROOT, http_get, start_palisade, stop
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +59,17 @@ def test_force_https_and_the_x509_scheme(certs):
         assert status == 200, body
         status, body = https(url + "/crst", ctx(certs, client=False), {"Authorization": "x509"})
         assert status == 401 and json.loads(body)["error"] == "Not authenticated"
+        # palisade backup over HTTPS, authenticated by its client certificate.
+        out = os.path.join(certs, "backup.snap")
+        r = subprocess.run([PALISADE_BIN, "backup", "--url", url, "--auth", "x509", "--out", out,
+                            "--cacert", f"{certs}/ca.pem", "--cert", f"{certs}/client.pem"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        with open(out, "rb") as f:
+            assert f.read(4) == b"ZKSN"
+        r = subprocess.run([PALISADE_BIN, "backup", "--url", url, "--auth", "x509", "--out", out,
+                            "--cacert", f"{certs}/ca.pem"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "401" in r.stderr, r.stderr
     finally:
         stop(s)
 
