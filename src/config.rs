@@ -107,6 +107,32 @@ pub struct AdminConfig {
     pub export_jvm_info: bool,
     /// The configuration text as read (the admin `initial_configuration` command).
     pub initial_text: String,
+    /// admin.rateLimiterIntervalInMS (300000): at most one `snapshot` and one `restore` per
+    /// interval (ZooKeeper 3.9's RateLimiter; docs/ADMIN.md).
+    pub rate_limiter_interval_ms: u64,
+    /// admin.snapshot.enabled (true): the `snapshot` command runs (503 otherwise).
+    pub snapshot_enabled: bool,
+    /// admin.restore.enabled (true): the `restore` command runs (503 otherwise).
+    pub restore_enabled: bool,
+    /// admin.forceHttps (false): the AdminServer speaks HTTPS only, with the `ssl.quorum.*`
+    /// stores (ZooKeeper's QuorumX509Util).
+    pub force_https: bool,
+    /// admin.portUnification (false): HTTP and HTTPS on the one port.
+    pub port_unification: bool,
+    /// admin.needClientAuth (false): HTTPS callers must present a certificate the
+    /// `ssl.quorum.trustStore` trusts (otherwise one is asked for but optional).
+    pub need_client_auth: bool,
+    /// Whether metricsProvider.httpPort was given (with httpsPort set, no plain HTTP port
+    /// is opened unless it was, as ZooKeeper's provider since ZOOKEEPER-4798).
+    pub metrics_port_set: bool,
+    /// metricsProvider.httpsPort: /metrics over HTTPS (the same port as httpPort: both).
+    pub metrics_https_port: Option<u16>,
+    /// metricsProvider.ssl.keyStore.*, ssl.trustStore.*, ssl.enabledProtocols,
+    /// ssl.ciphersuites; client auth from ssl.need.client.auth / ssl.want.client.auth
+    /// (both default true, as ZooKeeper's provider).
+    pub metrics_tls: crate::net::tls::TlsConfig,
+    pub metrics_need_client_auth: bool,
+    pub metrics_want_client_auth: bool,
 }
 
 /// The provider class that switches the Prometheus endpoint on.
@@ -125,6 +151,17 @@ impl Default for AdminConfig {
             metrics_port: 7000,
             export_jvm_info: true,
             initial_text: String::new(),
+            rate_limiter_interval_ms: 300_000,
+            snapshot_enabled: true,
+            restore_enabled: true,
+            force_https: false,
+            port_unification: false,
+            need_client_auth: false,
+            metrics_port_set: false,
+            metrics_https_port: None,
+            metrics_tls: Default::default(),
+            metrics_need_client_auth: true,
+            metrics_want_client_auth: true,
         }
     }
 }
@@ -384,8 +421,31 @@ impl Config {
                         }
                     }
                 }
+                "admin.rateLimiterIntervalInMS" => {
+                    self.admin.rate_limiter_interval_ms = parse(k, v)?
+                }
+                "admin.snapshot.enabled" => self.admin.snapshot_enabled = parse_bool(k, v)?,
+                "admin.restore.enabled" => self.admin.restore_enabled = parse_bool(k, v)?,
                 "metricsProvider.httpHost" => self.admin.metrics_host = v.clone(),
-                "metricsProvider.httpPort" => self.admin.metrics_port = parse(k, v)?,
+                "metricsProvider.httpPort" => {
+                    self.admin.metrics_port = parse(k, v)?;
+                    self.admin.metrics_port_set = true;
+                }
+                "admin.forceHttps" => self.admin.force_https = parse_bool(k, v)?,
+                "admin.portUnification" => self.admin.port_unification = parse_bool(k, v)?,
+                "admin.needClientAuth" => self.admin.need_client_auth = parse_bool(k, v)?,
+                "metricsProvider.httpsPort" => self.admin.metrics_https_port = Some(parse(k, v)?),
+                "metricsProvider.ssl.need.client.auth" => {
+                    self.admin.metrics_need_client_auth = parse_bool(k, v)?
+                }
+                "metricsProvider.ssl.want.client.auth" => {
+                    self.admin.metrics_want_client_auth = parse_bool(k, v)?
+                }
+                k if k.starts_with("metricsProvider.ssl.")
+                    && self
+                        .admin
+                        .metrics_tls
+                        .apply(k.trim_start_matches("metricsProvider."), v)? => {}
                 "metricsProvider.exportJvmInfo" => self.admin.export_jvm_info = parse_bool(k, v)?,
                 // TLS for clients (see net/tls.rs and docs/TLS.md).
                 "secureClientPort" => self.secure_client_port = Some(parse(k, v)?),

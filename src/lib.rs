@@ -22,6 +22,7 @@
 pub mod acl;
 pub mod admin;
 pub mod auth;
+pub mod backup;
 pub mod config;
 pub mod core;
 pub mod durability;

@@ -1,7 +1,8 @@
 //! `palisade [zoo.cfg] [--port N] [--bind ADDR] [--data-dir DIR] [--truncate-corrupt-log]
 //! [--log-format text|json]`, `palisade import-zookeeper|export-zookeeper …` (see
-//! `palisade::migrate`), or `palisade --check-config zoo.cfg | --print-config-reference |
-//! --version` (see `palisade::config::check`).
+//! `palisade::migrate`), `palisade backup|restore …` (see `palisade::backup::cli`), or
+//! `palisade --check-config zoo.cfg | --print-config-reference | --version` (see
+//! `palisade::config::check`).
 //!
 //! With no arguments it serves 127.0.0.1:2181 with data in ./data. Logs go to stderr: text
 //! (colours only when stderr is a terminal) or, with `--log-format json`, one JSON object a
@@ -187,6 +188,14 @@ fn main() -> ExitCode {
         return ExitCode::from(code);
     }
     if let Some(code) = first.and_then(|c| palisade::migrate::main(&c, args)) {
+        return ExitCode::from(code);
+    }
+    // `palisade backup|restore …` (palisade::backup::cli).
+    let mut args = std::env::args().skip(1);
+    if let Some(code) = args
+        .next()
+        .and_then(|c| palisade::backup::cli::main(&c, args))
+    {
         return ExitCode::from(code);
     }
     let cfg = match parse_args() {

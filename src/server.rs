@@ -269,19 +269,38 @@ async fn start_http(cfg: &Config, core: &crate::admin::http_slot::CoreSlot) {
                     max_session_timeout: cfg.max_timeout(),
                     initial_configuration: a.initial_text.clone(),
                 };
-                crate::admin::serve_admin(l, core.clone(), info, &a.command_url);
+                let opts = crate::admin::AdminOpts {
+                    super_digest: cfg.super_digest.clone(),
+                    snapshot_enabled: a.snapshot_enabled,
+                    rate_interval: std::time::Duration::from_millis(a.rate_limiter_interval_ms),
+                };
+                match crate::admin::admin_security(cfg) {
+                    Ok(sec) => {
+                        crate::admin::serve_admin(l, core.clone(), info, &a.command_url, opts, sec)
+                    }
+                    Err(e) => tracing::warn!(%addr, error = %e, "AdminServer not started"),
+                }
             }
             Err(e) => tracing::warn!(%addr, error = %e, "AdminServer not started"),
         }
     }
     if a.prometheus {
-        let addr = format!("{}:{}", a.metrics_host, a.metrics_port);
-        match TcpListener::bind(&addr).await {
-            Ok(l) => {
-                tracing::info!(%addr, "Prometheus /metrics listening");
-                crate::admin::serve_metrics(l, core.clone());
+        for (port, sec) in crate::admin::metrics_listeners(a) {
+            let addr = format!("{}:{port}", a.metrics_host);
+            let sec = match sec {
+                Ok(sec) => sec,
+                Err(e) => {
+                    tracing::warn!(%addr, error = %e, "Prometheus endpoint not started");
+                    continue;
+                }
+            };
+            match TcpListener::bind(&addr).await {
+                Ok(l) => {
+                    tracing::info!(%addr, "Prometheus /metrics listening");
+                    crate::admin::serve_metrics(l, core.clone(), sec);
+                }
+                Err(e) => tracing::warn!(%addr, error = %e, "Prometheus endpoint not started"),
             }
-            Err(e) => tracing::warn!(%addr, error = %e, "Prometheus endpoint not started"),
         }
     }
 }

@@ -97,6 +97,8 @@ run_suite() {
 run_suite "kazoo suite against Palisade" env ZK_HOSTS=127.0.0.1:$pal_port ZK_SUPER_AUTH=$super_auth python3 -m pytest -q -p no:cacheprovider tests/kazoo
 run_suite "AdminServer, Prometheus /metrics and logs (own servers; key trees against ZooKeeper 3.8's AdminServer)" \
   timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/admin
+run_suite "online backup and restore: auth, rate limit, consistency under load, ZooKeeper 3.8 both ways (about 10 s)" \
+  timeout -k 5 180 python3 -m pytest -q -p no:cacheprovider tests/backup
 run_suite "zkCli.sh, C client and Curator against Palisade" env KNOWN_GAPS=tests/clients/palisade-known-gaps.txt ZK_SUPER_AUTH=$super_auth tests/clients/run.sh 127.0.0.1:$pal_port
 run_suite "kazoo and Curator recipes from several processes against Palisade" \
   env ZK_HOSTS=127.0.0.1:$pal_port timeout -k 5 150 python3 -m pytest -q -p no:cacheprovider tests/recipes

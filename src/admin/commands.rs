@@ -64,6 +64,8 @@ pub const COMMANDS: &[(&[&str], Kind)] = &[
     (&["observers", "obsr"], Kind::Local(Local::Observers)),
     (&["ruok"], Kind::Local(Local::Ruok)),
     (&["server_stats", "srvr"], Kind::Core(CoreCmd::ServerStats)),
+    // Answered by the HTTP side (http.rs `snapshot`): a backup of the live tree.
+    (&["snapshot", "snap"], Kind::Core(CoreCmd::Backup)),
     (&["stat_reset", "srst"], Kind::Core(CoreCmd::StatReset)),
     (&["stats", "stat"], Kind::Core(CoreCmd::Stats)),
     (&["voting_view"], Kind::Local(Local::VotingView)),

@@ -1,14 +1,18 @@
 //! The two HTTP listeners (axum on the server's tokio runtime, a task per connection, no
 //! thread per request): the AdminServer and the Prometheus endpoint.
 
+use super::auth::{self, Caller};
 use super::commands::{self, Info, Kind, Post};
-use super::listener::{self, Bounded, IDLE, MAX_CONNECTIONS};
+use super::listener::{self, Bounded, Security, IDLE, MAX_CONNECTIONS};
 use super::{Json, Query};
+use crate::backup::rate::RateLimiter;
 use crate::core::CoreMsg;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
+use axum::http::{HeaderMap, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
@@ -29,6 +33,29 @@ struct AdminState {
     core: CoreSlot,
     info: Arc<Info>,
     url: Arc<str>,
+    opts: Arc<AdminOpts>,
+    snapshot_limit: Arc<RateLimiter>,
+}
+
+/// What the AdminServer's commands with side effects need beyond the core.
+#[derive(Clone, Debug)]
+pub struct AdminOpts {
+    /// `superDigest`: its digest identity also authenticates as `super` (auth.rs).
+    pub super_digest: Option<String>,
+    /// `admin.snapshot.enabled`.
+    pub snapshot_enabled: bool,
+    /// `admin.rateLimiterIntervalInMS`: one `snapshot` per interval.
+    pub rate_interval: Duration,
+}
+
+impl Default for AdminOpts {
+    fn default() -> Self {
+        AdminOpts {
+            super_digest: None,
+            snapshot_enabled: true,
+            rate_interval: Duration::from_millis(300_000),
+        }
+    }
 }
 
 /// ZooKeeper's error text when the server is not running.
@@ -45,6 +72,16 @@ async fn ask<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query)
     .await
     .ok()
     .flatten()
+}
+
+/// As [`ask`], for an answer that takes many core turns (a backup's capture walks the whole
+/// tree a step per turn): no deadline but the caller's own; dropping the request drops the
+/// capture (core/backup.rs).
+async fn ask_long<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query) -> Option<T> {
+    let tx = core.get()?.clone();
+    let (reply, rx) = oneshot::channel();
+    tx.send(CoreMsg::Admin(make(reply))).await.ok()?;
+    rx.await.ok()
 }
 
 fn json_response(status: StatusCode, body: &Json) -> Response {
@@ -72,7 +109,23 @@ async fn list(State(st): State<AdminState>) -> Response {
     ([(header::CONTENT_TYPE, "text/html")], html).into_response()
 }
 
-async fn command(State(st): State<AdminState>, Path(name): Path<String>) -> Response {
+/// A response with only `command` and `error`, as ZooKeeper's CommandResponse(cmd, error).
+fn bare(status: StatusCode, command: &str, error: Option<&str>) -> Response {
+    let mut m = Json::new();
+    m.insert("command".into(), json!(command));
+    m.insert("error".into(), json!(error));
+    json_response(status, &m)
+}
+
+/// ZooKeeper's order: an unknown command, then a server not serving (both 200 with an
+/// error), then the caller's authentication for a command with side effects (auth.rs).
+async fn command(
+    State(st): State<AdminState>,
+    Path(name): Path<String>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
     if let Some((primary, _)) = commands::find_post(&name) {
         // ZooKeeper's PostCommand has no GET answer (its Jetty answers 500); say which method.
         let mut m = Json::new();
@@ -81,11 +134,20 @@ async fn command(State(st): State<AdminState>, Path(name): Path<String>) -> Resp
         return json_response(StatusCode::METHOD_NOT_ALLOWED, &m);
     }
     let Some((primary, kind)) = commands::find(&name) else {
-        let mut m = Json::new();
-        m.insert("command".into(), json!(name));
-        m.insert("error".into(), json!(format!("Unknown command: {name}")));
-        return json_response(StatusCode::OK, &m);
+        return bare(
+            StatusCode::OK,
+            &name,
+            Some(&format!("Unknown command: {name}")),
+        );
     };
+    if auth::needed(primary) {
+        if let Err(r) = check_auth(&st, &caller, &headers).await {
+            return r.into_response_for(&name);
+        }
+    }
+    if primary == SNAPSHOT {
+        return snapshot(&st, uri.query().unwrap_or("")).await;
+    }
     let mut m = match kind {
         Kind::Local(l) => {
             let info = st.info.clone();
@@ -130,12 +192,19 @@ async fn command(State(st): State<AdminState>, Path(name): Path<String>) -> Resp
 async fn post_command(
     State(st): State<AdminState>,
     Path(name): Path<String>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
     let Some((primary, cmd)) = commands::find_post(&name) else {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     };
-    // Post::needs_auth: where the AdminServer's authentication (issue 37) refuses, 401/403.
+    // ZooKeeper authenticates before it reads the body.
+    if cmd.needs_auth() {
+        if let Err(r) = check_auth(&st, &caller, &headers).await {
+            return r.into_response_for(&name);
+        }
+    }
     let mut m = Json::new();
     let status = match cmd {
         Post::ShedConnections => shed(&st.core, &body, &mut m).await,
@@ -164,6 +233,114 @@ async fn shed(core: &CoreSlot, body: &[u8], m: &mut Json) -> StatusCode {
         }
     }
     StatusCode::OK
+}
+
+/// The online backup command's primary name (ZooKeeper 3.9's SnapshotCommand).
+const SNAPSHOT: &str = "snapshot";
+
+/// `snapshot[?streaming=true|false]`, as ZooKeeper 3.9's SnapshotCommand once the caller is
+/// authenticated: 503 when `admin.snapshot.enabled=false`, 429 past the rate limit, else a
+/// consistent snapshot of the live tree (core/backup.rs) in ZooKeeper's snapshot format
+/// (backup/stream.rs), its zxid and size in the `last_zxid` (`0x…`) and `snapshot_size`
+/// headers; streamed as the body unless `streaming` is other than `true` (then the JSON).
+async fn snapshot(st: &AdminState, query: &str) -> Response {
+    let streaming = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| *k == "streaming")
+        .map(|(_, v)| v.eq_ignore_ascii_case("true"))
+        .next_back()
+        .unwrap_or(true);
+    if !st.opts.snapshot_enabled {
+        tracing::warn!("snapshot command is disabled (admin.snapshot.enabled=false)");
+        return bare(StatusCode::SERVICE_UNAVAILABLE, SNAPSHOT, None);
+    }
+    if !st.snapshot_limit.allow() {
+        tracing::warn!("snapshot request was rate limited");
+        return bare(StatusCode::TOO_MANY_REQUESTS, SNAPSHOT, None);
+    }
+    let Some(image) = ask_long(&st.core, |reply| Query::Backup { reply }).await else {
+        return bare(StatusCode::OK, SNAPSHOT, Some(NOT_SERVING));
+    };
+    // Decoding replays the txns over the capture and checks the digest; then ZooKeeper's
+    // format. Both walk the tree: off the runtime's workers.
+    let built = tokio::task::spawn_blocking(move || {
+        crate::durability::image::decode_fuzzy(&image)
+            .map(|state| (state.zxid(), crate::backup::stream::encode(&state)))
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    let (zxid, bytes) = match built {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "snapshot command: the captured image did not load");
+            return bare(StatusCode::INTERNAL_SERVER_ERROR, SNAPSHOT, None);
+        }
+        Err(_) => return bare(StatusCode::INTERNAL_SERVER_ERROR, SNAPSHOT, None),
+    };
+    tracing::info!(
+        zxid = format_args!("{zxid:#x}"),
+        bytes = bytes.len(),
+        streaming,
+        "snapshot command: backup taken"
+    );
+    let last_zxid = format!("0x{zxid:x}");
+    let size = bytes.len().to_string();
+    let mut r = if streaming {
+        ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
+    } else {
+        let mut m = Json::new();
+        m.insert("command".into(), json!(SNAPSHOT));
+        m.insert("error".into(), Value::Null);
+        json_response(StatusCode::OK, &m)
+    };
+    for (k, v) in [("last_zxid", last_zxid), ("snapshot_size", size)] {
+        if let Ok(v) = header::HeaderValue::from_str(&v) {
+            r.headers_mut().insert(k, v);
+        }
+    }
+    r
+}
+
+/// Why an authenticated command was not run.
+enum AuthFail {
+    NotServing,
+    Refused(auth::Refusal),
+}
+
+impl AuthFail {
+    fn into_response_for(self, name: &str) -> Response {
+        match self {
+            AuthFail::NotServing => bare(StatusCode::OK, name, Some(NOT_SERVING)),
+            AuthFail::Refused(r) => bare(
+                StatusCode::from_u16(r.status()).unwrap_or(StatusCode::UNAUTHORIZED),
+                name,
+                Some(r.text()),
+            ),
+        }
+    }
+}
+
+/// Authenticates the caller and authorizes it on the root's ACL (auth.rs).
+async fn check_auth(st: &AdminState, caller: &Caller, headers: &HeaderMap) -> Result<(), AuthFail> {
+    // The command needs a running server (ZooKeeper checks that first).
+    if st.core.get().is_none() {
+        return Err(AuthFail::NotServing);
+    }
+    // A header that is not text proves nothing.
+    let header = match headers.get(header::AUTHORIZATION) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| AuthFail::Refused(auth::Refusal::NotAuthenticated))?,
+        ),
+    };
+    let ids = auth::authenticate(header, caller, st.opts.super_digest.as_deref())
+        .map_err(AuthFail::Refused)?;
+    let root = ask(&st.core, |reply| Query::RootAcl { reply })
+        .await
+        .ok_or(AuthFail::NotServing)?;
+    auth::authorize(&root, &ids).map_err(AuthFail::Refused)
 }
 
 /// Ready = the core runs, answers and serves read-write clients, as `srvr` says: recovery
@@ -196,7 +373,14 @@ async fn ready(State(st): State<AdminState>) -> Response {
 }
 
 /// Serves the AdminServer on `listener` until the runtime stops.
-pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_url: &str) {
+pub fn serve_admin(
+    listener: TcpListener,
+    core: CoreSlot,
+    info: Info,
+    command_url: &str,
+    opts: AdminOpts,
+    security: Security,
+) {
     let url: Arc<str> = {
         let u = command_url.trim_end_matches('/');
         let u = if u.starts_with('/') {
@@ -210,6 +394,8 @@ pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_ur
         core,
         info: Arc::new(info),
         url: url.clone(),
+        snapshot_limit: Arc::new(RateLimiter::new(1, opts.rate_interval)),
+        opts: Arc::new(opts),
     };
     let app = Router::new()
         .route(&url, get(list))
@@ -217,7 +403,7 @@ pub fn serve_admin(listener: TcpListener, core: CoreSlot, info: Info, command_ur
         .route("/ready", get(ready))
         .with_state(st);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
-    tokio::spawn(listener::serve(listener, app));
+    tokio::spawn(listener::serve(listener, app, security));
 }
 
 async fn metrics(State(core): State<CoreSlot>) -> Response {
@@ -238,12 +424,12 @@ async fn metrics(State(core): State<CoreSlot>) -> Response {
 }
 
 /// Serves `GET /metrics` (Prometheus text format) on `listener` until the runtime stops.
-pub fn serve_metrics(listener: TcpListener, core: CoreSlot) {
+pub fn serve_metrics(listener: TcpListener, core: CoreSlot, security: Security) {
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(core);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
-    tokio::spawn(listener::serve(listener, app));
+    tokio::spawn(listener::serve(listener, app, security));
 }
 
 #[cfg(test)]
@@ -263,7 +449,14 @@ mod tests {
     async fn admin(slot: CoreSlot) -> std::net::SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
-        serve_admin(l, slot, Info::default(), "/commands");
+        serve_admin(
+            l,
+            slot,
+            Info::default(),
+            "/commands",
+            AdminOpts::default(),
+            Security::Plain,
+        );
         addr
     }
 

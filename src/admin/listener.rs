@@ -90,27 +90,97 @@ impl axum::serve::Listener for Bounded {
     }
 }
 
-/// Serves `app` on `listener` until the runtime stops: each connection a task of its own,
-/// HTTP/1 with [`HEADER_DEADLINE`] for every request's headers.
-pub async fn serve(listener: Bounded, app: axum::Router) {
-    serve_within(listener, app, HEADER_DEADLINE).await
+/// Whether a listener speaks HTTPS (ZooKeeper's `admin.forceHttps`, `metricsProvider.httpsPort`)
+/// or both HTTP and HTTPS on one port (`admin.portUnification`: TLS when the first byte is a
+/// TLS handshake's), with the acceptor whose certificates `net/tls.rs` reloads.
+#[derive(Clone)]
+pub enum Security {
+    Plain,
+    Tls(Arc<crate::net::tls::Acceptor>),
+    Unified(Arc<crate::net::tls::Acceptor>),
 }
 
-async fn serve_within(mut listener: Bounded, app: axum::Router, header_deadline: Duration) {
+/// Serves `app` on `listener` until the runtime stops: each connection a task of its own,
+/// HTTP/1 with [`HEADER_DEADLINE`] for every request's headers (and for a TLS handshake).
+pub async fn serve(listener: Bounded, app: axum::Router, security: Security) {
+    serve_within(listener, app, HEADER_DEADLINE, security).await
+}
+
+async fn serve_within(
+    mut listener: Bounded,
+    app: axum::Router,
+    header_deadline: Duration,
+    security: Security,
+) {
     use axum::serve::Listener as _;
     loop {
-        let (conn, _) = listener.accept().await;
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let (conn, addr) = listener.accept().await;
+        let (app, security) = (app.clone(), security.clone());
         tokio::spawn(async move {
-            let served = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(header_deadline)
-                .serve_connection(hyper_util::rt::TokioIo::new(conn), service)
-                .await;
-            if let Err(e) = served {
-                tracing::debug!(error = %e, "HTTP connection ended");
+            let acceptor = match security {
+                Security::Plain => None,
+                Security::Tls(a) => Some(a),
+                Security::Unified(a) => {
+                    let first = tokio::time::timeout(header_deadline, conn.first_byte()).await;
+                    match first {
+                        Ok(Some(b)) if b == crate::net::tls::TLS_HANDSHAKE_BYTE => Some(a),
+                        Ok(Some(_)) => None,
+                        _ => return,
+                    }
+                }
+            };
+            // Who is asking, for the commands that authenticate their caller (auth.rs).
+            let mut caller = super::auth::Caller {
+                ip: addr.ip(),
+                x509: None,
+            };
+            match acceptor {
+                None => serve_conn(conn, app, caller, header_deadline).await,
+                Some(a) => {
+                    let tls =
+                        tokio::time::timeout(header_deadline, a.acceptor().accept(conn)).await;
+                    let Ok(Ok(tls)) = tls else {
+                        tracing::debug!(%addr, "HTTPS handshake failed or timed out");
+                        return;
+                    };
+                    caller.x509 = tls
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|c| c.first())
+                        .and_then(crate::net::tls::x509_id)
+                        .map(Into::into);
+                    serve_conn(tls, app, caller, header_deadline).await
+                }
             }
         });
+    }
+}
+
+async fn serve_conn<IO>(io: IO, app: axum::Router, caller: super::auth::Caller, deadline: Duration)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let app = app.layer(axum::Extension(caller));
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(deadline)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        .await;
+    if let Err(e) = served {
+        tracing::debug!(error = %e, "HTTP connection ended");
+    }
+}
+
+impl Conn {
+    /// The first byte the client sent, without taking it (None: closed first).
+    async fn first_byte(&self) -> Option<u8> {
+        let mut b = [0u8; 1];
+        match self.stream.peek(&mut b).await {
+            Ok(1) => Some(b[0]),
+            _ => None,
+        }
     }
 }
 
@@ -188,6 +258,7 @@ mod tests {
             Bounded::new(l, limit, idle),
             app,
             header_deadline,
+            Security::Plain,
         ));
         addr
     }

@@ -5,12 +5,16 @@
 //! data is asked of the core through `CoreMsg::Admin`, answered between two messages, as a
 //! four-letter word is.
 
+mod auth;
 pub mod commands;
 mod http;
+mod https;
 mod listener;
 mod shed;
 
-pub use http::{serve_admin, serve_metrics};
+pub use http::{serve_admin, serve_metrics, AdminOpts};
+pub use https::{admin_security, metrics_listeners};
+pub use listener::Security;
 
 /// The core's inbox as the HTTP side holds it.
 pub mod http_slot {

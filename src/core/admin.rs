@@ -27,6 +27,8 @@ pub enum CoreCmd {
     Watches,
     WatchesByPath,
     IsReadOnly,
+    /// `snapshot`: answered by the HTTP side through [`Query::Backup`].
+    Backup,
 }
 
 /// What the HTTP side asks the core.
@@ -47,6 +49,16 @@ pub enum Query {
     Shed {
         percentage: u8,
         reply: oneshot::Sender<usize>,
+    },
+    /// The root node's ACL: what authorizes an admin command with side effects
+    /// (admin/auth.rs).
+    RootAcl {
+        reply: oneshot::Sender<Vec<crate::acl::Entry>>,
+    },
+    /// A consistent image of the live state (a fuzzy capture and the txns applied while it
+    /// was taken; core/backup.rs), for the `snapshot` command.
+    Backup {
+        reply: oneshot::Sender<Vec<u8>>,
     },
 }
 
@@ -77,6 +89,12 @@ impl Core {
             }
             Query::Shed { percentage, reply } => {
                 let _ = reply.send(self.shed_connections(percentage));
+            }
+            Query::Backup { reply } => self.backup(reply),
+            Query::RootAcl { reply } => {
+                let tree = &self.state.tree;
+                let acl = tree.lookup("/").map(|id| tree.acl_of(id).to_vec());
+                let _ = reply.send(acl.unwrap_or_default());
             }
         }
     }
@@ -299,6 +317,8 @@ impl Core {
                 obj(json!({ "path_to_session_ids": map }))
             }
             CoreCmd::IsReadOnly => obj(json!({ "read_only": self.read_only() })),
+            // The HTTP side answers it (Query::Backup); never sent as a command.
+            CoreCmd::Backup => Json::new(),
         }
     }
 }

@@ -22,6 +22,7 @@ impl Core {
 
     pub(super) fn commit(&mut self, txn: Txn) {
         let zxid = txn.header.zxid;
+        self.backup_txn(&txn);
         let effects = self.state.apply(&txn);
         self.count_writes(&txn, &effects);
         self.prep.applied(zxid);

@@ -1306,3 +1306,58 @@ fn a_stalled_snapshot_writer_never_blocks_the_core() {
     ));
     assert!(!h.core.snapshot_waiting());
 }
+
+/// A backup (the admin `snapshot`, backup.rs) captured over many turns while writes of every
+/// kind commit between its steps is the state the core has when it ends: the txns applied
+/// meanwhile are replayed over the capture, every node, stat and ACL the same.
+#[test]
+fn a_backup_captured_under_writes_is_the_state_at_its_end() {
+    let mut h = Harness::new();
+    let c = h.connect();
+    let mut xid = 1;
+    for i in 0..6000 {
+        h.send(&c, xid, create(&format!("/n{i:05}"), 0));
+        xid += 1;
+        if i % 500 == 0 {
+            h.durable();
+        }
+    }
+    h.durable();
+    let (reply, mut rx) = oneshot::channel();
+    h.core.admin(admin::Query::Backup { reply });
+    let mut steps = 0;
+    let image = loop {
+        // Between two steps: creates, changes and deletes on both sides of the walk.
+        h.send(&c, xid, create(&format!("/m{steps:05}"), 0));
+        h.send(
+            &c,
+            xid + 1,
+            Request::SetData(SetDataRequest {
+                path: format!("/n{:05}", (steps * 37) % 6000).into(),
+                data: Some(Bytes::from(format!("v{steps}"))),
+                version: -1,
+            }),
+        );
+        h.send(
+            &c,
+            xid + 2,
+            Request::Delete(DeleteRequest {
+                path: format!("/n{:05}", 5999 - steps).into(),
+                version: -1,
+            }),
+        );
+        xid += 3;
+        h.durable();
+        h.core.backup_step();
+        steps += 1;
+        if let Ok(image) = rx.try_recv() {
+            break image;
+        }
+        assert!(steps < 1000, "the backup never finished");
+    };
+    assert!(steps > 2, "captured in {steps} steps: not across writes");
+    let state = crate::durability::image::decode_fuzzy(&image).unwrap();
+    assert_eq!(state.zxid(), h.core.state.zxid());
+    crate::testkit::assert_same_tree("backup", &state.tree, &h.core.state.tree);
+    assert_eq!(state.sessions(), h.core.state.sessions());
+}

@@ -19,6 +19,7 @@
 //! the overlay (through `prep`). May not touch: files (durability does), sockets (net does).
 
 pub mod admin;
+mod backup;
 mod commit;
 mod conns;
 pub mod fourlw;
@@ -119,6 +120,8 @@ pub struct Core {
     stopping: bool,
     /// In an ensemble: this member's role and its links to consensus (member.rs).
     member: Option<member::Member>,
+    /// A backup's capture in progress (backup.rs).
+    backup: Option<backup::BackupCapture>,
 }
 
 pub fn wall_ms() -> i64 {
@@ -152,6 +155,7 @@ impl Core {
             metrics: CoreMetrics::default(),
             stopping: false,
             member: None,
+            backup: None,
         }
     }
 
@@ -224,6 +228,7 @@ impl Core {
             }
             self.snapshot_step();
             self.raft_snapshot_step();
+            self.backup_step();
             self.flush_output();
         }
         self.flush_output();

@@ -101,13 +101,14 @@ impl Core {
         self.snap = Some(s);
     }
 
-    /// Whether a capture (a snapshot file's, or an ensemble member's Raft snapshot) is in
+    /// Whether a capture (a snapshot file's, an ensemble member's Raft snapshot, a backup) is in
     /// progress: the core loop then polls rather than waits, so the capture advances.
     pub(super) fn capturing(&self) -> bool {
         self.snap
             .as_ref()
             .is_some_and(|s| s.capture.is_some() || s.requested)
             || self.member.as_ref().is_some_and(|m| m.capture.is_some())
+            || self.backup.is_some()
     }
 
     /// Whether the capture (or a requested snapshot) is waiting for the snapshot writer: the

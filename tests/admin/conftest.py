@@ -27,17 +27,23 @@ REFZK = os.path.join(ROOT, "tests", "support", "refzk.sh")
 BASE = int(os.environ.get("ADMIN_PORT_BASE", "23520"))
 
 
-def http_get(url, timeout=10):
+# Commands with side effects (crst, srst, orst, snapshot, restore) need an authenticated caller;
+# with the root's default ACL (world:anyone) any digest identity passes. ZooKeeper 3.8 ignores it.
+ADMIN_AUTH = {"Authorization": "digest admin:admin"}
+
+
+def http_get(url, timeout=10, headers=None):
     """(status, content-type, body text) of a GET; HTTP errors are answers too."""
+    req = urllib.request.Request(url, headers=headers or {})
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.headers.get("Content-Type", ""), r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers.get("Content-Type", ""), e.read().decode()
 
 
 def get_json(url):
-    status, ctype, body = http_get(url)
+    status, ctype, body = http_get(url, headers=ADMIN_AUTH)
     assert status == 200, (url, status, body)
     assert ctype.startswith("application/json"), (url, ctype)
     return json.loads(body)

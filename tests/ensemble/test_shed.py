@@ -23,7 +23,8 @@ N = 12
 def shed(admin_port, percentage):
     req = urllib.request.Request(
         "http://127.0.0.1:%d/commands/shed_connections" % admin_port,
-        data=json.dumps({"percentage": percentage}).encode(), method="POST")
+        data=json.dumps({"percentage": percentage}).encode(), method="POST",
+        headers={"Authorization": "digest admin:admin"})  # side effects: an authenticated admin
     with urllib.request.urlopen(req, timeout=10) as r:
         assert r.status == 200
         return json.loads(r.read().decode())

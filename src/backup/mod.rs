@@ -1,0 +1,15 @@
+//! Online backup and restore (issue 37; ZooKeeper 3.9's admin `snapshot` and `restore`,
+//! docs/ADMIN.md): the stream's format ([`stream`]), ZooKeeper's rate limiter ([`rate`]), and
+//! the `palisade backup` / `palisade restore` commands ([`cli`]) with the small HTTP client
+//! they use ([`client`]).
+//!
+//! The stream is a ZooKeeper snapshot file exactly as ZooKeeper 3.9 writes one (and streams
+//! it): uncompressed, with the digest and the last processed zxid after the tree, each section
+//! sealed by the running Adler32. ZooKeeper 3.9 restores it; ZooKeeper 3.8 loads it as a
+//! snapshot file (it stops reading after the digest's seal); Palisade's `restore` and
+//! `import-zookeeper` read both forms.
+
+pub mod cli;
+pub mod client;
+pub mod rate;
+pub mod stream;

@@ -1,0 +1,270 @@
+"""Online backup and offline restore (issue 37 item 1; docs/ADMIN.md "Backup and restore").
+
+- the AdminServer's `snapshot` refuses callers without auth (401), is rate limited (429) and
+  can be switched off (503), as ZooKeeper 3.9's;
+- a backup taken under write load (`palisade backup`) is one consistent state: restored
+  (`palisade restore`) on a fresh server, every node the backup's zxid covers is there with
+  every stat field, data and ACL as the source had it, and nothing later is; a backup of the
+  quiet server restores to a dump equal on every field;
+- ZooKeeper 3.8 starts from a Palisade backup (the stream in `version-2/`) and serves the
+  same tree, every field; a real ZooKeeper 3.8 snapshot restores into Palisade, the same.
+
+Ports 28410-28429; bounded by pytest-timeout (pytest.ini)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "migration"))
+from zkdump import connect, dump, super_digest_line  # noqa: E402
+
+PALISADE_BIN = os.environ.get("PALISADE_BIN", os.path.join(ROOT, "target", "release", "palisade"))
+REFZK = os.path.join(ROOT, "tests", "support", "refzk.sh")
+AUTH = "digest admin:secret"
+
+
+def http(url, headers=None):
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+class Palisade:
+    def __init__(self, port, admin_port, data_dir=None, extra=()):
+        self.dir = tempfile.mkdtemp(prefix="palisade-backup-")
+        self.port, self.admin_port = port, admin_port
+        self.data = data_dir or os.path.join(self.dir, "data")
+        cfg = os.path.join(self.dir, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write("\n".join([
+                "tickTime=2000", f"dataDir={self.data}", f"clientPort={port}",
+                "clientPortAddress=127.0.0.1", "4lw.commands.whitelist=*",
+                "admin.serverAddress=127.0.0.1", f"admin.serverPort={admin_port}",
+                super_digest_line(), *extra]) + "\n")
+        self.log = open(os.path.join(self.dir, "server.log"), "wb")
+        self.proc = subprocess.Popen([PALISADE_BIN, cfg], stdout=self.log, stderr=self.log)
+        end = time.time() + 20
+        while time.time() < end:
+            try:
+                if http(self.url("/ruok"))[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("Palisade did not start")
+
+    @property
+    def hosts(self):
+        return f"127.0.0.1:{self.port}"
+
+    def url(self, path=""):
+        return f"http://127.0.0.1:{self.admin_port}/commands{path}"
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def palisade_cli(*args):
+    r = subprocess.run([PALISADE_BIN, *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r.stdout
+
+
+def tree(hosts):
+    zk = connect(hosts)
+    try:
+        return dump(zk)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def user_nodes(d):
+    """The tree less /zookeeper (ZooKeeper's own /zookeeper/config differs by server kind)."""
+    return {p: v for p, v in d.items() if p != "/zookeeper" and not p.startswith("/zookeeper/")}
+
+
+def test_snapshot_needs_auth_is_rate_limited_and_can_be_disabled():
+    s = Palisade(28410, 28411, extra=["admin.rateLimiterIntervalInMS=1500"])
+    try:
+        status, headers, body = http(s.url("/snapshot"))
+        assert status == 401 and json.loads(body) == {
+            "command": "snapshot", "error": "Auth info is missing for the command"}
+        status, headers, body = http(s.url("/snap"), {"Authorization": "digest"})
+        assert status == 401 and json.loads(body)["error"] == "Not authenticated"
+        status, headers, body = http(s.url("/snapshot"), {"Authorization": AUTH})
+        assert status == 200, body
+        assert headers["Content-Type"] == "application/octet-stream"
+        assert int(headers["snapshot_size"]) == len(body) and headers["last_zxid"].startswith("0x")
+        assert body[:4] == b"ZKSN"
+        # One per interval (ZooKeeper's RateLimiter): 429, then allowed again.
+        status, headers, body = http(s.url("/snapshot"), {"Authorization": AUTH})
+        assert status == 429 and json.loads(body) == {"command": "snapshot", "error": None}
+        time.sleep(1.6)
+        status, headers, body = http(s.url("/snapshot?streaming=false"), {"Authorization": AUTH})
+        assert status == 200 and json.loads(body) == {"command": "snapshot", "error": None}
+        assert int(headers["snapshot_size"]) > 0
+    finally:
+        s.stop()
+    s = Palisade(28412, 28413, extra=["admin.snapshot.enabled=false"])
+    try:
+        status, _, body = http(s.url("/snapshot"), {"Authorization": AUTH})
+        assert status == 503 and json.loads(body) == {"command": "snapshot", "error": None}
+    finally:
+        s.stop()
+
+
+def load(hosts, stop, counts):
+    zk = KazooClient(hosts=hosts, timeout=10)
+    zk.start(timeout=15)
+    zk.ensure_path("/load")
+    zk.create("/counter", b"0")
+    zk.create("/eph", b"e", ephemeral=True)
+    i = 0
+    try:
+        while not stop.is_set():
+            zk.create(f"/load/n{i:06d}", b"x" * (i % 50))
+            zk.set("/counter", str(i).encode())
+            if i % 7 == 0:
+                zk.create(f"/load/n{i:06d}/child", b"c")
+            i += 1
+    finally:
+        counts.append(i)
+        zk.stop()
+        zk.close()
+
+
+def test_a_backup_under_write_load_is_one_consistent_state(tmp_path):
+    src = Palisade(28414, 28415, extra=["admin.rateLimiterIntervalInMS=0"])
+    restored = None
+    try:
+        stop, counts = threading.Event(), []
+        t = threading.Thread(target=load, args=(src.hosts, stop, counts))
+        t.start()
+        time.sleep(1.0)
+        out = palisade_cli("backup", "--url", src.url(), "--auth", AUTH, "--out", str(tmp_path))
+        time.sleep(0.5)
+        stop.set()
+        t.join(timeout=30)
+        assert counts and counts[0] > 50, counts
+        [snap] = [p for p in os.listdir(tmp_path) if p.startswith("snapshot.")]
+        z = int(snap.split(".")[1], 16)
+        after = tree(src.hosts)
+        palisade_cli("restore", "--file", str(tmp_path / snap), "--data-dir", str(tmp_path / "r1"))
+        restored = Palisade(28416, 28417, data_dir=str(tmp_path / "r1"))
+        got = tree(restored.hosts)
+        # Written while the backup ran: some before its zxid, some after.
+        loaded = [p for p in got if p.startswith("/load/")]
+        assert 0 < len(loaded) < len([p for p in after if p.startswith("/load/")]), out
+        for p, v in got.items():
+            assert v["stat"]["czxid"] <= z, (p, v)
+            assert v["stat"]["mzxid"] <= z and v["stat"]["pzxid"] <= z, (p, v)
+        # Every node the backup's zxid covers, as the source has it where nothing changed since.
+        for p, v in after.items():
+            st = v["stat"]
+            if st["czxid"] > z:
+                assert p not in got, p
+                continue
+            assert p in got, p
+            if st["mzxid"] <= z and st["pzxid"] <= z and p != "/":
+                assert got[p] == v, p
+        restored.stop()
+        restored = None
+        # A backup of the quiet server: every node, every field.
+        quiet = tmp_path / "quiet.snap"
+        palisade_cli("backup", "--url", src.url(), "--auth", AUTH, "--out", str(quiet))
+        palisade_cli("restore", "--file", str(quiet), "--data-dir", str(tmp_path / "r2"))
+        restored = Palisade(28416, 28417, data_dir=str(tmp_path / "r2"))
+        assert tree(restored.hosts) == tree(src.hosts)
+    finally:
+        if restored:
+            restored.stop()
+        src.stop()
+
+
+def have_zk():
+    return shutil.which("java") and os.path.exists("/usr/share/java/zookeeper.jar")
+
+
+def refzk(port, workdir, *extra):
+    subprocess.run([REFZK, "start", str(port), workdir, super_digest_line(), *extra],
+                   check=True, timeout=60)
+
+
+def refzk_stop(workdir):
+    subprocess.run([REFZK, "stop", workdir], timeout=30)
+    pid = os.path.join(workdir, "zk.pid")
+    for _ in range(100):
+        if not os.path.exists(pid):
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+
+
+@pytest.mark.skipif(not have_zk(), reason="Debian's zookeeper package (3.8) not installed")
+def test_zookeeper_38_serves_a_palisade_backup_and_a_zookeeper_snapshot_restores(tmp_path):
+    src = Palisade(28418, 28419, extra=["admin.rateLimiterIntervalInMS=0"])
+    zkdir = str(tmp_path / "zk")
+    try:
+        zk = connect(src.hosts)
+        zk.ensure_path("/app/config")
+        zk.set("/app/config", b"v2")
+        gone = zk.create("/app/seq-", b"s", sequence=True)
+        zk.create("/app/seq-", b"s", sequence=True)
+        zk.create("/app/locked", b"l", acl=[make_digest_acl("u", "p", all=True)])
+        zk.delete(gone)
+        zk.stop()
+        zk.close()
+        version2 = tmp_path / "zk" / "data" / "version-2"
+        version2.mkdir(parents=True)
+        palisade_cli("backup", "--url", src.url(), "--auth", AUTH, "--out", str(version2))
+        want = user_nodes(tree(src.hosts))
+    finally:
+        src.stop()
+    # ZooKeeper 3.8 on a data dir holding only the backup.
+    refzk(28420, zkdir)
+    try:
+        assert user_nodes(tree("127.0.0.1:28420")) == want
+        # A write on top, then a restart: ZooKeeper's startup snapshot holds the whole tree.
+        zk = connect("127.0.0.1:28420")
+        zk.create("/app/from-zookeeper", b"z")
+        zk.stop()
+        zk.close()
+    finally:
+        refzk_stop(zkdir)
+    refzk(28420, zkdir)
+    try:
+        zk_tree = user_nodes(tree("127.0.0.1:28420"))
+    finally:
+        refzk_stop(zkdir)
+    newest = max((p for p in os.listdir(version2) if p.startswith("snapshot.")),
+                 key=lambda p: int(p.split(".")[1], 16))
+    palisade_cli("restore", "--file", str(version2 / newest), "--data-dir", str(tmp_path / "r"))
+    back = Palisade(28421, 28422, data_dir=str(tmp_path / "r"))
+    try:
+        assert user_nodes(tree(back.hosts)) == zk_tree
+        assert "/app/from-zookeeper" in zk_tree
+    finally:
+        back.stop()
