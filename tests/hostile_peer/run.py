@@ -547,6 +547,9 @@ def main():
     ap.add_argument("--baseline", help="another build: run the default kind's cases on it too")
     ap.add_argument("--kinds", default="default,tls")
     ap.add_argument("--only", help="run the cases whose name contains this")
+    ap.add_argument("--secured-only", help="on kinds other than default, run only the cases whose "
+                    "name contains one of these (comma-separated): the test command's, since a "
+                    "secured ensemble refuses every attack at the handshake alike")
     ap.add_argument("--port", type=int, default=27000)
     ap.add_argument("--quick", action="store_true", help="vote spam 4 s, 5,000 idle connections")
     ap.add_argument("--keep", action="store_true", help="keep a failed case's member dirs")
@@ -568,6 +571,9 @@ def main():
     try:
         for label, binary, kind in runs:
             for name, fn, extra in cases:
+                if kind != "default" and args.secured_only and not any(
+                        w in name for w in args.secured_only.split(",")):
+                    continue
                 t0 = time.monotonic()
                 r = run_case(args, binary, kind, ports, certs, name, fn, extra, workdir)
                 r["secs"] = time.monotonic() - t0

@@ -35,7 +35,8 @@ Before every measured run the driver records the 1-minute load average and an fd
 on the data dir's disk (p50/p99 of 0.3 s of 512-byte writes + fdatasync), shown beside each
 figure: the machine is shared.
 
-Bounded: each run is time-limited; the whole driver takes about 25 minutes, --quick about 2.5,
+Bounded: each run is time-limited; the whole driver takes about 25 minutes, --quick about 2.5
+(--smoke, the test command's, shorter still),
 --independent about 12, --independent --quick under a minute on a quiet machine.
 """
 
@@ -685,6 +686,9 @@ def light_table(results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="one round, 2 s runs, 100k znodes (about 2.5 minutes)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="--quick with 1 s runs and 20k znodes: every workload still runs on both "
+                    "servers and must end without errors (the test command's; no figure is claimed)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--nodes", type=int, default=1_000_000)
@@ -712,8 +716,12 @@ def main():
     global BASELINE, PORT_BASE, PROBE_SECONDS
     BASELINE = a.baseline
     PORT_BASE = a.port_base
+    if a.smoke:
+        a.quick = True
     if a.quick:
         a.rounds, a.seconds, a.nodes, a.light_seconds = 1, 2, 100_000, 2
+    if a.smoke:
+        a.seconds, a.nodes, a.light_seconds = 1, 20_000, 1
         PROBE_SECONDS = 0.1
         if a.independent:
             a.seconds = 1
