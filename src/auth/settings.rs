@@ -91,7 +91,7 @@ impl SaslSettings {
         let sasl = if self.provider {
             Some(Arc::new(self.load()?))
         } else {
-            if self.jaas_file.is_some() {
+            if self.has_client_section() {
                 tracing::warn!(
                     "a JAAS file is configured but no authProvider.N={SASL_PROVIDER}: SASL is off"
                 );
@@ -125,6 +125,21 @@ impl SaslSettings {
             }
         }
         Ok(AuthPolicy { sasl, enforce })
+    }
+
+    /// Whether the JAAS file has the clients' section (`Server`, or zookeeper.sasl.serverconfig):
+    /// a file with only the quorum's sections (QuorumServer, QuorumLearner) is for the peer
+    /// links, and client SASL being off is then no news.
+    fn has_client_section(&self) -> bool {
+        let Some(text) = self
+            .jaas_file
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+        else {
+            return false;
+        };
+        let name = self.section.as_deref().unwrap_or("Server");
+        jaas::parse(&text).is_ok_and(|sections| sections.iter().any(|s| s.name == name))
     }
 
     fn load(&self) -> Result<Sasl, String> {
@@ -202,6 +217,31 @@ mod tests {
             .apply_jvm_flags("-Dzookeeper.enforce.auth.enabled=maybe")
             .is_err());
         assert!(!s.apply("authProvider.1", "com.example.Other").unwrap());
+    }
+
+    /// The "SASL is off" warning is for a JAAS file with the clients' section: one with only
+    /// the quorum's sections (quorum SASL alone) once drew it on every member.
+    #[test]
+    fn only_a_client_section_makes_sasl_off_worth_a_warning() {
+        let d = tempfile_dir();
+        let quorum = "QuorumServer { org.apache.zookeeper.server.auth.DigestLoginModule required \
+                      user_m=\"p\"; };\nQuorumLearner { org.apache.zookeeper.server.auth.\
+                      DigestLoginModule required username=\"m\" password=\"p\"; };\n";
+        let mut s = SaslSettings {
+            jaas_file: Some(jaas(&d, quorum)),
+            ..Default::default()
+        };
+        assert!(!s.has_client_section());
+        let client = format!(
+            "{quorum}Server {{ org.apache.zookeeper.server.auth.DigestLoginModule required \
+             user_a=\"b\"; }};\n"
+        );
+        s.jaas_file = Some(jaas(&d, &client));
+        assert!(s.has_client_section());
+        s.section = Some("Elsewhere".into());
+        assert!(!s.has_client_section());
+        s.jaas_file = Some(d.path().join("missing"));
+        assert!(!s.has_client_section());
     }
 
     #[test]
