@@ -14,11 +14,8 @@ import subprocess
 import threading
 import time
 
-from kazoo.exceptions import KazooException
-from kazoo.handlers.threading import KazooTimeoutError
-
 from cluster import wait_until
-from helpers import assert_members_equal, children_on, write_until_ok
+from helpers import Writers, assert_members_equal, children_on, write_until_ok
 
 VALUE = b"v" * 4096  # 256 creates fill a 1 MiB log segment (preAllocSize=1024)
 PROBLEM_LINES = 40  # ERROR/WARN lines a start may log about a fault (the old code: 8,800/s)
@@ -117,56 +114,6 @@ class ServiceManager:
         assert not self._thread.is_alive(), "the service manager thread did not stop"
 
 
-class Load:
-    """`n` kazoo sessions creating `root`/w<i>-<k> with `value` as data for as long as they
-    run, `pause` s apart each (changed as they run); a create counts as acknowledged only when
-    it returned."""
-
-    def __init__(self, cluster, root, value, n=3, members=None, attempt_timeout=3.0):
-        self.root = root
-        self.value = value
-        self.pause = 0.0
-        self.stop_ev = threading.Event()
-        self.acked = [[] for _ in range(n)]
-        self.failed = [0] * n
-        self.clients = [cluster.client(members) for _ in range(n)]
-        self.attempt_timeout = attempt_timeout
-        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
-                        for i in range(n)]
-
-    def _run(self, i):
-        zk = self.clients[i]
-        k = 0
-        while not self.stop_ev.is_set():
-            k += 1
-            p = "%s/w%d-%d" % (self.root, i, k)
-            try:
-                zk.create_async(p, self.value).get(timeout=self.attempt_timeout)
-                self.acked[i].append(p)
-                if self.pause:
-                    time.sleep(self.pause)
-            except (KazooException, KazooTimeoutError):
-                self.failed[i] += 1
-                time.sleep(0.05)
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def stop(self, timeout=10):
-        self.stop_ev.set()
-        for t in self.threads:
-            t.join(timeout)
-        assert not any(t.is_alive() for t in self.threads), "a writer did not stop"
-
-    def count(self):
-        return sum(len(a) for a in self.acked)
-
-    def names(self):
-        return {p.rsplit("/", 1)[1] for a in self.acked for p in a}
-
-
 def zxid(member):
     """The member's last zxid by srvr, None if it does not answer with one."""
     out = member.srvr(1.5)
@@ -256,7 +203,7 @@ def fault_under_load(c, kind, figures, victim, label, inject, clear, cause, hold
     setup.create("/f")
     probe = c.client(others)
     sm = ServiceManager(victim)
-    load = Load(c, "/f", value)
+    load = Writers(c, "/f", pause=0.0, value=value)
     watch = LogWatch(victim, cause)
     first = None
     try:

@@ -99,9 +99,11 @@ class Writers:
     `root`/w<i>-<k> for as long as they run. A create counts as acknowledged only when it
     returned; one that failed (connection loss, a timeout) may or may not exist."""
 
-    def __init__(self, cluster, root, n=3, members=None, attempt_timeout=3.0, pause=0.01):
+    def __init__(self, cluster, root, n=3, members=None, attempt_timeout=3.0, pause=0.01,
+                 value=b""):
         import threading
         self.root = root
+        self.value = value
         self.stop_ev = threading.Event()
         self.acked = [[] for _ in range(n)]
         self.ack_times = []  # time.monotonic() of every acknowledgement, all writers
@@ -119,10 +121,10 @@ class Writers:
             k += 1
             p = "%s/w%d-%d" % (self.root, i, k)
             try:
-                zk.create_async(p, b"").get(timeout=self.attempt_timeout)
+                zk.create_async(p, self.value).get(timeout=self.attempt_timeout)
                 self.acked[i].append(p)
                 self.ack_times.append(time.monotonic())
-                time.sleep(self.pause)
+                time.sleep(self.pause)  # read each time: a test may change it as they run
             except (KazooException, KazooTimeoutError):
                 self.failed[i] += 1
                 time.sleep(0.05)
@@ -130,6 +132,7 @@ class Writers:
     def start(self):
         for t in self.threads:
             t.start()
+        return self
 
     def stop(self, timeout=10):
         self.stop_ev.set()
@@ -139,6 +142,12 @@ class Writers:
 
     def all_acked(self):
         return [p for a in self.acked for p in a]
+
+    def count(self):
+        return sum(len(a) for a in self.acked)
+
+    def names(self):
+        return {p.rsplit("/", 1)[1] for a in self.acked for p in a}
 
     def longest_pause(self, since=None):
         """The longest time (s) in which no writer had a write acknowledged, from `since`
