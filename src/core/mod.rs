@@ -335,6 +335,7 @@ impl Core {
         }
         self.log.append(&txn);
         if crate::faults::on(crate::faults::Fault::EarlyAck) && self.member.is_some() {
+            self.raft_snapshot_txn(&txn);
             self.commit(txn.clone()); // answered before a quorum logged it
         }
         self.inflight.push_back(txn);

@@ -24,6 +24,7 @@
 use super::durable::Durable;
 use super::log_thread::{decode_committed, log_thread, Cmd, Done, Shared, Writer};
 use super::purged::PurgedFile;
+use super::storage::SnapshotFloor;
 use super::types::{NodeId, TypeConfig};
 use super::vote::VoteFile;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
@@ -150,6 +151,11 @@ pub struct LogStore {
     me: Option<NodeId>,
     /// The vote last saved or read.
     vote_now: Option<Vote<NodeId>>,
+    /// How far the saved snapshot reaches (`storage.rs`): a purge past it waits. None: a log
+    /// opened alone (tests).
+    floor: Option<SnapshotFloor>,
+    /// A purge asked for past the floor, done once a saved snapshot reaches it.
+    deferred: Option<LogId<NodeId>>,
 }
 
 /// Closing the queue ends the log thread once it has finished what was queued; waiting for
@@ -183,12 +189,20 @@ impl LogStore {
     /// refuses any other damage; then every entry must decode, carry the index its record
     /// says, and follow its predecessor in term order, or the open fails.
     pub fn open(dir: &Path, segment_bytes: u64) -> io::Result<LogStore> {
-        Self::open_as(dir, segment_bytes, None)
+        Self::open_as(dir, segment_bytes, None, None)
     }
 
     /// Opens the log of the data dir `identity` names (its segments carry it, so a log from
-    /// another data dir is refused; None: tests, a fresh random one).
-    pub fn open_as(dir: &Path, segment_bytes: u64, identity: Option<u64>) -> io::Result<LogStore> {
+    /// another data dir is refused; None: tests, a fresh random one). `snapshot`: where the
+    /// saved snapshot reaches; the log counts as purged up to there (a purge waiting for the
+    /// floor when the member stopped: the entries behind it may have a gap where an installed
+    /// snapshot stood in for them).
+    pub fn open_as(
+        dir: &Path,
+        segment_bytes: u64,
+        identity: Option<u64>,
+        snapshot: Option<LogId<NodeId>>,
+    ) -> io::Result<LogStore> {
         let opts = Options {
             segment_bytes,
             identity,
@@ -196,7 +210,7 @@ impl LogStore {
         };
         let (wal, recovered) = Wal::open_raft(opts, Corruption::Refuse)?;
         let purged_file = PurgedFile::new(dir);
-        let purged = purged_file.read()?;
+        let purged = purged_file.read()?.max(snapshot);
         let mut live = Live {
             purged,
             committed: None,
@@ -294,7 +308,32 @@ impl LogStore {
             durable,
             me: None,
             vote_now: None,
+            floor: None,
+            deferred: None,
         })
+    }
+
+    /// Purges only as far as the saved snapshot reaches.
+    pub fn with_floor(mut self, floor: SnapshotFloor) -> Self {
+        self.floor = Some(floor);
+        self
+    }
+
+    /// The purge openraft asked for, cut to the saved snapshot; the rest waits for one.
+    fn purge_point(&mut self, asked: LogId<NodeId>) -> Option<LogId<NodeId>> {
+        let want = self
+            .deferred
+            .filter(|d| d.index > asked.index)
+            .unwrap_or(asked);
+        let Some(floor) = self.floor.as_ref().map(SnapshotFloor::get) else {
+            return Some(want);
+        };
+        if floor.is_some_and(|f| f.index >= want.index) {
+            self.deferred = None;
+            return Some(want);
+        }
+        self.deferred = Some(want);
+        floor
     }
 
     /// How far the log is on disk.
@@ -569,6 +608,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry<TypeConfig>> + Send,
         I::IntoIter: Send,
     {
+        // After an installed snapshot is saved: its purge, before entries follow it.
+        let reached = self.floor.as_ref().and_then(SnapshotFloor::get);
+        if let Some(d) = self
+            .deferred
+            .filter(|d| reached.is_some_and(|f| f.index >= d.index))
+        {
+            self.purge(d).await?;
+        }
         let mut encoded = Vec::new();
         let mut own = true;
         let mut live = self.live.lock();
@@ -634,7 +681,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map_err(|e| StorageIOError::write_logs(io_err(e)).into())
     }
 
-    async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+    async fn purge(&mut self, asked: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
+        let Some(log_id) = self.purge_point(asked) else {
+            return Ok(());
+        };
         if self
             .live
             .lock()

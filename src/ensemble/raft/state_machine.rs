@@ -14,6 +14,7 @@
 use super::durable::Durable;
 use super::snapshot_buf::SnapshotBuf;
 use super::snapshot_file::SnapshotFile;
+use super::storage::SnapshotFloor;
 use super::types::{Node, NodeId, Proposal, TypeConfig};
 use crate::durability::image;
 use crate::state::State;
@@ -113,6 +114,8 @@ pub struct StateMachine<A> {
     /// The log's durable mark: an entry applies only once it is on disk here (`durable.rs`).
     /// None: tests without a log.
     durable: Option<Durable>,
+    /// Told how far each saved snapshot reaches (`storage.rs`). None: tests without a log.
+    floor: Option<SnapshotFloor>,
 }
 
 impl<A> Clone for StateMachine<A> {
@@ -120,6 +123,7 @@ impl<A> Clone for StateMachine<A> {
         StateMachine {
             inner: self.inner.clone(),
             durable: self.durable.clone(),
+            floor: self.floor.clone(),
         }
     }
 }
@@ -142,6 +146,27 @@ impl<A: Applier> StateMachine<A> {
                 file: None,
             })),
             durable: None,
+            floor: None,
+        }
+    }
+
+    /// Tells `floor` how far the saved snapshot reaches, now and after each save.
+    pub async fn with_floor(mut self, floor: SnapshotFloor) -> Self {
+        floor.saved(
+            self.inner
+                .lock()
+                .await
+                .snapshot
+                .as_ref()
+                .and_then(|s| s.meta.last_log_id),
+        );
+        self.floor = Some(floor);
+        self
+    }
+
+    fn saved(&self, at: Option<LogId<NodeId>>) {
+        if let Some(f) = &self.floor {
+            f.saved(at);
         }
     }
 
@@ -281,6 +306,7 @@ impl<A: Applier> RaftStateMachine<TypeConfig> for StateMachine<A> {
         let data = match inner.file.clone() {
             Some(f) => {
                 save(&f, meta, data).await?;
+                self.saved(meta.last_log_id);
                 None
             }
             None => Some(data),
@@ -369,7 +395,11 @@ impl<A: Applier> RaftSnapshotBuilder<TypeConfig> for StateMachine<A> {
         // With a file, the image goes to openraft and the file keeps it: no copy of it on
         // the Raft thread, and none held in memory.
         let (data, kept) = match inner.file.clone() {
-            Some(f) => (save(&f, &meta, data).await?, None),
+            Some(f) => {
+                let data = save(&f, &meta, data).await?;
+                self.saved(meta.last_log_id);
+                (data, None)
+            }
             None => (data.clone(), Some(data)),
         };
         inner.snapshot = Some(Stored {

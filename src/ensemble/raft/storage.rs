@@ -1,14 +1,39 @@
 //! A member's Raft storage opened as one: the log (`log_store.rs`) and the state machine
-//! (`state_machine.rs`) from the same directory, checked against each other. openraft purges
-//! the log only up to a snapshot it has built or installed, and the adapter saves that
-//! snapshot before it returns, so the saved snapshot always reaches the purge point; a log
-//! purged past it means files from different moments (or a lost snapshot file), and the
-//! member refuses to start rather than run with a hole between its state and its log.
+//! (`state_machine.rs`) from the same directory, checked against each other, and tied by the
+//! [`SnapshotFloor`]: the log purges no further than the saved snapshot reaches. openraft 0.9
+//! issues an installed snapshot's purge beside the install, not after it (the state machine
+//! runs in its own task, and `PurgeLog` waits on nothing), so without the floor a kill -9 or
+//! a refused image between the two left a log purged past its snapshot. A log purged past it
+//! means files from different moments (or a lost snapshot file), and the member refuses to
+//! start rather than run with a hole between its state and its log.
 
 use super::log_store::LogStore;
 use super::state_machine::{Applier, StateMachine};
+use super::types::NodeId;
+use openraft::LogId;
+use parking_lot::Mutex;
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
+
+/// Where the saved snapshot file reaches: set by the state machine once a snapshot is on
+/// disk, read by the log before it purges.
+#[derive(Clone, Default)]
+pub struct SnapshotFloor(Arc<Mutex<Option<LogId<NodeId>>>>);
+
+impl SnapshotFloor {
+    pub fn get(&self) -> Option<LogId<NodeId>> {
+        *self.0.lock()
+    }
+
+    /// A saved snapshot reaching `at`; the floor never goes down.
+    pub fn saved(&self, at: Option<LogId<NodeId>>) {
+        let mut f = self.0.lock();
+        if at > *f {
+            *f = at;
+        }
+    }
+}
 
 pub async fn open<A: Applier>(
     dir: &Path,
@@ -25,10 +50,13 @@ pub async fn open_as<A: Applier>(
     identity: Option<u64>,
     applier: A,
 ) -> io::Result<(LogStore, StateMachine<A>)> {
-    let log = LogStore::open_as(dir, segment_bytes, identity)?;
+    let floor = SnapshotFloor::default();
     let sm = StateMachine::open(dir, applier)
         .await?
-        .with_durable(log.durable());
+        .with_floor(floor.clone())
+        .await;
+    let log = LogStore::open_as(dir, segment_bytes, identity, floor.get())?.with_floor(floor);
+    let sm = sm.with_durable(log.durable());
     let (purged, applied) = (log.purged(), sm.last_applied().await);
     if purged.is_some_and(|p| applied.is_none_or(|a| a.index < p.index)) {
         return Err(io::Error::new(
@@ -56,9 +84,8 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let (mut log, _sm) = rt
-            .block_on(open(d.path(), 1 << 20, StateApplier::default()))
-            .unwrap();
+        // Alone, without the floor: as files from different moments would leave it.
+        let mut log = LogStore::open(d.path(), 1 << 20).unwrap();
         rt.block_on(log.purge(LogId::new(CommittedLeaderId::new(1, 1), 5)))
             .unwrap();
         drop(log);
@@ -67,5 +94,45 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+    }
+
+    /// openraft 0.9 purges an installed snapshot's entries beside the install: a member
+    /// stopped between the two, or whose install was refused, must still open; the purge
+    /// happens once a saved snapshot reaches it.
+    #[test]
+    fn a_purge_past_the_saved_snapshot_waits_for_one() {
+        let d = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let id = |i| LogId::new(CommittedLeaderId::new(1, 1), i);
+        let (mut log, sm) = rt
+            .block_on(open(d.path(), 1 << 20, StateApplier::default()))
+            .unwrap();
+        rt.block_on(log.purge(id(5))).unwrap();
+        assert_eq!(log.purged(), None, "no snapshot is saved: nothing purged");
+        drop((log, sm));
+        let (log, sm) = rt
+            .block_on(open(d.path(), 1 << 20, StateApplier::default()))
+            .unwrap();
+        drop((log, sm));
+
+        let floor = SnapshotFloor::default();
+        let mut log = LogStore::open(d.path(), 1 << 20)
+            .unwrap()
+            .with_floor(floor.clone());
+        rt.block_on(log.purge(id(7))).unwrap();
+        floor.saved(Some(id(4)));
+        rt.block_on(log.purge(id(3))).unwrap();
+        assert_eq!(log.purged(), Some(id(4)), "as far as the snapshot reaches");
+        floor.saved(Some(id(8)));
+        rt.block_on(log.purge(id(3))).unwrap();
+        assert_eq!(
+            log.purged(),
+            Some(id(7)),
+            "the deferred purge, once reached"
+        );
+        floor.saved(Some(id(2)));
+        assert_eq!(floor.get(), Some(id(8)), "the floor never goes down");
     }
 }
