@@ -82,20 +82,30 @@ pub const COMMANDS: &[(&[&str], Kind)] = &[
 ];
 
 /// Commands answered to `POST` (ZooKeeper 3.10's PostCommands), the primary name first.
-pub const POST_COMMANDS: &[(&[&str], Post)] =
-    &[(&["shed_connections", "shed"], Post::ShedConnections)];
+/// The leadership commands are Palisade's (ZooKeeper has no leader transfer; ClickHouse
+/// Keeper has them as the four-letter words `ydld`/`rqld`, kept here as aliases).
+pub const POST_COMMANDS: &[(&[&str], Post)] = &[
+    (&["shed_connections", "shed"], Post::ShedConnections),
+    (&["yield_leadership", "ydld"], Post::YieldLeadership),
+    (&["request_leadership", "rqld"], Post::RequestLeadership),
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Post {
     /// Close a share of the client connections, sessions kept (src/admin/shed.rs).
     ShedConnections,
+    /// The leader hands over to the member furthest along (ensemble/raft/transfer.rs).
+    YieldLeadership,
+    /// This member asks the leader to hand over to it.
+    RequestLeadership,
 }
 
 impl Post {
-    /// Whether only an authenticated admin may run it (ZooKeeper: AuthRequest(ALL, "/")).
+    /// Whether only an authenticated admin may run it (ZooKeeper: AuthRequest(ALL, "/")):
+    /// every POST command has side effects.
     pub const fn needs_auth(self) -> bool {
         match self {
-            Post::ShedConnections => true,
+            Post::ShedConnections | Post::YieldLeadership | Post::RequestLeadership => true,
         }
     }
 }

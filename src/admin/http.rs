@@ -6,6 +6,7 @@ use super::commands::{self, Info, Kind, Post};
 use super::listener::{self, Bounded, Security, IDLE, MAX_CONNECTIONS};
 use super::{Json, Query};
 use crate::backup::rate::RateLimiter;
+use crate::core::member::LeadershipAsk;
 use crate::core::CoreMsg;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
@@ -208,6 +209,8 @@ async fn post_command(
     let mut m = Json::new();
     let status = match cmd {
         Post::ShedConnections => shed(&st.core, &body, &mut m).await,
+        Post::YieldLeadership => leadership(&st.core, LeadershipAsk::Yield, &mut m).await,
+        Post::RequestLeadership => leadership(&st.core, LeadershipAsk::Request, &mut m).await,
     };
     m.insert("command".into(), json!(primary));
     m.entry("error").or_insert(Value::Null);
@@ -233,6 +236,27 @@ async fn shed(core: &CoreSlot, body: &[u8], m: &mut Json) -> StatusCode {
         }
     }
     StatusCode::OK
+}
+
+/// yield_leadership / request_leadership: `sent` once the Raft side has the ask (`srvr` and
+/// /ready show the outcome, as after `ydld`/`rqld`); 400 with why when it cannot be sent
+/// (standalone; a yield on a member that does not lead).
+async fn leadership(core: &CoreSlot, what: LeadershipAsk, m: &mut Json) -> StatusCode {
+    match ask(core, |reply| Query::Leadership { ask: what, reply }).await {
+        Some(Ok(())) => {
+            m.insert("sent".into(), json!(true));
+            StatusCode::OK
+        }
+        Some(Err(why)) => {
+            m.insert("sent".into(), json!(false));
+            m.insert("error".into(), json!(why));
+            StatusCode::BAD_REQUEST
+        }
+        None => {
+            m.insert("error".into(), json!(NOT_SERVING));
+            StatusCode::OK
+        }
+    }
 }
 
 /// The online backup command's primary name (ZooKeeper 3.9's SnapshotCommand).

@@ -50,6 +50,12 @@ pub enum Query {
         percentage: u8,
         reply: oneshot::Sender<usize>,
     },
+    /// yield_leadership / request_leadership (`ydld`, `rqld` as admin commands): handed to
+    /// the Raft side, or why not.
+    Leadership {
+        ask: super::member::LeadershipAsk,
+        reply: oneshot::Sender<Result<(), &'static str>>,
+    },
     /// The root node's ACL: what authorizes an admin command with side effects
     /// (admin/auth.rs).
     RootAcl {
@@ -90,12 +96,33 @@ impl Core {
             Query::Shed { percentage, reply } => {
                 let _ = reply.send(self.shed_connections(percentage));
             }
+            Query::Leadership { ask, reply } => {
+                let _ = reply.send(self.leadership(ask));
+            }
             Query::Backup { reply } => self.backup(reply),
             Query::RootAcl { reply } => {
                 let tree = &self.state.tree;
                 let acl = tree.lookup("/").map(|id| tree.acl_of(id).to_vec());
                 let _ = reply.send(acl.unwrap_or_default());
             }
+        }
+    }
+
+    /// An operator's leadership ask (`ydld`/`rqld`, as four-letter words and admin
+    /// commands): sent to the Raft side (ensemble/raft/transfer.rs), or why it cannot be.
+    pub(crate) fn leadership(
+        &mut self,
+        ask: super::member::LeadershipAsk,
+    ) -> Result<(), &'static str> {
+        let leads = self.member.as_ref().is_some_and(|m| m.view.ready);
+        if self.member.is_none() {
+            Err("this server is standalone")
+        } else if ask == super::member::LeadershipAsk::Yield && !leads {
+            Err("this server is not the leader")
+        } else if self.ask_leadership(ask) {
+            Ok(())
+        } else {
+            Err("the ensemble's side of this server is gone")
         }
     }
 

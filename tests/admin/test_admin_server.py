@@ -23,8 +23,9 @@ COMMANDS = [
     "observer_connection_stat_reset", "observers", "ruok", "server_stats", "stat_reset",
     "stats", "voting_view", "watch_summary", "watches", "watches_by_path", "zabstate",
 ]
-# POST commands (ZooKeeper 3.10), listed at /commands with the others.
-POST_COMMANDS = ["shed_connections"]
+# POST commands (ZooKeeper 3.10's shed_connections; Palisade's leadership commands), listed
+# at /commands with the others.
+POST_COMMANDS = ["shed_connections", "yield_leadership", "request_leadership"]
 # JVM-only or not in Palisade (docs/ADMIN.md says why).
 LEFT_OUT_COMMANDS = ["get_trace_mask", "set_trace_mask", "system_properties"]
 
@@ -170,6 +171,21 @@ def test_shed_connections_answers_as_zookeeper_3_10(palisade):
         zk.stop()
     status, ctype, body = http_get(url)
     assert status == 405 and json.loads(body)["error"] == "shed_connections takes POST"
+
+
+def test_leadership_commands_on_a_standalone_server_say_why_not(palisade):
+    """yield_leadership / request_leadership (aliases ydld, rqld) need an authenticated admin
+    and, on a standalone server, answer 400 with why; hand-overs: tests/ensemble/
+    test_leader_transfer.py."""
+    for name, primary in [("yield_leadership", "yield_leadership"), ("ydld", "yield_leadership"),
+                          ("request_leadership", "request_leadership"),
+                          ("rqld", "request_leadership")]:
+        url = palisade.admin("/commands/" + name)
+        # (401 names the command as called, as ZooKeeper's Commands.runGetCommand does)
+        assert post(url, b"", auth=None) == (
+            401, {"command": name, "error": "Auth info is missing for the command"}), name
+        assert post(url, b"") == (400, {"command": primary, "error": "this server is standalone",
+                                        "sent": False}), name
 
 
 def test_key_trees_match_zookeeper(palisade, refzk):

@@ -4,11 +4,14 @@ makes it the leader; no acknowledged write is lost and writes pause for about a 
 ZooKeeper 3.8 has no leader transfer: against it the test records that the words are not
 served and stops there."""
 
+import json
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
-from cluster import four_letter, wait_until
+from cluster import _take_ports, four_letter, wait_until
 
 from helpers import Writers, assert_members_equal, try_write
 
@@ -72,3 +75,52 @@ def test_yield_on_a_follower_is_refused(ensemble, kind):
     assert "not the leader" in answer, answer
     time.sleep(0.5)
     assert c.leader() is not None and c.leader() is not f
+
+
+def post(admin_port, name, auth=True):
+    """POST /commands/<name>: (HTTP status, JSON answer)."""
+    headers = {"Authorization": "digest admin:admin"} if auth else {}
+    req = urllib.request.Request("http://127.0.0.1:%d/commands/%s" % (admin_port, name),
+                                 data=b"", method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read().decode())
+    except urllib.error.HTTPError as e:
+        body = e.read().decode()
+        return e.code, json.loads(body) if body.startswith("{") else body
+
+
+def test_leadership_moves_by_admin_command(ensemble, kind):
+    """The same hand-overs as AdminServer commands (POST yield_leadership / request_leadership,
+    aliases ydld/rqld), which change the ensemble and so need an authenticated admin."""
+    if kind == "zookeeper":
+        pytest.skip("ZooKeeper has no leader transfer command")
+    c = ensemble(3, start=False)
+    admin = _take_ports(kind, 3)
+    for m, port in zip(c.members, admin):
+        m.configure(extra_cfg=["admin.enableServer=true", "admin.serverAddress=127.0.0.1",
+                               "admin.serverPort=%d" % port])
+    c.start()
+    port = dict(zip(c.members, admin))
+    old = c.leader()
+    status, _ = post(port[old], "yield_leadership", auth=False)
+    assert status == 401, status
+    f = c.followers()[0]
+    status, answer = post(port[f], "ydld")
+    assert (status, answer["error"]) == (400, "this server is not the leader"), answer
+    time.sleep(0.5)
+    assert c.leader() is old, "a refused yield moved leadership"
+
+    status, answer = post(port[old], "yield_leadership")
+    assert (status, answer) == (200, {"command": "yield_leadership", "error": None,
+                                      "sent": True}), answer
+    new = wait_until(lambda: (c.leader() not in (None, old)) and c.leader(), 5)
+    assert new, c.diagnose("no other member leads 5 s after yield_leadership")
+
+    target = next(m for m in c.followers() if m is not new)
+    status, answer = post(port[target], "rqld")
+    assert (status, answer["command"], answer["sent"]) == (200, "request_leadership", True), answer
+    assert wait_until(lambda: c.leader() is target, 5), \
+        c.diagnose("request_leadership on %r did not make it the leader" % target)
+    zk = c.client()
+    assert wait_until(lambda: try_write(zk, "/after-admin-transfer", 2.0), 5)
