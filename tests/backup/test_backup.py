@@ -7,9 +7,10 @@
   every stat field, data and ACL as the source had it, and nothing later is; a backup of the
   quiet server restores to a dump equal on every field;
 - ZooKeeper 3.8 starts from a Palisade backup (the stream in `version-2/`) and serves the
-  same tree, every field; a real ZooKeeper 3.8 snapshot restores into Palisade, the same.
+  same tree, every field; a real ZooKeeper 3.8 snapshot restores into Palisade, the same;
+- a backup taken from a follower of a 3-member ensemble under write load: the same guarantee.
 
-Ports 28410-28429; bounded by pytest-timeout (pytest.ini)."""
+Ports 28410-28429 and, for the ensemble, 28450-28465; bounded by pytest-timeout (pytest.ini)."""
 
 import json
 import os
@@ -268,3 +269,111 @@ def test_zookeeper_38_serves_a_palisade_backup_and_a_zookeeper_snapshot_restores
         assert "/app/from-zookeeper" in zk_tree
     finally:
         back.stop()
+
+
+class Ensemble:
+    """Three Palisade members on loopback, each with its own AdminServer (ports from `base`:
+    client, peer, election, admin per member)."""
+
+    def __init__(self, base):
+        self.dir = tempfile.mkdtemp(prefix="palisade-backup-ens-")
+        self.members = []
+        servers = ["server.%d=127.0.0.1:%d:%d" % (i, base + 4 * i + 1, base + 4 * i + 2)
+                   for i in (1, 2, 3)]
+        for i in (1, 2, 3):
+            d = os.path.join(self.dir, "m%d" % i)
+            os.makedirs(os.path.join(d, "data"))
+            with open(os.path.join(d, "data", "myid"), "w") as f:
+                f.write("%d\n" % i)
+            cfg = os.path.join(d, "zoo.cfg")
+            with open(cfg, "w") as f:
+                f.write("\n".join([
+                    "tickTime=2000", "initLimit=10", "syncLimit=5",
+                    "dataDir=%s" % os.path.join(d, "data"), "clientPort=%d" % (base + 4 * i),
+                    "clientPortAddress=127.0.0.1", "4lw.commands.whitelist=*",
+                    "admin.serverAddress=127.0.0.1", "admin.serverPort=%d" % (base + 4 * i + 3),
+                    "admin.rateLimiterIntervalInMS=0", super_digest_line(), *servers]) + "\n")
+            log = open(os.path.join(d, "server.log"), "wb")
+            proc = subprocess.Popen([PALISADE_BIN, cfg], stdout=log, stderr=log)
+            self.members.append({"client": base + 4 * i, "admin": base + 4 * i + 3,
+                                 "proc": proc, "log": log})
+        end = time.time() + 30
+        while time.time() < end:
+            if self.follower() is not None and self.leader() is not None:
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("the ensemble did not form")
+
+    def mode(self, m):
+        try:
+            status, _, body = http("http://127.0.0.1:%d/commands/server_stats" % m["admin"])
+            return json.loads(body)["server_stats"]["server_state"] if status == 200 else None
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def leader(self):
+        return next((m for m in self.members if self.mode(m) == "leader"), None)
+
+    def follower(self):
+        return next((m for m in self.members if self.mode(m) == "follower"), None)
+
+    @property
+    def hosts(self):
+        return ",".join("127.0.0.1:%d" % m["client"] for m in self.members)
+
+    def stop(self):
+        for m in self.members:
+            m["proc"].terminate()
+        for m in self.members:
+            try:
+                m["proc"].wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                m["proc"].kill()
+            m["log"].close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def test_a_backup_from_an_ensemble_follower_under_load_is_one_consistent_state(tmp_path):
+    """The same guarantee taken from a follower of a 3-member ensemble while clients write
+    through the leader: the follower's applied state at one zxid, restored standalone."""
+    ens = Ensemble(28450)
+    restored = None
+    try:
+        leader, follower = ens.leader(), ens.follower()
+        stop, counts = threading.Event(), []
+        t = threading.Thread(target=load, args=("127.0.0.1:%d" % leader["client"], stop, counts))
+        t.start()
+        time.sleep(1.0)
+        url = "http://127.0.0.1:%d/commands" % follower["admin"]
+        palisade_cli("backup", "--url", url, "--auth", AUTH, "--out", str(tmp_path))
+        time.sleep(0.5)
+        stop.set()
+        t.join(timeout=30)
+        assert counts and counts[0] > 50, counts
+        [snap] = [p for p in os.listdir(tmp_path) if p.startswith("snapshot.")]
+        z = int(snap.split(".")[1], 16)
+        zk = connect("127.0.0.1:%d" % follower["client"])
+        zk.sync("/")
+        zk.stop()
+        zk.close()
+        after = tree("127.0.0.1:%d" % follower["client"])
+        palisade_cli("restore", "--file", str(tmp_path / snap), "--data-dir", str(tmp_path / "r"))
+        restored = Palisade(28416, 28417, data_dir=str(tmp_path / "r"))
+        got = tree(restored.hosts)
+        loaded = [p for p in got if p.startswith("/load/")]
+        assert 0 < len(loaded) < len([p for p in after if p.startswith("/load/")])
+        for p, v in after.items():
+            st = v["stat"]
+            if st["czxid"] > z:
+                assert p not in got, p
+                continue
+            assert p in got, p
+            if st["mzxid"] <= z and st["pzxid"] <= z and p != "/" and not p.startswith("/zookeeper"):
+                assert got[p] == v, p
+        for p, v in got.items():
+            assert v["stat"]["czxid"] <= z and v["stat"]["mzxid"] <= z, (p, v)
+    finally:
+        if restored:
+            restored.stop()
+        ens.stop()
