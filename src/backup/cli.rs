@@ -9,6 +9,9 @@
 //! - `restore --file SNAPSHOT --data-dir DIR [--zxid HEX]`: a backup stream (or a ZooKeeper
 //!   3.x snapshot file) into a new Palisade data dir, offline, through `import-zookeeper`'s
 //!   checks (the server's node rules, ZooKeeper's digest); then start the server on DIR.
+//!   `--config zoo.cfg` instead of `--data-dir`: into the data dir that zoo.cfg names; for an
+//!   ensemble member (server.N lines, `myid` in its data dir), its Raft snapshot (member.rs),
+//!   to start with `--force-new-ensemble`.
 
 use super::client;
 use palisade_zkdisk::adler32::adler32;
@@ -16,7 +19,7 @@ use palisade_zkdisk::snap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const USAGE: &str = "usage:\n  palisade backup --url http[s]://HOST:PORT/commands [--auth 'digest USER:PASSWORD'|ip|x509] --out FILE|DIR\n                  [--cacert CA.pem] [--cert CERT_AND_KEY.pem|.p12 [--cert-password PW]]\n  palisade restore --file SNAPSHOT --data-dir NEW_DIR [--zxid HEX]";
+const USAGE: &str = "usage:\n  palisade backup --url http[s]://HOST:PORT/commands [--auth 'digest USER:PASSWORD'|ip|x509] --out FILE|DIR\n                  [--cacert CA.pem] [--cert CERT_AND_KEY.pem|.p12 [--cert-password PW]]\n  palisade restore --file SNAPSHOT --data-dir NEW_DIR|--config MEMBER_ZOO_CFG [--zxid HEX]";
 
 /// Runs `palisade backup|restore ARGS`; the exit code, or `None` when `cmd` is neither.
 pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
@@ -36,7 +39,7 @@ pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
                 "--cert-password",
             ]
             .contains(&a.as_str()),
-            _ => ["--file", "--data-dir", "--zxid"].contains(&a.as_str()),
+            _ => ["--file", "--data-dir", "--config", "--zxid"].contains(&a.as_str()),
         };
         if !known {
             eprintln!("unknown option {a}\n{USAGE}");
@@ -68,9 +71,17 @@ pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
             _ => Err(format!("--url and --out are required\n{USAGE}")),
         }
     } else {
-        match (get("--file"), get("--data-dir")) {
-            (Some(f), Some(d)) => restore(Path::new(&f), Path::new(&d), get("--zxid").as_deref()),
-            _ => Err(format!("--file and --data-dir are required\n{USAGE}")),
+        let into = match (get("--data-dir"), get("--config")) {
+            (Some(d), None) => Ok(RestoreTo::DataDir(PathBuf::from(d))),
+            (None, Some(c)) => config(Path::new(&c)),
+            _ => Err(format!(
+                "one of --data-dir and --config is required\n{USAGE}"
+            )),
+        };
+        match (get("--file"), into) {
+            (Some(f), Ok(into)) => restore(Path::new(&f), &into, get("--zxid").as_deref()),
+            (None, _) => Err(format!("--file is required\n{USAGE}")),
+            (_, Err(e)) => Err(e),
         }
     };
     match r {
@@ -153,7 +164,31 @@ fn backup(
     ))
 }
 
-fn restore(file: &Path, data_dir: &Path, zxid: Option<&str>) -> Result<String, String> {
+/// Where a restore goes.
+enum RestoreTo {
+    /// A standalone server's new data dir.
+    DataDir(PathBuf),
+    /// The data dir of the ensemble member a zoo.cfg describes.
+    Member(super::member::Target),
+}
+
+/// The restore's target from a zoo.cfg: its data dir, or, with server.N lines, its member's.
+fn config(path: &Path) -> Result<RestoreTo, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut cfg = crate::config::Config::default();
+    cfg.apply_zoo_cfg(&text)?;
+    if cfg.members.len() > 1 {
+        super::member::Target::of(&cfg).map(RestoreTo::Member)
+    } else {
+        Ok(RestoreTo::DataDir(cfg.data_dir))
+    }
+}
+
+fn restore(file: &Path, into: &RestoreTo, zxid: Option<&str>) -> Result<String, String> {
+    let data_dir = match into {
+        RestoreTo::DataDir(d) => d.as_path(),
+        RestoreTo::Member(t) => t.data_dir.as_path(),
+    };
     let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let zxid = match zxid {
         Some(z) => i64::from_str_radix(z.trim_start_matches("0x"), 16)
@@ -185,24 +220,35 @@ fn restore(file: &Path, data_dir: &Path, zxid: Option<&str>) -> Result<String, S
     if let Some(ext) = name {
         snap_name = format!("{snap_name}.{ext}");
     }
-    let r = std::fs::write(version.join(&snap_name), &bytes)
-        .map_err(|e| format!("{}: {e}", staging.display()))
-        .and_then(|()| {
-            crate::migrate::import::run(&crate::migrate::import::ImportOpts {
-                zk_data_dir: staging.clone(),
-                zk_log_dir: None,
-                data_dir: data_dir.to_path_buf(),
-                dry_run: false,
-                max_snapshot_bytes: None,
-            })
-        });
+    let staged = std::fs::write(version.join(&snap_name), &bytes)
+        .map_err(|e| format!("{}: {e}", staging.display()));
+    let r = staged.and_then(|()| match into {
+        RestoreTo::DataDir(d) => crate::migrate::import::run(&crate::migrate::import::ImportOpts {
+            zk_data_dir: staging.clone(),
+            zk_log_dir: None,
+            data_dir: d.clone(),
+            dry_run: false,
+            max_snapshot_bytes: None,
+        })
+        .map(|s| s.text()),
+        RestoreTo::Member(t) => {
+            let (s, state) = crate::migrate::import::read(&staging, None, None)?;
+            let term = super::member::write(&state, t)?;
+            Ok(format!(
+                "{}member {}: a Raft snapshot at term {term}, index 1, membership: itself \
+                 alone; start it with --force-new-ensemble (reconfigEnabled=true), then the \
+                 others with empty data dirs, and add them with reconfig\n",
+                s.text(),
+                t.myid
+            ))
+        }
+    });
     let _ = std::fs::remove_dir_all(&staging);
-    let s = r?;
     Ok(format!(
         "restored {} into {}\n{}",
         file.display(),
         data_dir.display(),
-        s.text()
+        r?
     ))
 }
 
@@ -236,7 +282,7 @@ mod tests {
         let file = dir.path().join("backup.snap");
         std::fs::write(&file, crate::backup::stream::encode(&w.state)).unwrap();
         let data = dir.path().join("data");
-        restore(&file, &data, None).unwrap();
+        restore(&file, &RestoreTo::DataDir(data.clone()), None).unwrap();
         assert!(!dir.path().join("data.restore-staging").exists());
         let cfg = crate::config::Config {
             data_dir: data.clone(),

@@ -11,5 +11,6 @@
 
 pub mod cli;
 pub mod client;
+pub mod member;
 pub mod rate;
 pub mod stream;

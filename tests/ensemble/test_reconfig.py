@@ -29,11 +29,11 @@ ZKCLI = os.environ.get("ZKCLI", "/usr/share/zookeeper/bin/zkCli.sh")
 SUPER = "DigestAuthenticationProvider.superDigest=super:lK75jTNcA+U9vtVEw5vB51mj/w4="
 
 
-def reconfig_cluster(ensemble, running=3, spare=1, extra=(), sasl=False, **kw):
+def reconfig_cluster(ensemble, running=3, spare=1, extra=(), sasl=False, start=True, **kw):
     """`running` members formed with each other in their zoo.cfg; `spare` more, each with a
     zoo.cfg listing the running ones and itself (ZooKeeper's way to add a server). `sasl`:
     quorum SASL on every member (Palisade lets a server no configuration names join only
-    with a credential)."""
+    with a credential). `start=False`: the zoo.cfg files written, no member started."""
     auth = sasl_lines() if sasl else []
     c = ensemble(running + spare, start=False,
                  extra_cfg=["reconfigEnabled=true", SUPER] + auth + list(extra), **kw)
@@ -50,6 +50,8 @@ def reconfig_cluster(ensemble, running=3, spare=1, extra=(), sasl=False, **kw):
         c.members = everyone[:running] + [m]
         m.write_config()
     c.members = everyone
+    if not start:
+        return c
     for m in everyone[:running]:
         m.start()
     c.wait_formed(60, members=everyone[:running])
