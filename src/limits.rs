@@ -118,3 +118,12 @@ pub const PEER_LEARNERS: usize = 16;
 /// observer) and that stays further behind than this many entries for `initLimit` ticks is
 /// removed again: one that never catches up holds a replication stream for nothing.
 pub const LEARNER_LAG_ENTRIES: u64 = 1024;
+
+/// The body of an AdminServer POST command other than `restore` (shed_connections' JSON):
+/// read only after the caller is authenticated, and never more than this.
+pub const ADMIN_POST_BODY: usize = 64 << 10;
+
+/// The largest snapshot the AdminServer's `restore` takes: it is held in memory with the
+/// state decoded from it (an authenticated admin's request, one per rate-limit interval).
+/// 2 GiB is a snapshot of some 10M znodes.
+pub const RESTORE_MAX_BYTES: usize = 2 << 30;

@@ -272,6 +272,7 @@ async fn start_http(cfg: &Config, core: &crate::admin::http_slot::CoreSlot) {
                 let opts = crate::admin::AdminOpts {
                     super_digest: cfg.super_digest.clone(),
                     snapshot_enabled: a.snapshot_enabled,
+                    restore_enabled: a.restore_enabled,
                     rate_interval: std::time::Duration::from_millis(a.rate_limiter_interval_ms),
                 };
                 match crate::admin::admin_security(cfg) {

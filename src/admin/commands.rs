@@ -88,6 +88,7 @@ pub const POST_COMMANDS: &[(&[&str], Post)] = &[
     (&["shed_connections", "shed"], Post::ShedConnections),
     (&["yield_leadership", "ydld"], Post::YieldLeadership),
     (&["request_leadership", "rqld"], Post::RequestLeadership),
+    (&["restore", "rest"], Post::Restore),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +99,8 @@ pub enum Post {
     YieldLeadership,
     /// This member asks the leader to hand over to it.
     RequestLeadership,
+    /// A backup replaces the live state (ZooKeeper 3.9's RestoreCommand; core/restore.rs).
+    Restore,
 }
 
 impl Post {
@@ -105,7 +108,10 @@ impl Post {
     /// every POST command has side effects.
     pub const fn needs_auth(self) -> bool {
         match self {
-            Post::ShedConnections | Post::YieldLeadership | Post::RequestLeadership => true,
+            Post::ShedConnections
+            | Post::YieldLeadership
+            | Post::RequestLeadership
+            | Post::Restore => true,
         }
     }
 }

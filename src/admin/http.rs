@@ -36,6 +36,7 @@ struct AdminState {
     url: Arc<str>,
     opts: Arc<AdminOpts>,
     snapshot_limit: Arc<RateLimiter>,
+    restore_limit: Arc<RateLimiter>,
 }
 
 /// What the AdminServer's commands with side effects need beyond the core.
@@ -45,7 +46,9 @@ pub struct AdminOpts {
     pub super_digest: Option<String>,
     /// `admin.snapshot.enabled`.
     pub snapshot_enabled: bool,
-    /// `admin.rateLimiterIntervalInMS`: one `snapshot` per interval.
+    /// `admin.restore.enabled`.
+    pub restore_enabled: bool,
+    /// `admin.rateLimiterIntervalInMS`: one `snapshot`, and one `restore`, per interval.
     pub rate_interval: Duration,
 }
 
@@ -54,6 +57,7 @@ impl Default for AdminOpts {
         AdminOpts {
             super_digest: None,
             snapshot_enabled: true,
+            restore_enabled: true,
             rate_interval: Duration::from_millis(300_000),
         }
     }
@@ -195,19 +199,31 @@ async fn post_command(
     Path(name): Path<String>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
-    body: axum::body::Bytes,
+    body: axum::body::Body,
 ) -> Response {
     let Some((primary, cmd)) = commands::find_post(&name) else {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     };
-    // ZooKeeper authenticates before it reads the body.
+    // ZooKeeper authenticates before it reads the body (an unauthenticated caller cannot
+    // make the server hold a restore's worth of bytes).
     if cmd.needs_auth() {
         if let Err(r) = check_auth(&st, &caller, &headers).await {
             return r.into_response_for(&name);
         }
     }
+    if cmd == Post::Restore {
+        return restore(&st, body).await;
+    }
+    let Ok(body) = axum::body::to_bytes(body, crate::limits::ADMIN_POST_BODY).await else {
+        return bare(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            primary,
+            Some("request body too large"),
+        );
+    };
     let mut m = Json::new();
     let status = match cmd {
+        Post::Restore => unreachable!("answered above"),
         Post::ShedConnections => shed(&st.core, &body, &mut m).await,
         Post::YieldLeadership => leadership(&st.core, LeadershipAsk::Yield, &mut m).await,
         Post::RequestLeadership => leadership(&st.core, LeadershipAsk::Request, &mut m).await,
@@ -256,6 +272,66 @@ async fn leadership(core: &CoreSlot, what: LeadershipAsk, m: &mut Json) -> Statu
             m.insert("error".into(), json!(NOT_SERVING));
             StatusCode::OK
         }
+    }
+}
+
+/// The restore command's primary name (ZooKeeper 3.9's RestoreCommand).
+const RESTORE: &str = "restore";
+
+/// `restore`, as ZooKeeper 3.9's RestoreCommand once the caller is authenticated: 503 when
+/// `admin.restore.enabled=false`, 429 past the rate limit, 400 for a body that is not a
+/// snapshot stream with its last processed zxid (ZooKeeper's serializeLastProcessedZxid),
+/// else the backup replaces the live state (core/restore.rs, durably) and the answer holds
+/// the zxid it stands at; 500 with why when the server cannot (an ensemble member, a failed
+/// snapshot file).
+async fn restore(st: &AdminState, body: axum::body::Body) -> Response {
+    if !st.opts.restore_enabled {
+        tracing::warn!("restore command is disabled (admin.restore.enabled=false)");
+        return bare(StatusCode::SERVICE_UNAVAILABLE, RESTORE, None);
+    }
+    if !st.restore_limit.allow() {
+        tracing::warn!("restore request was rate limited");
+        return bare(StatusCode::TOO_MANY_REQUESTS, RESTORE, None);
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, crate::limits::RESTORE_MAX_BYTES).await else {
+        return bare(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            RESTORE,
+            Some("the snapshot is larger than a restore takes"),
+        );
+    };
+    let Some(zxid) = crate::backup::cli::last_processed_zxid(&bytes) else {
+        return bare(
+            StatusCode::BAD_REQUEST,
+            RESTORE,
+            Some("not a snapshot stream with its last processed zxid"),
+        );
+    };
+    let decoded =
+        tokio::task::spawn_blocking(move || crate::migrate::import::from_stream(bytes, zxid)).await;
+    let state = match decoded {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "restore command: the snapshot did not load");
+            return bare(StatusCode::BAD_REQUEST, RESTORE, Some(&e));
+        }
+        Err(_) => return bare(StatusCode::INTERNAL_SERVER_ERROR, RESTORE, None),
+    };
+    let answer = ask_long(&st.core, |reply| Query::Restore {
+        state: Box::new(state),
+        reply,
+    })
+    .await;
+    match answer {
+        Some(Ok(z)) => {
+            let mut m = Json::new();
+            m.insert("command".into(), json!(RESTORE));
+            m.insert("error".into(), Value::Null);
+            m.insert("last_zxid".into(), json!(z));
+            json_response(StatusCode::OK, &m)
+        }
+        Some(Err(why)) => bare(StatusCode::INTERNAL_SERVER_ERROR, RESTORE, Some(&why)),
+        None => bare(StatusCode::OK, RESTORE, Some(NOT_SERVING)),
     }
 }
 
@@ -419,6 +495,7 @@ pub fn serve_admin(
         info: Arc::new(info),
         url: url.clone(),
         snapshot_limit: Arc::new(RateLimiter::new(1, opts.rate_interval)),
+        restore_limit: Arc::new(RateLimiter::new(1, opts.rate_interval)),
         opts: Arc::new(opts),
     };
     let app = Router::new()

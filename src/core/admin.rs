@@ -56,6 +56,11 @@ pub enum Query {
         ask: super::member::LeadershipAsk,
         reply: oneshot::Sender<Result<(), &'static str>>,
     },
+    /// `restore`: the backup (decoded off the core) replaces the live state (restore.rs).
+    Restore {
+        state: Box<crate::state::State>,
+        reply: super::restore::RestoreReply,
+    },
     /// The root node's ACL: what authorizes an admin command with side effects
     /// (admin/auth.rs).
     RootAcl {
@@ -100,6 +105,7 @@ impl Core {
                 let _ = reply.send(self.leadership(ask));
             }
             Query::Backup { reply } => self.backup(reply),
+            Query::Restore { state, reply } => self.begin_restore(*state, reply),
             Query::RootAcl { reply } => {
                 let tree = &self.state.tree;
                 let acl = tree.lookup("/").map(|id| tree.acl_of(id).to_vec());

@@ -1231,6 +1231,7 @@ fn a_stalled_snapshot_writer_never_blocks_the_core() {
         SnapLink {
             tx,
             writing: writing.clone(),
+            written: Default::default(),
         },
         spare,
         1_000_000,

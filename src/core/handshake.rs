@@ -76,6 +76,12 @@ impl Core {
             let _ = ready.send(false);
             return;
         }
+        if self.restoring() {
+            tracing::info!(%peer, "not serving: a restore is in progress; closing");
+            let _ = out.send(Out::Close);
+            let _ = ready.send(false);
+            return;
+        }
         // Read-only mode (read_only.rs): only read-only clients, and only local sessions.
         if ro && req.read_only != Some(true) {
             tracing::info!(%peer, "read-only mode: refusing a client that is not read-only");

@@ -27,7 +27,8 @@ impl Core {
         self.held_tick(now);
         self.report_sessions();
         self.read_only_tick();
-        if self.leader.is_some() {
+        // A restore swaps the sessions and the tree: nothing expires or is reaped meanwhile.
+        if self.leader.is_some() && !self.restoring() {
             if self.session_clocks_run() {
                 self.expire_sessions();
             }

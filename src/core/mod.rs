@@ -36,6 +36,7 @@ pub(crate) mod read;
 mod read_only;
 mod reconfig;
 pub(crate) mod reply;
+pub mod restore;
 mod sample;
 mod sasl;
 mod shed;
@@ -122,6 +123,8 @@ pub struct Core {
     member: Option<member::Member>,
     /// A backup's capture in progress (backup.rs).
     backup: Option<backup::BackupCapture>,
+    /// A backup being restored into this server (restore.rs).
+    restoring: Option<restore::Restoring>,
 }
 
 pub fn wall_ms() -> i64 {
@@ -156,6 +159,7 @@ impl Core {
             stopping: false,
             member: None,
             backup: None,
+            restoring: None,
         }
     }
 
@@ -229,6 +233,7 @@ impl Core {
             self.snapshot_step();
             self.raft_snapshot_step();
             self.backup_step();
+            self.restore_step();
             self.flush_output();
         }
         self.flush_output();

@@ -16,7 +16,9 @@ use std::time::Instant;
 pub(super) struct Snapper {
     tx: std_mpsc::SyncSender<SnapMsg>,
     /// Whether the writer is still on the previous snapshot's file (see snapshotter.rs).
-    writing: Arc<AtomicBool>,
+    pub(super) writing: Arc<AtomicBool>,
+    /// The start zxid of the last snapshot written whole (snapshotter.rs).
+    pub(super) written: Arc<std::sync::atomic::AtomicI64>,
     /// Messages the writer's full queue did not take yet, in order (at most two: the capture
     /// takes no step while any is held).
     held: VecDeque<SnapMsg>,
@@ -48,15 +50,23 @@ impl Snapper {
         half + self.rng.u64(0..half)
     }
 
+    /// Whether a snapshot is being captured, queued or written.
+    pub(super) fn busy(&self) -> bool {
+        self.capture.is_some()
+            || self.requested
+            || !self.held.is_empty()
+            || self.writing.load(Ordering::Acquire)
+    }
+
     /// Queues `msg` to the writer behind anything held, without blocking.
-    fn offer(&mut self, msg: SnapMsg) {
+    pub(super) fn offer(&mut self, msg: SnapMsg) {
         self.held.push_back(msg);
         self.flush_held();
     }
 
     /// Hands held messages to the writer while its queue takes them. Returns whether none is
     /// left held.
-    fn flush_held(&mut self) -> bool {
+    pub(super) fn flush_held(&mut self) -> bool {
         while let Some(msg) = self.held.pop_front() {
             match self.tx.try_send(msg) {
                 Ok(()) => {}
@@ -87,6 +97,7 @@ impl Core {
         let mut s = Snapper {
             tx: link.tx,
             writing: link.writing,
+            written: link.written,
             held: VecDeque::new(),
             requested: false,
             spare,
@@ -109,6 +120,7 @@ impl Core {
             .is_some_and(|s| s.capture.is_some() || s.requested)
             || self.member.as_ref().is_some_and(|m| m.capture.is_some())
             || self.backup.is_some()
+            || self.restoring.is_some()
     }
 
     /// Whether the capture (or a requested snapshot) is waiting for the snapshot writer: the

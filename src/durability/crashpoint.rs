@@ -4,7 +4,8 @@
 //!
 //! Points: `log.before_sync` (records written, not yet synced), `log.before_ack` (synced, not
 //! yet reported durable), `snapshot.mid` (a snapshot block written, the file unfinished),
-//! `snapshot.before_purge` (a snapshot finished, old files not yet purged).
+//! `snapshot.before_purge` (a snapshot finished, old files not yet purged), `restore.logged`
+//! (a restore's no-op durable in the log, its snapshot not yet written: core/restore.rs).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;

@@ -12,7 +12,7 @@ use crate::durability::log::LogMsg;
 use palisade_snapshot::{SnapshotWriter, Trailer};
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
@@ -41,6 +41,9 @@ pub struct SnapLink {
     /// Set by the core when it begins a snapshot, cleared here once that snapshot's file is
     /// finished (written or failed).
     pub writing: Arc<AtomicBool>,
+    /// The start zxid of the last snapshot whose file was written whole, stored before
+    /// `writing` is cleared (a restore waits for its own: core/restore.rs).
+    pub written: Arc<AtomicI64>,
 }
 
 /// Starts the thread. Written chunks go back through `recycle`, so the capture reuses warm
@@ -49,6 +52,8 @@ pub fn spawn(dirs: SnapDirs, recycle: mpsc::Sender<Vec<u8>>) -> std::io::Result<
     let (tx, rx) = mpsc::sync_channel::<SnapMsg>(QUEUE);
     let writing = Arc::new(AtomicBool::new(false));
     let done = writing.clone();
+    let written = Arc::new(AtomicI64::new(-1));
+    let written_here = written.clone();
     std::thread::Builder::new()
         .name("palisade-snap".into())
         .spawn(move || {
@@ -92,6 +97,7 @@ pub fn spawn(dirs: SnapDirs, recycle: mpsc::Sender<Vec<u8>>) -> std::io::Result<
                                 crate::metrics::shared().snapshot_written(ms);
                                 crate::durability::crashpoint::hit("snapshot.before_purge");
                                 valid.insert(start_zxid);
+                                written_here.store(start_zxid, Ordering::Release);
                                 let keep_from = retain(&dirs, &mut valid);
                                 tracing::info!(
                                     path = %path.display(),
@@ -114,7 +120,11 @@ pub fn spawn(dirs: SnapDirs, recycle: mpsc::Sender<Vec<u8>>) -> std::io::Result<
                 w.abort();
             }
         })?;
-    Ok(SnapLink { tx, writing })
+    Ok(SnapLink {
+        tx,
+        writing,
+        written,
+    })
 }
 
 /// Keeps the newest `retain` snapshots; once that many valid ones exist, asks the log thread

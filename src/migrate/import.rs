@@ -394,6 +394,20 @@ pub(crate) fn read(
     Ok((s, state))
 }
 
+/// The state a snapshot stream in memory holds at `zxid` (the AdminServer's `restore`):
+/// the same checks as a snapshot file's import, ZooKeeper's digest where it is recorded at
+/// that zxid.
+pub(crate) fn from_stream(bytes: bytes::Bytes, zxid: i64) -> Result<State, String> {
+    let snap = zkdisk::snap::decode_snapshot(bytes, Path::new("the request body"))
+        .map_err(|e| e.to_string())?;
+    let mut state = from_snapshot(&snap, zxid)?;
+    if let Some(d) = snap.digest.as_ref().filter(|d| d.zxid == zxid) {
+        check_digest(&state, d.digest, "the stream's")?;
+    }
+    state.tree.rebuild_quotas();
+    Ok(state)
+}
+
 pub fn run(o: &ImportOpts) -> Result<Summary, String> {
     refuse_nonempty(&o.data_dir)?;
     let (mut s, state) = read(

@@ -13,6 +13,7 @@
 //! reply), the changes watchers may be told of, and the session opened or closed.
 
 mod apply;
+mod restore;
 pub mod tree;
 
 pub use apply::{Change, Effects, Outcome, SessionEffect};

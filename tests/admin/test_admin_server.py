@@ -25,7 +25,7 @@ COMMANDS = [
 ]
 # POST commands (ZooKeeper 3.10's shed_connections; Palisade's leadership commands), listed
 # at /commands with the others.
-POST_COMMANDS = ["shed_connections", "yield_leadership", "request_leadership"]
+POST_COMMANDS = ["shed_connections", "yield_leadership", "request_leadership", "restore"]
 # JVM-only or not in Palisade (docs/ADMIN.md says why).
 LEFT_OUT_COMMANDS = ["get_trace_mask", "set_trace_mask", "system_properties"]
 

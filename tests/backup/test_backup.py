@@ -12,6 +12,7 @@
 
 Ports 28410-28429 and, for the ensemble, 28450-28465; bounded by pytest-timeout (pytest.ini)."""
 
+import base64
 import json
 import os
 import shutil
@@ -46,7 +47,7 @@ def http(url, headers=None):
 
 
 class Palisade:
-    def __init__(self, port, admin_port, data_dir=None, extra=()):
+    def __init__(self, port, admin_port, data_dir=None, extra=(), env=None):
         self.dir = tempfile.mkdtemp(prefix="palisade-backup-")
         self.port, self.admin_port = port, admin_port
         self.data = data_dir or os.path.join(self.dir, "data")
@@ -58,7 +59,8 @@ class Palisade:
                 "admin.serverAddress=127.0.0.1", f"admin.serverPort={admin_port}",
                 super_digest_line(), *extra]) + "\n")
         self.log = open(os.path.join(self.dir, "server.log"), "wb")
-        self.proc = subprocess.Popen([PALISADE_BIN, cfg], stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen([PALISADE_BIN, cfg], stdout=self.log, stderr=self.log,
+                                     env=dict(os.environ, **(env or {})))
         end = time.time() + 20
         while time.time() < end:
             try:
@@ -377,3 +379,137 @@ def test_a_backup_from_an_ensemble_follower_under_load_is_one_consistent_state(t
         if restored:
             restored.stop()
         ens.stop()
+
+
+def post_restore(s, body, auth=AUTH):
+    req = urllib.request.Request(s.url("/restore"), data=body, method="POST",
+                                 headers={"Authorization": auth} if auth else {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def test_restore_into_a_running_server_is_durable_and_never_reuses_a_suffix(tmp_path):
+    """POST restore (ZooKeeper 3.9's RestoreCommand) into a running standalone server: the
+    backup's tree is served, zxids go on rising, a sequential suffix handed out after the
+    backup is never handed out again, a session the backup holds resumes and one it does not
+    has expired, and the restore survives a restart (docs/ADMIN.md "Online restore")."""
+    data = str(tmp_path / "data")
+    s = Palisade(28466, 28467, data_dir=data, extra=["admin.rateLimiterIntervalInMS=0"])
+    restarted = None
+    try:
+        old = KazooClient(hosts=s.hosts, timeout=10)
+        old.start(timeout=15)
+        old.create("/app/a", b"before", makepath=True)
+        old.create("/app/eph", b"e", ephemeral=True)
+        old.create("/locks")
+        for _ in range(5):
+            old.create("/locks/lock-", b"", sequence=True)
+        backup = tmp_path / "backup.snap"
+        palisade_cli("backup", "--url", s.url(), "--auth", AUTH, "--out", str(backup))
+        want = user_nodes(tree(s.hosts))
+
+        late = KazooClient(hosts=s.hosts, timeout=10)
+        late.start(timeout=15)
+        late_states = []
+        late.add_listener(late_states.append)
+        late.create("/app/late-eph", b"", ephemeral=True)
+        handed = [late.create("/locks/lock-", b"", sequence=True) for _ in range(10)]
+        for p in handed:
+            late.delete(p)
+        top = max(int(p[-10:]) for p in handed)
+        old.set("/app/a", b"after")
+        old.create("/app/late")
+        zxid_before = old.exists("/app/late").czxid
+
+        assert post_restore(s, backup.read_bytes(), auth=None)[0] == 401
+        status, answer = post_restore(s, b"not a snapshot")
+        assert status == 400 and answer["command"] == "restore", answer
+        status, answer = post_restore(s, backup.read_bytes())
+        assert status == 200 and answer["error"] is None, answer
+        assert answer["last_zxid"] > zxid_before, answer
+
+        got = user_nodes(tree(s.hosts))
+        for p in ("/app/late", "/app/late-eph"):
+            assert p not in got, p
+        assert set(got) == set(want), set(got) ^ set(want)
+        for p, v in want.items():
+            if p != "/locks":
+                assert got[p]["data"] == v["data"] and got[p]["stat"]["mzxid"] == \
+                    v["stat"]["mzxid"], p
+        # The session the backup holds resumes (its ephemeral is back); the later one expired.
+        assert wait_for(lambda: old.connected and old.exists("/app/eph") is not None, 20)
+        assert old.exists("/app/eph").ephemeralOwner == old.client_id[0]
+        assert wait_for(lambda: "LOST" in late_states, 20), late_states
+        # Never a suffix twice: the next is past every one handed out before the restore.
+        nxt = old.create("/locks/lock-", b"", sequence=True)
+        assert int(nxt[-10:]) > top, (nxt, top)
+        old.stop()
+        old.close()
+        late.stop()
+        late.close()
+        after_restore = user_nodes(tree(s.hosts))
+        assert "/app/eph" not in after_restore  # its session closed
+    finally:
+        s.stop()
+    # Durable: a restart serves the restored tree and what was written after it.
+    restarted = Palisade(28466, 28467, data_dir=data)
+    try:
+        assert user_nodes(tree(restarted.hosts)) == after_restore
+    finally:
+        restarted.stop()
+    off = Palisade(28466, 28467, extra=["admin.restore.enabled=false"])
+    try:
+        assert post_restore(off, backup.read_bytes()) == (503, {"command": "restore",
+                                                                "error": None})
+    finally:
+        off.stop()
+
+
+def wait_for(cond, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            if cond():
+                return True
+        except Exception:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("point,restored", [("restore.logged", False),
+                                            ("snapshot.before_purge", True)])
+def test_a_crash_during_a_restore_leaves_one_state_or_the_other(tmp_path, point, restored):
+    """kill -9 (an abort at a crash point) while a restore runs: after the no-op took its zxid
+    in the log and before the snapshot is written, the restart serves the live state; once the
+    snapshot file is written, the backup's. Either way the server starts."""
+    data = str(tmp_path / "data")
+    s = Palisade(28468, 28469, data_dir=data, extra=["admin.rateLimiterIntervalInMS=0"],
+                 env={"PALISADE_CRASH_AT": point})
+    try:
+        zk = connect(s.hosts)
+        zk.create("/kept", b"backup")
+        backup = tmp_path / "backup.snap"
+        palisade_cli("backup", "--url", s.url(), "--auth", AUTH, "--out", str(backup))
+        zk.set("/kept", b"live")
+        zk.create("/later")
+        live = user_nodes(dump(zk))
+        zk.stop()
+        zk.close()
+        with pytest.raises(Exception):
+            post_restore(s, backup.read_bytes())
+        assert s.proc.wait(timeout=20) != 0, "the crash point was not reached"
+    finally:
+        s.stop()
+    back = Palisade(28468, 28469, data_dir=data)
+    try:
+        got = user_nodes(tree(back.hosts))
+        if restored:
+            assert "/later" not in got and got["/kept"]["data"] == base64.b64encode(b"backup").decode()
+        else:
+            assert got == live
+    finally:
+        back.stop()

@@ -627,6 +627,17 @@ impl DataTree {
         self.data_size = self.data_size.saturating_sub(size);
     }
 
+    /// Raises a node's count of child creations (where its children's sequential suffixes
+    /// come from) to at least `c`: a restored node never hands out a suffix its live
+    /// predecessor already did (state/restore.rs).
+    pub fn raise_child_creates(&mut self, id: NodeId, c: i32) {
+        self.digest_remove(id);
+        if let Some(n) = self.node_mut(id) {
+            n.child_creates = n.child_creates.max(c);
+        }
+        self.digest_add(id);
+    }
+
     pub fn raise_pzxid(&mut self, id: NodeId, zxid: i64) {
         self.digest_remove(id);
         if let Some(n) = self.node_mut(id) {
