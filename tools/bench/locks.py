@@ -28,7 +28,8 @@ the range of the per-round ratios), and the server CPU µs per acquisition for b
 stime from /proc over the timed part, summed over an ensemble's members).
 
 Fails (exit 1) when any run errors, makes no acquisition, or sees two holders the recipe
-should have kept apart (zkc checks that in-process, every run). --quick (1 round, 1 s runs,
+should have kept apart (zkc checks that in-process, every run; `--fake-lock`, the negative
+control, skips the recipes' wait and must fail). --quick (1 round, 1 s runs,
 8 sessions) is the test command's correctness smoke: it claims no figure.
 """
 
@@ -68,6 +69,7 @@ def zkc(workload, target, pids, seconds, a, what):
     violation: zkc exits 1 on either) or one without acquisitions."""
     cmd = [independent.ZKC, workload, "--server", target, "--sessions", str(a.sessions),
            "--seconds", str(seconds), "--server-pid", pids, "--readers", str(a.readers)]
+    cmd += ["--fake-lock"] if a.fake_lock else []
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 180, cwd=ROOT)
     out = independent.json_line(r, what)
     if out.get("errors") or out.get("violations") or not out.get("ops"):
@@ -175,6 +177,9 @@ def main():
     ap.add_argument("--readers", type=int, default=80, help="read-write lock: percent of reads")
     ap.add_argument("--warmup", type=float, default=2, help="seconds of unmeasured mutex per server start")
     ap.add_argument("--only", help="run only the rows whose name matches this regex")
+    ap.add_argument("--fake-lock", action="store_true",
+                    help="negative control: zkc holds without the recipe's wait, so the safety "
+                    "check must fire and this must fail")
     ap.add_argument("--json", help="write every run's JSON line and the medians here")
     ap.add_argument("--markdown", help="write the table here")
     ap.add_argument("--port-base", type=int,
