@@ -80,7 +80,10 @@ signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 def free_ports(n):
-    """n distinct free loopback ports (all held at once, so no two are the same)."""
+    """n distinct free loopback ports (all held at once, so no two are the same); from
+    driver.PORT_BASE up when a caller set one (`--port-base` of driver.py, locks.py)."""
+    if driver.PORT_BASE is not None:
+        return [driver.free_port() for _ in range(n)]
     socks = []
     try:
         for _ in range(n):

@@ -37,6 +37,9 @@ where
 /// One session's share of a run: connects, then pipelines `workload` until `stop`.
 async fn session(workload: String, k: u64, load: SessionLoad) -> Result<(Latencies, zk::Client)> {
     let client = connect(&load.server).await?;
+    if load.spread {
+        crate::sync(&client, ROOT).await?;
+    }
     let mut rng = Rng::new(k + 1);
     let data = vec![b's'; load.size];
     let keys = load.keys;
@@ -71,6 +74,7 @@ async fn session(workload: String, k: u64, load: SessionLoad) -> Result<(Latenci
 
 struct SessionLoad {
     server: String,
+    spread: bool,
     inflight: usize,
     stop: Instant,
     keys: u64,
@@ -79,14 +83,14 @@ struct SessionLoad {
 
 /// A small xorshift generator: the key choice needs no quality, and the crate is kept to the
 /// dependencies zookeeper-client already brings.
-struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
-    fn new(seed: u64) -> Rng {
+    pub fn new(seed: u64) -> Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -95,7 +99,7 @@ impl Rng {
 }
 
 pub async fn run(workload: &str, load: &Load) -> Result<String> {
-    let setup = connect(&load.server).await?;
+    let setup = connect(load.member(0)).await?;
     let mut paths = vec![
         ROOT.to_string(),
         format!("{ROOT}/kv"),
@@ -112,7 +116,8 @@ pub async fn run(workload: &str, load: &Load) -> Result<String> {
     let tasks: Vec<_> = (0..load.sessions)
         .map(|k| {
             let s = SessionLoad {
-                server: load.server.clone(),
+                server: load.member(k).to_string(),
+                spread: load.spread(),
                 inflight: load.inflight,
                 stop,
                 keys: load.keys,

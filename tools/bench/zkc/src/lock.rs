@@ -19,11 +19,15 @@ struct Holders {
 
 async fn session(
     server: String,
+    spread: bool,
     stop: Instant,
     holders: Arc<Holders>,
 ) -> Result<(Latencies, zk::Client)> {
     let client = connect(&server).await?;
     let dir = format!("{ROOT}/lock");
+    if spread {
+        crate::sync(&client, &dir).await?;
+    }
     let mut lat = Latencies::default();
     while Instant::now() < stop {
         let t0 = Instant::now();
@@ -44,7 +48,7 @@ async fn session(
 }
 
 pub async fn run(load: &Load) -> Result<String> {
-    let setup = connect(&load.server).await?;
+    let setup = connect(load.member(0)).await?;
     ensure(&setup, &[ROOT.to_string(), format!("{ROOT}/lock")], b"").await?;
     drop(setup);
     let holders = Arc::new(Holders::default());
@@ -52,7 +56,10 @@ pub async fn run(load: &Load) -> Result<String> {
     let start = Instant::now();
     let stop = start + load.duration;
     let tasks: Vec<_> = (0..load.sessions)
-        .map(|_| tokio::spawn(session(load.server.clone(), stop, holders.clone())))
+        .map(|k| {
+            let server = load.member(k).to_string();
+            tokio::spawn(session(server, load.spread(), stop, holders.clone()))
+        })
         .collect();
     let mut all = Latencies::default();
     let mut clients = Vec::new();

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Lock handoffs with a third-party client (issue 39): ZooKeeper 3.8 and Palisade side by side.
+
+    python3 tools/bench/locks.py [--quick] [--rounds N] [--seconds S] [--sessions N]
+                                 [--readers PCT] [--only REGEX] [--json OUT] [--markdown OUT]
+                                 [--port-base P]
+
+The load is the third-party Rust crate `zookeeper-client` 0.9 (tools/bench/zkc, built on
+demand), one session per contender on one client thread, running the classic recipes written
+by hand on the crate's primitives (zkc's recipes.rs):
+
+- mutex: an ephemeral-sequential node in the lock dir, getChildren, an exists watch on the
+  predecessor until it goes, delete to release;
+- read-write lock: Curator 5's InterProcessReadWriteLock node names (`__READ__` / `__WRIT__`),
+  a read --readers percent of the time (80 by default); a reader waits only for an earlier
+  writer, a writer for any earlier node.
+
+Four rows, each on fresh servers per round: both workloads on a standalone server, and on a
+3-member ensemble (tools/bench/ensemble.py's) with the sessions spread over the members
+(session i on member i mod 3, so about two thirds of the lock traffic enters through
+followers). Rounds interleave the servers (ZooKeeper first, then Palisade; the other way on odd
+rounds) and every figure is the median over the rounds with its min–max. Before each measured
+run the driver writes back dirty pages and records the load average and an fdatasync probe
+(driver.py's `conditions`), and an unmeasured mutex warm-up gives the JVM its JIT compilation.
+
+Reported per row: acquisitions/s for both, the ratio Palisade/ZooKeeper (of the medians, with
+the range of the per-round ratios), and the server CPU µs per acquisition for both (utime +
+stime from /proc over the timed part, summed over an ensemble's members).
+
+Fails (exit 1) when any run errors, makes no acquisition, or sees two holders the recipe
+should have kept apart (zkc checks that in-process, every run; `--fake-lock`, the negative
+control, skips the recipes' wait and must fail). --quick (1 round, 1 s runs,
+8 sessions) is the test command's correctness smoke: it claims no figure.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import driver  # noqa: E402
+import ensemble  # noqa: E402  (its import also kills every member it started at exit)
+import independent  # noqa: E402
+from driver import ROOT, Server, fmt, fx, median_of, spread  # noqa: E402
+
+KINDS = ["zookeeper", "palisade"]
+LABEL = {"zookeeper": "ZooKeeper 3.8", "palisade": "Palisade"}
+
+
+def rows(readers):
+    """(row, setup, zkc workload) in the order of issue 39's table."""
+    rw = f"read-write lock ({readers}% readers)"
+    return [
+        ("mutex, standalone", "standalone", "mutex"),
+        (f"{rw}, standalone", "standalone", "rwlock"),
+        ("mutex, 3-member ensemble, sessions spread over the members", "ensemble", "mutex"),
+        (f"{rw}, 3-member ensemble, sessions spread over the members", "ensemble", "rwlock"),
+    ]
+
+
+def zkc(workload, target, pids, seconds, a, what):
+    """One palisade-bench-zkc run; its JSON line. Raises on a failed run (errors, a safety
+    violation: zkc exits 1 on either) or one without acquisitions."""
+    cmd = [independent.ZKC, workload, "--server", target, "--sessions", str(a.sessions),
+           "--seconds", str(seconds), "--server-pid", pids, "--readers", str(a.readers)]
+    cmd += ["--fake-lock"] if a.fake_lock else []
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 180, cwd=ROOT)
+    out = independent.json_line(r, what)
+    if out.get("errors") or out.get("violations") or not out.get("ops"):
+        raise RuntimeError(f"{what}: errors, a lock safety violation or no acquisitions: {out}")
+    return out
+
+
+class Standalone:
+    def __init__(self, kind, work):
+        self.server = Server(kind, work)
+
+    def start(self):
+        self.server.start()
+        return f"127.0.0.1:{self.server.port}", str(self.server.proc.pid)
+
+    def regime(self):
+        return None
+
+    def stop(self):
+        self.server.stop()
+        shutil.rmtree(self.server.dir, ignore_errors=True)
+
+
+class Spread:
+    """A 3-member ensemble; zkc spreads its sessions over the members in turn."""
+
+    def __init__(self, kind, work):
+        self.ens = ensemble.Ensemble(kind, work)
+
+    def start(self):
+        self.ens.start()
+        return self.ens.hosts(), self.ens.pids()
+
+    def regime(self):
+        return self.ens.regime()
+
+    def stop(self):
+        self.ens.stop()
+
+
+def one(kind, setup, work, a, chosen, results, notes):
+    """A fresh server (or ensemble) of `kind`, a warm-up, then this setup's chosen rows."""
+    s = (Standalone if setup == "standalone" else Spread)(kind, work)
+    t0 = time.monotonic()
+    try:
+        target, pids = s.start()
+        t1 = time.monotonic()
+        zkc("mutex", target, pids, a.warmup, a, f"{kind} {setup} warm-up")
+        print(f"  {LABEL[kind]:13} {setup}: serving after {t1 - t0:.1f} s, warmed up after "
+              f"{time.monotonic() - t1:.1f} s more", flush=True)
+        for row, _, workload in chosen:
+            env = driver.conditions(work)
+            before = s.regime()
+            out = zkc(workload, target, pids, a.seconds, a, f"{kind} {row}")
+            after = s.regime()
+            out.update(env, row=row, kind=kind, leader=after and after[0])
+            results.setdefault("runs", []).append(out)
+            results.setdefault(kind, {}).setdefault(row, []).append(out["ops_per_s"])
+            results.setdefault(f"{kind}-cpu", {}).setdefault(row, []).append(out.get("server_cpu_us_per_op"))
+            moved = ""
+            if before != after:
+                moved = f"; LEADER OR EPOCH CHANGED DURING THE RUN {before} -> {after}"
+                notes.append(f"{kind} {row}: leader or epoch changed during the run ({before} -> {after})")
+            split = f", {out['reads']} reads / {out['writes']} writes" if workload == "rwlock" else ""
+            print(f"  {LABEL[kind]:13} {row:70} {out['ops_per_s']:>9.1f} acq/s (p50 {out['p50_us']} us, "
+                  f"p99 {out['p99_us']} us{split}; {driver.cpu_note(out)}{driver.env_note(out)}{moved})",
+                  flush=True)
+    finally:
+        t2 = time.monotonic()
+        s.stop()
+        print(f"  {LABEL[kind]:13} {setup}: stopped in {time.monotonic() - t2:.1f} s", flush=True)
+
+
+def cell(results, kind, row):
+    v = results.get(kind, {}).get(row, [])
+    return "–" if not v else fmt(median_of(v)) + (f" ({spread(v)})" if len(v) > 1 else "") + "/s"
+
+
+def table(results, readers, sessions):
+    out = [f"| workload ({sessions} contending sessions) | ZooKeeper 3.8 | Palisade | ratio "
+           "| server CPU per acquisition, ZooKeeper / Palisade |",
+           "|---|---:|---:|---:|---|"]
+    for row, _, _ in rows(readers):
+        z, p = (results.get(k, {}).get(row, []) for k in KINDS)
+        if not (z or p):
+            continue
+        ratio = fx(driver.ratio(median_of(p), median_of(z), False))
+        per_round = [pp / zz for zz, pp in zip(z, p) if zz]
+        if len(per_round) > 1:
+            ratio += f" ({min(per_round):.2f}–{max(per_round):.2f}×)"
+        cpu = [median_of([c for c in results.get(f"{k}-cpu", {}).get(row, []) if c is not None])
+               for k in KINDS]
+        out.append(f"| {row} | {cell(results, 'zookeeper', row)} | {cell(results, 'palisade', row)} "
+                   f"| {ratio.replace('x', '×')} | {fmt(cpu[0])} / {fmt(cpu[1])} µs |")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="1 round, 1 s runs, 8 sessions: the test command's correctness smoke")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--sessions", type=int, default=32)
+    ap.add_argument("--readers", type=int, default=80, help="read-write lock: percent of reads")
+    ap.add_argument("--warmup", type=float, default=2, help="seconds of unmeasured mutex per server start")
+    ap.add_argument("--only", help="run only the rows whose name matches this regex")
+    ap.add_argument("--fake-lock", action="store_true",
+                    help="negative control: zkc holds without the recipe's wait, so the safety "
+                    "check must fire and this must fail")
+    ap.add_argument("--json", help="write every run's JSON line and the medians here")
+    ap.add_argument("--markdown", help="write the table here")
+    ap.add_argument("--port-base", type=int,
+                    help="servers listen on the first free ports from this one up (default: any)")
+    a = ap.parse_args()
+    if a.quick:
+        a.rounds, a.seconds, a.sessions, a.warmup = 1, 1, 8, 0.3
+        driver.PROBE_SECONDS = 0.1
+    driver.PORT_BASE = a.port_base
+    chosen = [r for r in rows(a.readers) if not a.only or re.search(a.only, r[0])]
+    if not chosen:
+        sys.exit(f"--only {a.only!r} matches no row")
+    t_start = time.time()
+    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "palisade"],
+                   cwd=ROOT, check=True, timeout=3600)
+    independent.build_zkc()
+    work = tempfile.mkdtemp(prefix="palisade-locks-bench-")
+    results, notes = {}, []
+    try:
+        print(f"machine: {os.cpu_count()} cores shared by the client and the servers; "
+              f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        for r in range(a.rounds):
+            order = KINDS if r % 2 == 0 else KINDS[::-1]
+            print(f"round {r + 1}/{a.rounds}", flush=True)
+            for setup in ("standalone", "ensemble"):
+                mine = [row for row in chosen if row[1] == setup]
+                for kind in order if mine else ():
+                    one(kind, setup, work, a, mine, results, notes)
+    except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+        print(f"\nlocks.py: FAILED: {e}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        ensemble._kill_all()
+        shutil.rmtree(work, ignore_errors=True)
+    md = table(results, a.readers, a.sessions)
+    loads = [run["loadavg"] for run in results.get("runs", [])]
+    fsync = [run["fsync_p50_us"] for run in results.get("runs", [])]
+    md += (f"\n\n{a.rounds} round(s) of {a.seconds:g} s runs, interleaved; medians (min–max). "
+           f"Before the runs: 1-minute load average {min(loads):.1f}–{max(loads):.1f} on "
+           f"{os.cpu_count()} cores, fdatasync p50 {min(fsync)}–{max(fsync)} µs.")
+    print()
+    print(md)
+    if notes:
+        print("\nNoted:\n" + "\n".join(notes))
+    runs = len(results.get("runs", []))
+    print(f"\n{runs} measured runs, no lock safety violation and no error; took "
+          f"{time.time() - t_start:.0f} s")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"results": results, "notes": notes, "args": vars(a)}, f, indent=1)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(md + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
