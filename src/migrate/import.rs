@@ -378,7 +378,7 @@ pub(crate) fn read(
     let zk_log_dir = zk_log_dir.unwrap_or(zk_data_dir).join(zkdisk::VERSION_DIR);
     let r = rebuild(&zk_snap_dir, &zk_log_dir, bound)?;
     let mut state = r.state;
-    state.tree.rebuild_quotas();
+    state.recount_quotas();
     let mut s = Summary::of(&state);
     s.source = format!(
         "snapshot {} + {} txns replayed from the logs",
