@@ -211,3 +211,101 @@ fn the_scanner_sees_grouped_and_nested_imports() {
         Some(vec!["a".to_string(), "b".into(), "a".into()])
     );
 }
+
+/// The data tree's mutations, by name: `state` alone calls them (issue 36: the single
+/// mutation path). Everything else reads the tree, and changes state through `State::apply`
+/// or the named changes in src/state (`set_ensemble_config`, `recount_quotas`).
+const TREE_MUTATIONS: &[&str] = &[
+    "apply_create",
+    "apply_delete",
+    "apply_set_data",
+    "apply_set_acl",
+    "raise_pzxid",
+    "rebuild_quotas",
+    "set_data_unchecked",
+];
+
+/// Every `pub` item signature in `code` that takes `&mut self`, as `fn name(`: the tree's
+/// mutating methods must be private or `pub(super)`/`pub(in crate::state)`, never `pub` or
+/// `pub(crate)`.
+fn public_mutators(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for vis in ["pub fn ", "pub(crate) fn "] {
+        let mut rest = code;
+        while let Some(i) = rest.find(vis) {
+            rest = &rest[i + vis.len()..];
+            let sig_end = rest.find(['{', ';']).unwrap_or(rest.len());
+            if rest[..sig_end].contains("&mut self") {
+                out.push(format!("{vis}{}(", ident(rest)));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn only_state_mutates_the_tree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let state = root.join("src/state");
+    // The tree's own files: none of its `&mut self` methods is visible outside `state`, and
+    // its struct has no public field (the loader, load.rs, builds a tree; it changes none).
+    for f in ["mod.rs", "quota.rs", "digest.rs"] {
+        let text = std::fs::read_to_string(state.join("tree").join(f)).expect("read tree");
+        let bad = public_mutators(&code(&text));
+        assert!(
+            bad.is_empty(),
+            "src/state/tree/{f}: {bad:?} would let code outside src/state change the tree; make it pub(in crate::state) and go through State"
+        );
+    }
+    let tree = std::fs::read_to_string(state.join("tree/mod.rs")).expect("read tree");
+    let fields = tree
+        .split("pub struct DataTree {")
+        .nth(1)
+        .and_then(|t| t.split("\n}").next())
+        .expect("struct DataTree in src/state/tree/mod.rs");
+    assert!(
+        !fields.lines().any(|l| l.trim_start().starts_with("pub")),
+        "DataTree has a public field: {fields}"
+    );
+    // Nobody outside src/state, tests and tools included, calls the mutations or replaces a
+    // state's tree.
+    let mut files = Vec::new();
+    for dir in ["src", "tools", "tests"] {
+        sources(&root.join(dir), &mut files);
+    }
+    // (This file names the patterns it looks for.)
+    let me = root.join(file!());
+    for f in files.iter().filter(|f| !f.starts_with(&state) && **f != me) {
+        let text = std::fs::read_to_string(f).expect("read source");
+        let code = code(&text);
+        for m in TREE_MUTATIONS {
+            let calls = [format!(".{m}("), format!("::{m}(")];
+            assert!(
+                !calls.iter().any(|c| code.contains(c.as_str())),
+                "{} calls the tree's {m}: go through State::apply or a named change in src/state",
+                f.display()
+            );
+        }
+        let replaced = code
+            .match_indices(".tree =")
+            .any(|(i, _)| !code[i + ".tree =".len()..].starts_with('='));
+        let borrowed = code.match_indices("&mut ").any(|(i, _)| {
+            let place: String = code[i + "&mut ".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+                .collect();
+            place == "tree" || place.ends_with(".tree")
+        });
+        assert!(
+            !replaced && !borrowed,
+            "{} replaces or borrows a tree mutably",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn the_mutator_scanner_sees_multi_line_signatures() {
+    let code = "pub fn a(&self) {}\npub fn b(\n    &mut self,\n    x: u32,\n) {}\npub(crate) fn c(&mut self);\npub(in crate::state) fn d(&mut self) {}\nfn e(&mut self) {}";
+    assert_eq!(public_mutators(code), vec!["pub fn b(", "pub(crate) fn c("]);
+}

@@ -137,7 +137,7 @@ impl Core {
     /// snapshot when one is due.
     fn after_apply(&mut self, zxid: i64) {
         if zxid % DIGEST_EVERY == 0 {
-            let digest = self.state.tree.digest();
+            let digest = self.state.digest_after(zxid);
             if !self.member_digest(zxid, digest) {
                 self.log.digest(zxid, digest);
             }

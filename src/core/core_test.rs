@@ -4,7 +4,6 @@
 use super::*;
 use crate::durability::log::LogMsg;
 use crate::durability::LogQueue;
-use crate::state::tree;
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use palisade_wal::RecordKind;
@@ -329,19 +328,25 @@ fn sequential_suffix_is_never_reused_at_the_end_of_the_counter() {
     h.send(&a, 1, create("/p", 0));
     h.durable();
     a.drain();
-    // Bring /p's create counter to one below its end, as a replayed txn could.
-    let p = h.core.state.tree.lookup("/p").unwrap_or(tree::ROOT);
-    let new = tree::NewNode {
-        data: None,
-        acl: vec![],
-        owner: 0,
-        zxid: 99,
-        time: 0,
-    };
-    h.core
-        .state
-        .tree
-        .apply_create(p, "filler", i32::MAX - 1, new);
+    // Bring /p's create counter to one below its end, as a replayed txn could: the next txn
+    // creates a child carrying that parentCVersion (applied through the state, the one way in).
+    let filler = h.core.prep.seal_built(|zxid| Txn {
+        header: TxnHeader {
+            client_id: 0,
+            cxid: 0,
+            zxid,
+            time: 0,
+            type_: OpCode::Create.code(),
+        },
+        body: TxnBody::Create(CreateTxn {
+            path: "/p/filler".into(),
+            data: None,
+            acl: Some(vec![]),
+            ephemeral: false,
+            parent_c_version: i32::MAX - 1,
+        }),
+    });
+    h.core.state.apply(&filler);
     h.send(&a, 2, create("/p/s-", 2));
     h.send(&a, 3, create("/p/s-", 2));
     h.send(&a, 4, create("/p/plain", 0));

@@ -25,8 +25,7 @@ use bytes::Bytes;
 use palisade_proto::*;
 use std::sync::Arc;
 
-/// The configuration node's path.
-pub const CONFIG_NODE: &str = "/zookeeper/config";
+pub use crate::state::CONFIG_NODE;
 
 /// A reconfig answered once Raft's membership is the new configuration.
 pub(crate) struct Parked {
@@ -85,12 +84,10 @@ impl Core {
         let config = match committed {
             Some(c) => c,
             None => {
-                if let Some(id) = self.state.tree.lookup(CONFIG_NODE) {
-                    let text = fallback.text();
-                    self.state
-                        .tree
-                        .apply_set_data(id, Some(text.as_bytes()), -1, 0, wall_ms());
-                }
+                // mzxid 0: no configuration committed (see above).
+                let text = fallback.text();
+                self.state
+                    .set_ensemble_config(text.as_bytes(), 0, wall_ms());
                 fallback
             }
         };

@@ -147,11 +147,11 @@ impl Capture {
         if let Some((written, index)) = self.acls.get(&acl) {
             // The same allocation: the list this id held when it was written (no refcount
             // traffic on this per-node path).
-            if std::ptr::eq(written.as_ptr(), tree.acls.get(acl).as_ptr()) {
+            if std::ptr::eq(written.as_ptr(), tree.acls().get(acl).as_ptr()) {
                 return *index;
             }
         }
-        let list = tree.acls.shared(acl);
+        let list = tree.acls().shared(acl);
         let index = self.acl_defs;
         self.acl_defs += 1;
         let entries: Vec<AclEntry<'_>> = list

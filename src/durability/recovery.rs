@@ -187,7 +187,7 @@ impl Replayer {
         let z = txn.header.zxid;
         self.state.apply(txn);
         self.replayed += 1;
-        let digest = self.state.tree.digest();
+        let digest = self.state.digest_after(z);
         match self.end {
             Some((end, recorded)) if z == end => self.check(z, recorded, "snapshot")?,
             Some((end, _)) if z < end => return Ok(()),
@@ -257,7 +257,7 @@ impl Replayer {
                 return Err(RecoveryError::LogShort { end, last });
             }
         }
-        self.state.tree.rebuild_quotas();
+        self.state.recount_quotas();
         Ok(Restored {
             state: self.state,
             snapshot: self.snapshot,

@@ -33,7 +33,7 @@ pub fn to_zk(state: &crate::state::State) -> ZkSnapshot {
             .saturating_add(1);
         let index = *acl_of.entry(n.acl).or_insert_with(|| {
             let list = tree
-                .acls
+                .acls()
                 .get(n.acl)
                 .iter()
                 .map(|e| ACL {

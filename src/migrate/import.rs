@@ -378,7 +378,7 @@ pub(crate) fn read(
     let zk_log_dir = zk_log_dir.unwrap_or(zk_data_dir).join(zkdisk::VERSION_DIR);
     let r = rebuild(&zk_snap_dir, &zk_log_dir, bound)?;
     let mut state = r.state;
-    state.tree.rebuild_quotas();
+    state.recount_quotas();
     let mut s = Summary::of(&state);
     s.source = format!(
         "snapshot {} + {} txns replayed from the logs",
@@ -404,7 +404,7 @@ pub(crate) fn from_stream(bytes: bytes::Bytes, zxid: i64) -> Result<State, Strin
     if let Some(d) = snap.digest.as_ref().filter(|d| d.zxid == zxid) {
         check_digest(&state, d.digest, "the stream's")?;
     }
-    state.tree.rebuild_quotas();
+    state.recount_quotas();
     Ok(state)
 }
 

@@ -44,7 +44,7 @@ impl Check<'_> {
             child_creates: n.child_creates,
             num_children: n.num_children() as i32,
             owner: n.owner,
-            acl: self.tree.acls.shared(n.acl),
+            acl: self.tree.acls().shared(n.acl),
         })
     }
 

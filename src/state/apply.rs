@@ -123,7 +123,7 @@ impl<'t> Applier<'_, 't> {
                     id: "anyone".into(),
                 }])
             },
-            |n| self.tree.acls.shared(n.acl),
+            |n| self.tree.acls().shared(n.acl),
         );
         self.changes.push(Change { event, path, acl });
     }

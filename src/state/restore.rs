@@ -25,7 +25,7 @@ impl State {
         let mut pairs: Vec<(NodeId, NodeId)> = vec![(ROOT, ROOT)];
         while let Some((ours, theirs)) = pairs.pop() {
             if let Some(n) = live.tree.node(theirs) {
-                self.tree.raise_child_creates(ours, n.child_creates);
+                self.tree.0.raise_child_creates(ours, n.child_creates);
             }
             let children: Vec<NodeId> = self.tree.children(ours).collect();
             for c in children {

@@ -225,3 +225,53 @@ fn applying_out_of_order_stops_the_process() {
     s.apply(&create(5, "/a", 1, None));
     s.apply(&create(5, "/b", 2, None));
 }
+
+#[test]
+fn a_digest_is_recorded_against_the_zxid_the_state_stands_at() {
+    let mut s = State::new();
+    s.apply(&create(1, "/a", 1, None));
+    assert_eq!(s.digest_after(1), s.tree.digest());
+}
+
+#[test]
+#[should_panic(expected = "the state stands at")]
+fn a_digest_recorded_against_another_zxid_stops_the_process() {
+    let mut s = State::new();
+    s.apply(&create(1, "/a", 1, None));
+    s.apply(&create(2, "/b", 2, None));
+    s.digest_after(1);
+}
+
+/// The local configuration write keeps ZooKeeper's values (version -1, the zxid and time
+/// given: 0 and the caller's clock today) and leaves the digest alone (`/zookeeper/`).
+#[test]
+fn the_ensemble_configuration_is_shown_with_the_given_zxid_and_time() {
+    let mut s = State::new();
+    s.apply(&create(1, "/a", 1, None));
+    let digest = s.tree.digest();
+    s.set_ensemble_config(b"server.1=a:1:2:participant\nversion=0", 0, 1234);
+    let id = s.tree.lookup(CONFIG_NODE).unwrap();
+    let st = s.tree.stat(id);
+    assert_eq!((st.version, st.mzxid, st.mtime), (-1, 0, 1234));
+    assert_eq!(st.aversion, -1, "the ACL is left alone");
+    let data = s.tree.node(id).and_then(|n| n.data());
+    assert_eq!(data, Some(&b"server.1=a:1:2:participant\nversion=0"[..]));
+    assert_eq!(s.tree.digest(), digest);
+    assert_eq!(s.tree.digest(), s.tree.full_digest());
+    // A committed configuration (a txn) may follow it.
+    let set = TxnBody::SetData(SetDataTxn {
+        path: JStr::from(CONFIG_NODE),
+        data: Some(bytes::Bytes::from_static(b"version=200000000")),
+        version: -1,
+    });
+    s.apply(&txn(2, 0, OpCode::SetData, set));
+    assert_eq!(s.tree.stat(id).mzxid, 2);
+}
+
+#[test]
+#[should_panic(expected = "past the state's")]
+fn an_ensemble_configuration_from_the_future_stops_the_process() {
+    let mut s = State::new();
+    s.apply(&create(1, "/a", 1, None));
+    s.set_ensemble_config(b"version=0", 2, 0);
+}

@@ -126,6 +126,8 @@ impl TreeLoader {
         self.tree.index_owner(id, item.owner);
         self.tree.count += 1;
         self.tree.data_size += size;
+        let newest = item.czxid.max(item.mzxid).max(item.pzxid);
+        self.tree.image_zxid = self.tree.image_zxid.max(newest);
         self.paths.push(info);
         Ok(())
     }

@@ -1,9 +1,17 @@
 //! The in-memory data tree: an arena of znodes addressed by u32 ids, children held in a
 //! per-node hash table of ids (the name lives once, in the child), and interned ACL lists.
 //!
-//! `apply_*` are the only mutations, called in zxid order by `state::apply`; each is
-//! raise-only on the parent's counters so that replaying a txn the tree already reflects is
-//! harmless.
+//! `apply_*` are the only mutations, visible to `state` alone and called in zxid order by
+//! `state::apply`; each is raise-only on the parent's counters so that replaying a txn the
+//! tree already reflects is harmless. Everything outside `state` reads the tree.
+//!
+//! Past the image it was loaded from ([`DataTree::image_zxid`]), no zxid in the tree is above
+//! the txn being applied: each came from a txn applied before it (zxids only rise,
+//! `State::apply` asserts it). The applies assert it for every zxid they would overwrite
+//! (`assert_not_ahead`), so a tree that ran ahead of its log stops the process rather than
+//! diverge. Within the image's window a replay over a fuzzy capture may meet later zxids (the
+//! capture saw later txns); there setData lowers mzxid until the later txn is replayed, and
+//! the digest at the capture's end proves the tree came out as the live one.
 //!
 //! Two counters are easily confused: a node stores C, the number of child creations ever
 //! (`Node::child_creates`; sequential suffixes come from it), while clients see the cversion
@@ -152,7 +160,7 @@ impl Node {
 }
 
 /// Fields of a new node.
-pub struct NewNode<'a> {
+pub(in crate::state) struct NewNode<'a> {
     pub data: Option<&'a [u8]>,
     pub acl: Vec<Entry>,
     pub owner: i64,
@@ -164,16 +172,19 @@ pub struct DataTree {
     nodes: Vec<Option<Node>>,
     free: Vec<NodeId>,
     hasher: ChildHasher,
-    pub acls: AclTable,
+    acls: AclTable,
     ephemerals: HashMap<i64, HashSet<NodeId>>,
     /// Containers and TTL nodes, for the reaper.
     reapable: HashSet<NodeId>,
     count: usize,
     data_size: u64,
     /// Paths under quota (they have a limits node); see quota.rs.
-    pub(crate) quota_roots: crate::path::trie::PathTrie<()>,
+    quota_roots: crate::path::trie::PathTrie<()>,
     /// Sum of the node hashes (see digest.rs), kept current by every mutation.
     digest: u64,
+    /// The highest zxid a node of the image this tree was loaded from holds (0 for a fresh
+    /// tree): applies at or below it may be replays over a fuzzy capture (see the top).
+    image_zxid: i64,
 }
 
 impl Default for DataTree {
@@ -236,7 +247,7 @@ impl DataTree {
     }
 
     /// A tree with no nodes at all, for the snapshot loader (see load.rs).
-    pub(crate) fn empty() -> Self {
+    fn empty() -> Self {
         DataTree {
             nodes: Vec::new(),
             free: Vec::new(),
@@ -248,12 +259,35 @@ impl DataTree {
             data_size: 0,
             quota_roots: Default::default(),
             digest: 0,
+            image_zxid: 0,
         }
     }
 
     /// The tree digest (see digest.rs).
     pub fn digest(&self) -> u64 {
         self.digest
+    }
+
+    /// The interned ACL lists (read-only: nodes take and release them through the applies).
+    pub fn acls(&self) -> &AclTable {
+        &self.acls
+    }
+
+    /// The highest zxid a node of the loaded image holds (0 for a fresh tree).
+    pub fn image_zxid(&self) -> i64 {
+        self.image_zxid
+    }
+
+    /// An apply at `zxid` is about to overwrite `old`, a zxid node `id` holds: past the
+    /// image's window it cannot be above `zxid` (equal is a multi's earlier op). A tree ahead
+    /// of its log would answer with zxids from the future and diverge from every replica
+    /// that applies the same log, so this stops the process.
+    fn assert_not_ahead(&self, id: NodeId, old: i64, zxid: i64) {
+        assert!(
+            old <= zxid || zxid <= self.image_zxid,
+            "apply at zxid {zxid:#x} meets zxid {old:#x} on node {id} (image up to {:#x}): the tree is ahead of its log",
+            self.image_zxid
+        );
     }
 
     /// The crc32 of a node's path, or `None` for nodes under `/zookeeper/` (left out of the
@@ -544,7 +578,12 @@ impl DataTree {
     /// Applies a create at `parent`: the child gets `new`; the parent's counter becomes
     /// max(C, parent_cversion) and its pzxid is raised. If the child already exists (a replay
     /// over a fuzzy snapshot), only the raise-only parent update happens. Returns the child.
-    pub fn apply_create(
+    ///
+    /// The counter rises only through `max`, never asserted: `parent_cversion` is the txn's
+    /// (Palisade's prep or ZooKeeper's wrote it, and logs are files, which inspectors and the
+    /// import read as untrusted), so a create that does not raise it is applied as ZooKeeper
+    /// applies one (its DataTree.createNode), not stopped on. The pzxid is checked.
+    pub(in crate::state) fn apply_create(
         &mut self,
         parent: NodeId,
         name: &str,
@@ -552,7 +591,8 @@ impl DataTree {
         new: NewNode<'_>,
     ) -> Option<NodeId> {
         let zxid = new.zxid;
-        self.node(parent)?;
+        let pzxid = self.node(parent)?.pzxid;
+        self.assert_not_ahead(parent, pzxid, zxid);
         self.digest_remove(parent);
         let existing = self.child(parent, name);
         let child = match existing {
@@ -572,18 +612,24 @@ impl DataTree {
     /// The caller (state::apply) has checked that `id` is a live node other than the root,
     /// with no children. Anything else is a broken invariant: going on would make this tree
     /// differ from every other replay of the same log, so it stops the process.
-    pub fn apply_delete(&mut self, id: NodeId, zxid: i64) {
+    pub(in crate::state) fn apply_delete(&mut self, id: NodeId, zxid: i64) {
         let node = self.node(id);
         assert!(
             id != ROOT && node.is_some_and(|n| n.num_children() == 0),
             "apply_delete of node {id}: not a live childless non-root node"
         );
+        let Some(node) = self.node(id) else {
+            unreachable!("checked above")
+        };
+        let parent = node.parent;
+        let pzxid = self.node(parent).map_or(0, |p| p.pzxid);
+        self.assert_not_ahead(parent, pzxid, zxid);
         self.quota_deleting(id);
         self.digest_remove(id);
         let Some(node) = self.node(id) else {
             unreachable!("checked above")
         };
-        let (parent, owner, acl) = (node.parent, node.owner, node.acl);
+        let (owner, acl) = (node.owner, node.acl);
         let hash = self.hash(node.name_bytes());
         let size = node.data_len() as u64 + self.path_len(id) as u64;
         self.digest_remove(parent);
@@ -630,7 +676,7 @@ impl DataTree {
     /// Raises a node's count of child creations (where its children's sequential suffixes
     /// come from) to at least `c`: a restored node never hands out a suffix its live
     /// predecessor already did (state/restore.rs).
-    pub fn raise_child_creates(&mut self, id: NodeId, c: i32) {
+    pub(in crate::state) fn raise_child_creates(&mut self, id: NodeId, c: i32) {
         self.digest_remove(id);
         if let Some(n) = self.node_mut(id) {
             n.child_creates = n.child_creates.max(c);
@@ -638,7 +684,11 @@ impl DataTree {
         self.digest_add(id);
     }
 
-    pub fn raise_pzxid(&mut self, id: NodeId, zxid: i64) {
+    /// A replayed delete of a node already gone: only its parent's pzxid rises.
+    pub(in crate::state) fn raise_pzxid(&mut self, id: NodeId, zxid: i64) {
+        if let Some(n) = self.node(id) {
+            self.assert_not_ahead(id, n.pzxid, zxid);
+        }
         self.digest_remove(id);
         if let Some(n) = self.node_mut(id) {
             n.pzxid = n.pzxid.max(zxid);
@@ -646,7 +696,26 @@ impl DataTree {
         self.digest_add(id);
     }
 
-    pub fn apply_set_data(
+    /// A setData: the data, and the version, mzxid and mtime it carries (absolute values, so
+    /// a replay over a fuzzy capture may lower them until the later txn is replayed).
+    pub(in crate::state) fn apply_set_data(
+        &mut self,
+        id: NodeId,
+        data: Option<&[u8]>,
+        version: i32,
+        zxid: i64,
+        time: i64,
+    ) {
+        let Some(mzxid) = self.node(id).map(|n| n.mzxid) else {
+            unreachable!("apply_set_data of node {id}, which is not live")
+        };
+        self.assert_not_ahead(id, mzxid, zxid);
+        self.set_data_unchecked(id, data, version, zxid, time);
+    }
+
+    /// Sets a node's data and the stat fields around it, with no check: setData's and the
+    /// ensemble configuration's (`State::set_ensemble_config`, not a txn).
+    pub(in crate::state) fn set_data_unchecked(
         &mut self,
         id: NodeId,
         data: Option<&[u8]>,
@@ -656,7 +725,7 @@ impl DataTree {
     ) {
         self.digest_remove(id);
         let Some(n) = self.node_mut(id) else {
-            unreachable!("apply_set_data of node {id}, which is not live")
+            unreachable!("set_data_unchecked of node {id}, which is not live")
         };
         n.version = version;
         n.mzxid = zxid;
@@ -667,7 +736,7 @@ impl DataTree {
 
     /// Replaces a node's data, leaving its stat alone (setData sets the stat around it; quota
     /// stats nodes change in place).
-    pub(crate) fn replace_data(&mut self, id: NodeId, data: Option<&[u8]>) {
+    fn replace_data(&mut self, id: NodeId, data: Option<&[u8]>) {
         if let Some((old, new)) = self.write_data(id, data) {
             self.quota_resized(id, old, new);
         }
@@ -675,7 +744,7 @@ impl DataTree {
 
     /// The data swap itself; returns the old and new sizes. Quota stats nodes are written with
     /// this directly, so updating them never counts toward a quota itself.
-    pub(crate) fn write_data(&mut self, id: NodeId, data: Option<&[u8]>) -> Option<(usize, usize)> {
+    fn write_data(&mut self, id: NodeId, data: Option<&[u8]>) -> Option<(usize, usize)> {
         let n = self.node_mut(id)?;
         let old = n.data_len();
         let d = data.unwrap_or(&[]);
@@ -690,7 +759,7 @@ impl DataTree {
         Some((old, new))
     }
 
-    pub fn apply_set_acl(&mut self, id: NodeId, acl: Vec<Entry>, aversion: i32) {
+    pub(in crate::state) fn apply_set_acl(&mut self, id: NodeId, acl: Vec<Entry>, aversion: i32) {
         assert!(
             self.node(id).is_some(),
             "apply_set_acl of node {id}, not live"
@@ -711,136 +780,5 @@ impl DataTree {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn open() -> Vec<Entry> {
-        vec![Entry {
-            perms: 31,
-            scheme: "world".into(),
-            id: "anyone".into(),
-        }]
-    }
-
-    fn create(t: &mut DataTree, parent: &str, name: &str, zxid: i64) -> NodeId {
-        let p = t.lookup(parent).unwrap_or(ROOT);
-        let pcv = t.node(p).map_or(0, |n| n.child_creates) + 1;
-        t.apply_create(
-            p,
-            name,
-            pcv,
-            NewNode {
-                data: Some(b"x"),
-                acl: open(),
-                owner: 0,
-                zxid,
-                time: 1,
-            },
-        )
-        .unwrap_or(ROOT)
-    }
-
-    /// The digest's path hash is the CRC of the path string, at every depth (past 32
-    /// ancestors too, where the walk spills into a Vec); `/zookeeper/...` is left out.
-    #[test]
-    fn path_crc_is_the_crc_of_the_path() {
-        let mut t = DataTree::new();
-        let mut path = String::new();
-        for depth in 1..=40 {
-            let parent = if path.is_empty() {
-                "/".to_string()
-            } else {
-                path.clone()
-            };
-            path = format!("{path}/d{depth}");
-            let id = create(&mut t, &parent, &format!("d{depth}"), depth);
-            assert_eq!(
-                t.path_crc(id),
-                Some(crc32fast::hash(path.as_bytes())),
-                "{path}"
-            );
-        }
-        assert_eq!(t.path_crc(ROOT), Some(crc32fast::hash(b"/")));
-        let cfg = t.lookup("/zookeeper/config").unwrap_or(ROOT);
-        assert_eq!(t.path_crc(cfg), None);
-    }
-
-    #[test]
-    fn fresh_tree_matches_zookeeper() {
-        let t = DataTree::new();
-        assert_eq!(t.stat(ROOT).cversion, -1);
-        let zk = t.lookup("/zookeeper").unwrap_or(ROOT);
-        assert_eq!(t.stat(zk).cversion, -2);
-        let cfg = t.lookup("/zookeeper/config").unwrap_or(ROOT);
-        assert_eq!(t.stat(cfg).aversion, -1);
-        assert_eq!(t.znode_count(), 5);
-        assert_eq!(t.descendants(ROOT), 3);
-    }
-
-    #[test]
-    fn cversion_counts_creates_and_deletes() {
-        let mut t = DataTree::new();
-        let p = create(&mut t, "/", "p", 1);
-        let a = create(&mut t, "/p", "a", 2);
-        let b = create(&mut t, "/p", "b", 3);
-        t.apply_delete(a, 4);
-        t.apply_delete(b, 5);
-        let s = t.stat(p);
-        assert_eq!((s.cversion, s.num_children, s.pzxid), (4, 0, 5));
-        assert_eq!(t.node(p).map(|n| n.child_creates), Some(2));
-    }
-
-    #[test]
-    fn replayed_create_only_raises() {
-        let mut t = DataTree::new();
-        let p = create(&mut t, "/", "p", 1);
-        let new = || NewNode {
-            data: None,
-            acl: open(),
-            owner: 0,
-            zxid: 9,
-            time: 1,
-        };
-        t.apply_create(p, "c", 7, new());
-        assert_eq!(t.node(p).map(|n| n.child_creates), Some(7));
-        // Replaying an older create of the same child must not lower anything.
-        t.apply_create(p, "c", 3, NewNode { zxid: 2, ..new() });
-        let n = t.node(p).map(|n| (n.child_creates, n.pzxid));
-        assert_eq!(n, Some((7, 9)));
-    }
-
-    #[test]
-    fn lookup_rejects_malformed_paths() {
-        let mut t = DataTree::new();
-        create(&mut t, "/", "a", 1);
-        assert!(t.lookup("/a").is_some());
-        assert_eq!(t.lookup(""), Some(ROOT));
-        for p in ["/a/", "//a", "a"] {
-            assert!(t.lookup(p).is_none(), "{p:?}");
-        }
-    }
-
-    #[test]
-    fn identical_acls_are_stored_once() {
-        let mut t = DataTree::new();
-        let before = t.acls.len();
-        for i in 0..100 {
-            create(&mut t, "/", &format!("n{i}"), i + 1);
-        }
-        assert_eq!(t.acls.len(), before);
-    }
-
-    #[test]
-    fn null_and_empty_data_stay_apart_and_names_survive_data_changes() {
-        // The layout packing is what keeps a node at 96 bytes (memory per znode, BENCHMARKS.md).
-        assert_eq!(std::mem::size_of::<Option<Node>>(), 96);
-        let mut t = DataTree::new();
-        let id = create(&mut t, "/", "name", 1);
-        for data in [None, Some(&b""[..]), Some(&b"abc"[..]), None] {
-            t.write_data(id, data);
-            let n = t.node(id);
-            assert_eq!(n.map(|n| (n.name(), n.data())), Some(("name", data)));
-            assert_eq!(n.map(|n| n.data_len()), Some(data.map_or(0, |d| d.len())));
-        }
-    }
-}
+#[path = "tree_test.rs"]
+mod tests;

@@ -66,7 +66,7 @@ impl DataTree {
 
     /// After a node is created: registers a new quota, initialises a new stats node with the
     /// subtree's current figures, and counts the node toward its quota.
-    pub(crate) fn quota_created(&mut self, id: NodeId) {
+    pub(super) fn quota_created(&mut self, id: NodeId) {
         if let Some((is_limits, target)) = self.quota_node_target(id) {
             if is_limits {
                 let key: std::sync::Arc<str> = target.as_str().into();
@@ -86,7 +86,7 @@ impl DataTree {
     }
 
     /// Before a node is deleted.
-    pub(crate) fn quota_deleting(&mut self, id: NodeId) {
+    pub(super) fn quota_deleting(&mut self, id: NodeId) {
         if let Some((true, target)) = self.quota_node_target(id) {
             self.quota_roots.remove(&target);
         }
@@ -101,7 +101,7 @@ impl DataTree {
     }
 
     /// After a node's data changed size.
-    pub(crate) fn quota_resized(&mut self, id: NodeId, old: usize, new: usize) {
+    pub(super) fn quota_resized(&mut self, id: NodeId, old: usize, new: usize) {
         if self.quota_roots.is_empty() || old == new {
             return;
         }
@@ -114,7 +114,7 @@ impl DataTree {
     /// After recovery: finds every quota (limits node) again and recomputes its stats node
     /// from the subtree, as ZooKeeper does on load. A fuzzy snapshot may hold a stats node
     /// captured at another moment than the nodes it counts, and replay cannot tell.
-    pub(crate) fn rebuild_quotas(&mut self) {
+    pub(in crate::state) fn rebuild_quotas(&mut self) {
         self.quota_roots = Default::default();
         let Some(top) = self.lookup(QUOTA_ROOT) else {
             return;
@@ -175,6 +175,12 @@ mod tests {
     use crate::acl::Entry;
     use crate::state::tree::{NewNode, ROOT};
 
+    /// Zxids for the applies, rising across every test (each tree sees them in order).
+    fn next_zxid() -> i64 {
+        static NEXT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn mk(t: &mut DataTree, path: &str, data: &[u8]) -> NodeId {
         let parent = crate::path::parent(path)
             .and_then(|p| t.lookup(p))
@@ -188,7 +194,7 @@ mod tests {
             data: Some(data),
             acl,
             owner: 0,
-            zxid: 1,
+            zxid: next_zxid(),
             time: 0,
         };
         t.apply_create(parent, crate::path::name(path), 1, new)
@@ -226,12 +232,12 @@ mod tests {
             stats(&t, s),
             "count=3,bytes=8=;byteHardLimit=-1;countHardLimit=-1"
         );
-        t.apply_set_data(b, Some(b"1"), 1, 2, 0);
+        t.apply_set_data(b, Some(b"1"), 1, next_zxid(), 0);
         assert_eq!(
             stats(&t, s),
             "count=3,bytes=4=;byteHardLimit=-1;countHardLimit=-1"
         );
-        t.apply_delete(b, 3);
+        t.apply_delete(b, next_zxid());
         assert_eq!(
             stats(&t, s),
             "count=2,bytes=3=;byteHardLimit=-1;countHardLimit=-1"
@@ -245,7 +251,7 @@ mod tests {
         let limits = t
             .lookup("/zookeeper/quota/q/zookeeper_limits")
             .unwrap_or(ROOT);
-        t.apply_delete(limits, 4);
+        t.apply_delete(limits, next_zxid());
         mk(&mut t, "/q/c", b"1");
         assert_eq!(
             stats(&t, s),

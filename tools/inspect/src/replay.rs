@@ -224,7 +224,7 @@ pub(crate) fn run(
         base,
         zxid: restored.state.zxid(),
         sessions: restored.state.sessions().clone(),
-        tree: restored.state.tree,
+        tree: restored.state.tree.into_inner(),
         replayed: restored.replayed,
         digests_checked,
         passed_over,
