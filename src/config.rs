@@ -20,7 +20,7 @@ mod storage;
 mod values;
 
 pub use admin::{AdminConfig, PROMETHEUS_PROVIDER};
-use values::parse_bool;
+use values::{parse_bool, Taken};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -184,7 +184,7 @@ impl Config {
     /// Hands `key` (without a `zookeeper.` prefix; `name` as written, for errors) to the
     /// parser of its area; false: no area takes it. Each key belongs to one area (its row in
     /// keys.rs says which), so the order here does not matter.
-    fn apply_key(&mut self, key: &str, name: &str, v: &str) -> Result<bool, String> {
+    fn apply_key(&mut self, key: &str, name: &str, v: &str) -> Taken {
         Ok(self.apply_basics(key, name, v)?
             || self.apply_storage(key, name, v)?
             || self.apply_limits(key, name, v)?

@@ -1,7 +1,7 @@
 //! The AdminServer's and the Prometheus endpoint's settings (`admin.*`, `metricsProvider.*`)
 //! and the parser of their keys.
 
-use super::values::{parse, parse_bool};
+use super::values::{parse, parse_bool, Taken};
 
 /// `admin.*` and `metricsProvider.*`, with ZooKeeper 3.8's defaults except where noted.
 #[derive(Debug, Clone)]
@@ -88,7 +88,7 @@ impl Default for AdminConfig {
 impl AdminConfig {
     /// Takes `key` (as matched, without a `zookeeper.` prefix; `name` as written) if it is
     /// one of the AdminServer's or the metrics endpoint's.
-    pub(super) fn apply(&mut self, key: &str, name: &str, v: &str) -> Result<bool, String> {
+    pub(super) fn apply(&mut self, key: &str, name: &str, v: &str) -> Taken {
         match key {
             "admin.enableServer" => self.enable = parse_bool(name, v)?,
             "admin.serverAddress" => self.address = v.to_string(),

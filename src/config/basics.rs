@@ -1,14 +1,14 @@
 //! Basics: ports, the data directory, ticks and session timeouts, clients, ACL switches
 //! (the "Basics" area of the reference, keys.rs).
 
-use super::values::{parse, parse_bool};
+use super::values::{parse, parse_bool, Taken};
 use super::Config;
 use std::path::PathBuf;
 
 impl Config {
     /// Takes `key` (as matched, without a `zookeeper.` prefix; `name` as written) if it is
     /// one of the basics.
-    pub(super) fn apply_basics(&mut self, key: &str, name: &str, v: &str) -> Result<bool, String> {
+    pub(super) fn apply_basics(&mut self, key: &str, name: &str, v: &str) -> Taken {
         match key {
             "tickTime" => {
                 self.tick_time = parse::<u64>(name, v).and_then(|t| {

@@ -1,18 +1,13 @@
 //! TLS for clients: the secure client port, port unification and the `ssl.*` stores (parsed
 //! by net/tls.rs; docs/TLS.md) (the "Client TLS" area of the reference, keys.rs).
 
-use super::values::{parse, parse_bool};
+use super::values::{parse, parse_bool, Taken};
 use super::Config;
 
 impl Config {
     /// Takes `key` (as matched, without a `zookeeper.` prefix; `name` as written) if it is
     /// one of the client TLS keys.
-    pub(super) fn apply_client_tls(
-        &mut self,
-        key: &str,
-        name: &str,
-        v: &str,
-    ) -> Result<bool, String> {
+    pub(super) fn apply_client_tls(&mut self, key: &str, name: &str, v: &str) -> Taken {
         match key {
             "secureClientPort" => self.secure_client_port = Some(parse(name, v)?),
             "secureClientPortAddress" => self.secure_client_port_address = Some(v.to_string()),

@@ -2,19 +2,14 @@
 //! read), a dynamic configuration file, the tick limits and reconfiguration (the "Ensemble"
 //! area of the reference, keys.rs).
 
-use super::values::{parse_bool, ticks};
+use super::values::{parse_bool, ticks, Taken};
 use super::Config;
 use std::collections::BTreeMap;
 
 impl Config {
     /// Takes `key` (as matched, without a `zookeeper.` prefix; `name` as written) if it is
     /// one of the ensemble's.
-    pub(super) fn apply_ensemble(
-        &mut self,
-        key: &str,
-        name: &str,
-        v: &str,
-    ) -> Result<bool, String> {
+    pub(super) fn apply_ensemble(&mut self, key: &str, name: &str, v: &str) -> Taken {
         match key {
             "initLimit" => self.init_limit = ticks(name, v)?,
             "syncLimit" => self.sync_limit = ticks(name, v)?,

@@ -1,13 +1,13 @@
 //! Limits and tuning: queues, the largest request, the output budgets, polling (the
 //! "Limits and tuning" area of the reference, keys.rs).
 
-use super::values::{parse, positive};
+use super::values::{parse, positive, Taken};
 use super::Config;
 
 impl Config {
     /// Takes `key` (as matched, without a `zookeeper.` prefix; `name` as written) if it is
     /// one of the limits.
-    pub(super) fn apply_limits(&mut self, key: &str, name: &str, v: &str) -> Result<bool, String> {
+    pub(super) fn apply_limits(&mut self, key: &str, name: &str, v: &str) -> Taken {
         match key {
             "globalOutstandingLimit" => self.global_outstanding_limit = parse(name, v)?,
             "maxOutstandingPerConnection" => self.max_outstanding_per_connection = parse(name, v)?,

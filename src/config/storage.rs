@@ -1,14 +1,14 @@
 //! Storage: the log's directory, snapshots and purging (the "Storage" area of the
 //! reference, keys.rs).
 
-use super::values::{parse, parse_bool};
+use super::values::{parse, parse_bool, Taken};
 use super::Config;
 use std::path::PathBuf;
 
 impl Config {
     /// Takes `key` (as matched, without a `zookeeper.` prefix; `name` as written) if it is
     /// one of the storage keys.
-    pub(super) fn apply_storage(&mut self, key: &str, name: &str, v: &str) -> Result<bool, String> {
+    pub(super) fn apply_storage(&mut self, key: &str, name: &str, v: &str) -> Taken {
         match key {
             "dataLogDir" => self.data_log_dir = Some(PathBuf::from(v)),
             "snapCount" => {

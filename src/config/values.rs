@@ -1,5 +1,9 @@
 //! How the area parsers read a value, each error naming the key as written and the value.
 
+/// What an area parser says of a key: taken (true) or not its area's (false), or why its
+/// value is refused.
+pub(super) type Taken = Result<bool, String>;
+
 pub(super) fn parse<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
     v.trim()
         .parse()
