@@ -5,7 +5,8 @@
 //! a key no parser takes, when a row's default is not the default the code runs with, and
 //! when the checked-in page differs from the table.
 //!
-//! To add a key: add its parser arm (config.rs or the block's own `apply`) and one row here.
+//! To add a key: add its parser arm (its area's file in src/config/, or the block's own `apply`)
+//! and one row here.
 
 use super::Config;
 use std::fmt::Display;
