@@ -73,6 +73,9 @@ pub enum Query {
     },
 }
 
+/// Why a leadership ask was not sent when the Raft side is gone (a member stopping).
+pub(crate) const LEADERSHIP_GONE: &str = "the ensemble's side of this server is gone";
+
 /// What /ready reports: the serving state `srvr` reports (a member without a quorum, or in
 /// read-only mode, does not serve read-write clients) and the role its Mode line names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +131,7 @@ impl Core {
         } else if self.ask_leadership(ask) {
             Ok(())
         } else {
-            Err("the ensemble's side of this server is gone")
+            Err(LEADERSHIP_GONE)
         }
     }
 
@@ -303,7 +306,7 @@ impl Core {
                 self.reset_namespace_stats();
                 Json::new()
             }
-            // The data-watch table, as wchs/wchc/wchp report it (see fourlw.rs).
+            // The data-watch table, as wchs/wchc/wchp report it (see fourlw/watches.rs).
             CoreCmd::WatchSummary => {
                 let (conns, paths, total) = self.watches.data_summary();
                 obj(json!({

@@ -2,7 +2,7 @@
 //! has the sizes and the bounds): writes counted here as each committed txn is applied, on
 //! every member, as ZooKeeper's DataTree counts them — each create, delete and setData that
 //! succeeded, a multi's ops one by one, a closed session's ephemerals; reads where
-//! src/core/read.rs answers them. Replays at start-up and installed snapshots are not counted
+//! src/core/read/ answers them. Replays at start-up and installed snapshots are not counted
 //! (ZooKeeper counts the txns it replays).
 
 use super::Core;

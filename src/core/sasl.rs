@@ -108,7 +108,7 @@ impl Core {
     }
 }
 
-/// Adds an identity unless the connection has it, before its `ip` one (where read.rs puts a
+/// Adds an identity unless the connection has it, before its `ip` one (where read/auth.rs puts a
 /// digest identity, so whoAmI lists authenticated ids first).
 fn add_auth(auth: &mut Vec<AuthId>, scheme: &str, id: &str) {
     let aid = AuthId {

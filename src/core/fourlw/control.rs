@@ -33,22 +33,19 @@ impl Core {
     }
 
     /// ClickHouse Keeper's ydld and rqld: the Raft side hands leadership over (ensemble/raft/
-    /// transfer.rs); `srvr` shows the outcome.
-    pub(super) fn leadership(&mut self, out: &mut String, word: FourLetterWord) {
+    /// transfer.rs; the admin commands ask the same, core/admin.rs); `srvr` shows the outcome.
+    pub(super) fn leadership_word(&mut self, out: &mut String, word: FourLetterWord) {
         let ask = if word == FourLetterWord::Ydld {
             LeadershipAsk::Yield
         } else {
             LeadershipAsk::Request
         };
-        let leads = self.member.as_ref().is_some_and(|m| m.view.ready);
-        if self.member.is_none() {
-            out.push_str("Failed to send request: this server is standalone.\n");
-        } else if ask == LeadershipAsk::Yield && !leads {
-            out.push_str("Failed to send request: this server is not the leader.\n");
-        } else if self.ask_leadership(ask) {
-            out.push_str("Sent.\n");
-        } else {
-            out.push_str("Failed to send request.\n");
+        match self.leadership(ask) {
+            Ok(()) => out.push_str("Sent.\n"),
+            Err(super::super::admin::LEADERSHIP_GONE) => out.push_str("Failed to send request.\n"),
+            Err(why) => {
+                let _ = writeln!(out, "Failed to send request: {why}.");
+            }
         }
     }
 }

@@ -91,7 +91,7 @@ impl Core {
             FourLetterWord::Dirs => self.dirs(&mut out),
             FourLetterWord::Csnp => self.csnp(&mut out),
             FourLetterWord::Hash => self.hash(&mut out),
-            FourLetterWord::Ydld | FourLetterWord::Rqld => self.leadership(&mut out, word),
+            FourLetterWord::Ydld | FourLetterWord::Rqld => self.leadership_word(&mut out, word),
             // Not supported: answered with nothing, as ZooKeeper answers a word it does not run.
             FourLetterWord::Gtmk | FourLetterWord::Stmk => {}
         }
