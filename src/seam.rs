@@ -65,7 +65,10 @@ pub enum Committed {
     /// The ensemble's password key; the first committed one holds.
     Key([u8; 16]),
     /// The leader's digest after txn `zxid`.
-    Digest { zxid: i64, digest: u64 },
+    Digest {
+        zxid: i64,
+        digest: u64,
+    },
 }
 
 /// Entries committed by the quorum, in log order.

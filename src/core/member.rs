@@ -22,25 +22,25 @@ use super::pending::{Awaiting, PendingWrites, Waiter};
 use super::{wall_ms, Core};
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
+use crate::core::CoreMsg;
 use crate::durability::Durability;
 use crate::faults::{self, Fault};
 use crate::prep::{Caller, Prepper};
+use crate::seam::{CommittedBatch, CoreGone, CoreInbox, Notice};
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request, Txn};
 use std::collections::BTreeMap;
-use std::time::Instant;
-use crate::core::CoreMsg;
-use crate::seam::{CommittedBatch, CoreGone, CoreInbox, Notice};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Instant;
 use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::sync::oneshot;
 
 // What the core and the consensus glue exchange lives in the seam (src/seam.rs).
 pub use crate::seam::{
-    Committed, Forward, Forwarded, LeadershipAsk, LogPos, Proposed, RaftInfo, RoleView,
-    SyncPoint, ToLeader,
+    Committed, Forward, Forwarded, LeadershipAsk, LogPos, Proposed, RaftInfo, RoleView, SyncPoint,
+    ToLeader,
 };
 
 /// Own digests kept for the leader's to compare with (one every DIGEST_EVERY txns).
