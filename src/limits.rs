@@ -118,3 +118,20 @@ pub const PEER_LEARNERS: usize = 16;
 /// observer) and that stays further behind than this many entries for `initLimit` ticks is
 /// removed again: one that never catches up holds a replication stream for nothing.
 pub const LEARNER_LAG_ENTRIES: u64 = 1024;
+
+// The channels from the core to the consensus glue (src/ensemble/raft/wiring.rs `Channels`):
+// the core thread never waits on them (`try_send`); the proposer's stays unbounded (why: at
+// `Channels::propose`).
+
+/// The core's snapshot asks waiting for the Raft side: one. Raft builds one snapshot at a time
+/// and ignores an ask while it builds, so a second waiting ask would ask for nothing more: a
+/// full channel means one is already on its way.
+pub const RAFT_SNAPSHOT_ASKS: usize = 1;
+
+/// A follower core's messages waiting for the forwarder (a turn's forwards, a tick's touch).
+/// The forwarder takes every queued forward (up to `PEER_BATCH_BYTES`) at each call, so a
+/// working link leaves a few; this many means calls to a leader that does not answer, each
+/// waiting out its ttl while a touch queued every tick. Then the core keeps its forwards and
+/// sends them at its next turn (a tick at the latest), and skips the touch (the next tick's
+/// says the same, newer): it never waits, and no write is dropped.
+pub const FORWARD_QUEUE: usize = 1024;

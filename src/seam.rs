@@ -89,6 +89,9 @@ pub struct LogPos {
     pub index: u64,
 }
 
+/// A fuzzy image of the state for a Raft snapshot, and where in the Raft log it stands.
+pub type Image = (Vec<u8>, Option<LogPos>);
+
 /// Who leads, as Raft's metrics say.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RoleView {
@@ -203,9 +206,7 @@ pub trait CoreInbox: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Self::Answer<()>, CoreGone>> + Send;
     /// A fuzzy image of the state for a Raft snapshot, taken between batches; answered with
     /// where in the Raft log the image stands.
-    fn image(
-        &self,
-    ) -> impl Future<Output = Result<Self::Answer<(Vec<u8>, Option<LogPos>)>, CoreGone>> + Send;
+    fn image(&self) -> impl Future<Output = Result<Self::Answer<Image>, CoreGone>> + Send;
     /// Replace the state with a Raft snapshot's image, which stands at `at`.
     fn install(
         &self,

@@ -188,8 +188,8 @@ async fn start_member(
         reconfig: cfg.reconfig_enabled,
     };
     let (propose_tx, propose_rx) = mpsc::unbounded_channel();
-    let (leader_tx, leader_rx) = mpsc::unbounded_channel();
-    let (snapshot_tx, snapshot_rx) = mpsc::unbounded_channel();
+    let (leader_tx, leader_rx) = mpsc::channel(crate::limits::FORWARD_QUEUE);
+    let (snapshot_tx, snapshot_rx) = mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS);
     let (leadership_tx, leadership_rx) = mpsc::unbounded_channel();
     let mut core = Core::new(
         core_cfg,

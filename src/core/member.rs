@@ -26,7 +26,7 @@ use crate::core::CoreMsg;
 use crate::durability::Durability;
 use crate::faults::{self, Fault};
 use crate::prep::{Caller, Prepper};
-use crate::seam::{CommittedBatch, CoreGone, CoreInbox, Notice};
+use crate::seam::{CommittedBatch, CoreGone, CoreInbox, Image, Notice};
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request, Txn};
 use std::collections::BTreeMap;
@@ -34,6 +34,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::sync::oneshot;
 
@@ -53,11 +54,13 @@ pub struct MemberLinks {
     pub conf: String,
     pub info: std::sync::Arc<parking_lot::Mutex<RaftInfo>>,
     pub propose: UnboundedSender<Vec<Proposed>>,
-    pub to_leader: UnboundedSender<ToLeader>,
+    /// Bounded (limits.rs `FORWARD_QUEUE`): sent with `try_send`, never waited on.
+    pub to_leader: mpsc::Sender<ToLeader>,
     /// Asks Raft for a snapshot: every snapCount/2..snapCount applied txns (randomised, as
     /// ZooKeeper does, so that members do not snapshot together) and on `csnp`. Raft's own
-    /// policy counts entries, and an entry holds a whole batch.
-    pub snapshot: UnboundedSender<()>,
+    /// policy counts entries, and an entry holds a whole batch. Bounded
+    /// (`RAFT_SNAPSHOT_ASKS`): full means an ask is on its way.
+    pub snapshot: mpsc::Sender<()>,
     pub snap_count: u64,
     /// readonlymode.enabled: how long this member must be without a quorum before it serves
     /// read-only clients (ZooKeeper's max(2 s, tickTime)); None: never.
@@ -275,7 +278,13 @@ impl Core {
         if let Some(m) = self.member.as_mut() {
             if !m.queued.is_empty() {
                 let ops = std::mem::take(&mut m.queued);
-                let _ = m.links.to_leader.send(ToLeader::Forward(ops));
+                // Full: the forwarder is calls behind (a leader that does not answer). The
+                // forwards stay, ahead of the next turn's, and go with them.
+                if let Err(TrySendError::Full(ToLeader::Forward(ops))) =
+                    m.links.to_leader.try_send(ToLeader::Forward(ops))
+                {
+                    m.queued = ops;
+                }
             }
         }
     }
@@ -471,7 +480,8 @@ impl Core {
             .map(|(&id, s)| (id, s.deadline_ms - now))
             .collect();
         if !ids.is_empty() {
-            let _ = m.links.to_leader.send(ToLeader::Touch(ids));
+            // Full: skipped, the next tick's touch says the same, newer (FORWARD_QUEUE).
+            let _ = m.links.to_leader.try_send(ToLeader::Touch(ids));
         }
     }
 
@@ -561,7 +571,8 @@ impl Core {
                 m.since_snapshot = 0;
                 m.log_bytes = 0;
                 m.snapshot_due = next_due(m.links.snap_count);
-                let _ = m.links.snapshot.send(());
+                // Full: an ask is on its way already.
+                let _ = m.links.snapshot.try_send(());
             }
         }
         self.answer_syncs();
@@ -754,8 +765,9 @@ impl Core {
     pub(super) fn ask_raft_snapshot(&mut self) -> Option<i64> {
         let m = self.member.as_mut()?;
         m.since_snapshot = 0;
-        m.links.snapshot.send(()).ok()?;
-        Some(self.state.zxid())
+        // Full: an ask is on its way, which this one joins.
+        let asked = !matches!(m.links.snapshot.try_send(()), Err(TrySendError::Closed(_)));
+        asked.then(|| self.state.zxid())
     }
 
     /// Replaces the state with a Raft snapshot's image (`raft_snapshot.rs`), which stands at
@@ -830,7 +842,7 @@ impl CoreInbox for mpsc::Sender<CoreMsg> {
         Ok(Answer(done))
     }
 
-    async fn image(&self) -> Result<Answer<(Vec<u8>, Option<LogPos>)>, CoreGone> {
+    async fn image(&self) -> Result<Answer<Image>, CoreGone> {
         let (tx, rx) = oneshot::channel();
         self.send(CoreMsg::Image(tx)).await.map_err(|_| CoreGone)?;
         Ok(Answer(rx))

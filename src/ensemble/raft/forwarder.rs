@@ -27,7 +27,7 @@ pub(super) async fn forwarder<C: CoreInbox>(
     network: Network,
     core: C,
     me: NodeId,
-    mut rx: mpsc::UnboundedReceiver<ToLeader>,
+    mut rx: mpsc::Receiver<ToLeader>,
     ttl: Duration,
 ) {
     // The link and the term of the leader it was made for: a leader of a later term is
@@ -112,7 +112,7 @@ const GATHER_BYTES: usize = crate::limits::PEER_BATCH_BYTES;
 /// writes by that round trip. A touch stops the gathering (held, to go next in its order).
 fn gather(
     mut ops: Vec<Forward>,
-    rx: &mut mpsc::UnboundedReceiver<ToLeader>,
+    rx: &mut mpsc::Receiver<ToLeader>,
     held: &mut Option<ToLeader>,
 ) -> Vec<Forward> {
     let size = |ops: &[Forward]| -> usize {
@@ -162,13 +162,13 @@ mod tests {
     /// next) or GATHER_BYTES; what is left stays queued, in order.
     #[test]
     fn queued_forwards_go_in_one_call_up_to_a_touch_or_the_byte_bound() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::channel(crate::limits::FORWARD_QUEUE);
         let mut held = None;
-        tx.send(ToLeader::Forward(vec![fwd(2, 10), fwd(3, 10)]))
+        tx.try_send(ToLeader::Forward(vec![fwd(2, 10), fwd(3, 10)]))
             .unwrap();
-        tx.send(ToLeader::Forward(vec![fwd(4, 10)])).unwrap();
-        tx.send(ToLeader::Touch(vec![(7, 1)])).unwrap();
-        tx.send(ToLeader::Forward(vec![fwd(5, 10)])).unwrap();
+        tx.try_send(ToLeader::Forward(vec![fwd(4, 10)])).unwrap();
+        tx.try_send(ToLeader::Touch(vec![(7, 1)])).unwrap();
+        tx.try_send(ToLeader::Forward(vec![fwd(5, 10)])).unwrap();
         let ops = gather(vec![fwd(1, 10)], &mut rx, &mut held);
         assert_eq!(cxids(&ops), [1, 2, 3, 4]);
         assert!(matches!(held.take(), Some(ToLeader::Touch(_))));
@@ -180,7 +180,7 @@ mod tests {
         assert!(held.is_none());
 
         for cxid in 11..15 {
-            tx.send(ToLeader::Forward(vec![fwd(cxid, GATHER_BYTES / 3)]))
+            tx.try_send(ToLeader::Forward(vec![fwd(cxid, GATHER_BYTES / 3)]))
                 .unwrap();
         }
         let ops = gather(vec![fwd(10, 10)], &mut rx, &mut held);

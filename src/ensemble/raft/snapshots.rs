@@ -5,7 +5,7 @@ use openraft::Raft;
 use tokio::sync::mpsc;
 
 /// The core's snapshot requests, to Raft (which ignores one while it builds another).
-pub(super) async fn snapshots(raft: Raft<TypeConfig>, mut rx: mpsc::UnboundedReceiver<()>) {
+pub(super) async fn snapshots(raft: Raft<TypeConfig>, mut rx: mpsc::Receiver<()>) {
     while rx.recv().await.is_some() {
         if raft.trigger().snapshot().await.is_err() {
             return;

@@ -326,9 +326,24 @@ fn warn_if_zoo_cfg_differs(raft: &Raft<TypeConfig>, members: &[Member]) {
 
 /// What the core sends the Raft side.
 pub struct Channels {
+    /// The leader core's proposals, a batch per turn (proposer.rs). Unbounded, as it cannot
+    /// be bounded without a change of behaviour: the core thread must never wait, and must
+    /// not drop a proposal (its client would wait for a commit that never comes), so on a
+    /// full channel it would keep the batch for later, and nothing would wake a parked core
+    /// when the proposer drains but a message back into its inbox (a hop more on every
+    /// write) or its next tick (writes held up to a second). A bound here would not bound
+    /// memory either: the proposer task passes each entry on without waiting, into
+    /// openraft 0.9's API queue, which is unbounded (`client_write_ff`). What it holds is
+    /// bounded before it: each proposal is a txn the core keeps in `inflight` until it
+    /// commits, from a request within its client's `maxOutstandingPerConnection` (the
+    /// leader's own clients' or a follower's).
     pub propose: mpsc::UnboundedReceiver<Vec<Proposed>>,
-    pub to_leader: mpsc::UnboundedReceiver<ToLeader>,
-    pub snapshot: mpsc::UnboundedReceiver<()>,
+    /// A follower core's forwards and touches (forwarder.rs), at most
+    /// `limits::FORWARD_QUEUE`: on a full channel the core keeps its forwards for its next
+    /// turn and skips a touch.
+    pub to_leader: mpsc::Receiver<ToLeader>,
+    /// The core's snapshot asks (snapshots.rs), at most `limits::RAFT_SNAPSHOT_ASKS`.
+    pub snapshot: mpsc::Receiver<()>,
     /// The member's configuration (core/reconfig.rs), which the leader brings Raft to.
     pub desired: watch::Receiver<Arc<DynConfig>>,
     /// `ydld`/`rqld` (raft/transfer.rs).
