@@ -95,21 +95,20 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_member_whose_raft_stops_stops_its_core() {
+    /// A lone member 1 whose applier fails (and the dir its log is in).
+    async fn broken_raft() -> (Raft<TypeConfig>, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let (log, sm) = storage::open(dir.path(), 64 << 10, Broken).await.unwrap();
         let config = Arc::new(election::raft_config(200, 10, 5, 1000).unwrap());
-        let raft = Raft::new(
-            1,
-            config,
-            Network::new(1, Duration::from_millis(10)),
-            log,
-            sm,
-        )
-        .await
-        .unwrap();
-        let (core, mut from) = mpsc::channel(8);
+        let network = Network::new(1, Duration::from_millis(10));
+        let raft = Raft::new(1, config, network, log, sm).await.unwrap();
+        (raft, dir)
+    }
+
+    #[tokio::test]
+    async fn a_member_whose_raft_stops_stops_its_core() {
+        let (raft, _dir) = broken_raft().await;
+        let (core, mut from) = mpsc::channel::<CoreMsg>(8);
         let stop = CancellationToken::new();
         tokio::spawn(stop_with_raft(raft.clone(), core, stop.clone()));
         raft.initialize(BTreeMap::from([(1, BasicNode::new("127.0.0.1:1"))]))
@@ -125,19 +124,8 @@ mod tests {
         );
 
         // a Raft shut down on purpose stops nothing
-        let dir = tempfile::tempdir().unwrap();
-        let (log, sm) = storage::open(dir.path(), 64 << 10, Broken).await.unwrap();
-        let config = Arc::new(election::raft_config(200, 10, 5, 1000).unwrap());
-        let raft = Raft::new(
-            1,
-            config,
-            Network::new(1, Duration::from_millis(10)),
-            log,
-            sm,
-        )
-        .await
-        .unwrap();
-        let (core, mut from) = mpsc::channel(8);
+        let (raft, _dir) = broken_raft().await;
+        let (core, mut from) = mpsc::channel::<CoreMsg>(8);
         let stop = CancellationToken::new();
         let watch = tokio::spawn(stop_with_raft(raft.clone(), core, stop.clone()));
         stop.cancel();
