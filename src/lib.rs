@@ -35,6 +35,7 @@ pub mod migrate;
 pub mod net;
 pub mod path;
 pub mod prep;
+pub mod seam;
 pub mod server;
 pub mod spin;
 pub mod state;

@@ -127,3 +127,20 @@ pub const ADMIN_POST_BODY: usize = 64 << 10;
 /// state decoded from it (an authenticated admin's request, one per rate-limit interval).
 /// 2 GiB is a snapshot of some 10M znodes.
 pub const RESTORE_MAX_BYTES: usize = 2 << 30;
+
+// The channels from the core to the consensus glue (src/ensemble/raft/wiring.rs `Channels`):
+// the core thread never waits on them (`try_send`); the proposer's stays unbounded (why: at
+// `Channels::propose`).
+
+/// The core's snapshot asks waiting for the Raft side: one. Raft builds one snapshot at a time
+/// and ignores an ask while it builds, so a second waiting ask would ask for nothing more: a
+/// full channel means one is already on its way.
+pub const RAFT_SNAPSHOT_ASKS: usize = 1;
+
+/// A follower core's messages waiting for the forwarder (a turn's forwards, a tick's touch).
+/// The forwarder takes every queued forward (up to `PEER_BATCH_BYTES`) at each call, so a
+/// working link leaves a few; this many means calls to a leader that does not answer, each
+/// waiting out its ttl while a touch queued every tick. Then the core keeps its forwards and
+/// sends them at its next turn (a tick at the latest), and skips the touch (the next tick's
+/// says the same, newer): it never waits, and no write is dropped.
+pub const FORWARD_QUEUE: usize = 1024;

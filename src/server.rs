@@ -141,7 +141,7 @@ fn start_standalone(
 }
 
 /// An ensemble member: the core thread first (Raft's storage installs a saved snapshot
-/// through it), then Raft (ensemble/raft/member.rs).
+/// through it), then Raft (ensemble/raft/wiring.rs).
 async fn start_member(
     cfg: &Config,
     core_cfg: CoreConfig,
@@ -150,7 +150,7 @@ async fn start_member(
 ) -> io::Result<(
     std::thread::JoinHandle<()>,
     tokio::sync::oneshot::Receiver<()>,
-    Option<crate::ensemble::raft::member::Running>,
+    Option<crate::ensemble::raft::wiring::Running>,
 )> {
     let text = std::fs::read_to_string(cfg.data_dir.join("myid")).map_err(|e| {
         io::Error::other(format!(
@@ -173,7 +173,7 @@ async fn start_member(
         cfg.sasl.jaas_file.as_deref(),
     )
     .map_err(io::Error::other)?;
-    let settings = crate::ensemble::raft::member::Settings {
+    let settings = crate::ensemble::raft::wiring::Settings {
         security,
         force_new_ensemble: cfg.force_new_ensemble,
         identity,
@@ -188,8 +188,8 @@ async fn start_member(
         reconfig: cfg.reconfig_enabled,
     };
     let (propose_tx, propose_rx) = mpsc::unbounded_channel();
-    let (leader_tx, leader_rx) = mpsc::unbounded_channel();
-    let (snapshot_tx, snapshot_rx) = mpsc::unbounded_channel();
+    let (leader_tx, leader_rx) = mpsc::channel(crate::limits::FORWARD_QUEUE);
+    let (snapshot_tx, snapshot_rx) = mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS);
     let (leadership_tx, leadership_rx) = mpsc::unbounded_channel();
     let mut core = Core::new(
         core_cfg,
@@ -229,12 +229,12 @@ async fn start_member(
             core.run(core_rx);
             let _ = core_done_tx.send(());
         })?;
-    let running = crate::ensemble::raft::member::spawn(
+    let running = crate::ensemble::raft::wiring::spawn(
         settings,
         myid,
         info,
         core_tx,
-        crate::ensemble::raft::member::Channels {
+        crate::ensemble::raft::wiring::Channels {
             propose: propose_rx,
             to_leader: leader_rx,
             snapshot: snapshot_rx,

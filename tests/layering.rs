@@ -38,6 +38,24 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "limits",
             "faults",
             "membership",
+            "seam",
+        ],
+    ),
+    // What the core and the consensus glue exchange (issue 36): a leaf both sides name.
+    ("seam", &[]),
+    // The consensus glue reaches the core only through the seam (never `core`).
+    (
+        "ensemble",
+        &[
+            "seam",
+            "membership",
+            "durability",
+            "state",
+            "auth",
+            "net",
+            "metrics",
+            "spin",
+            "limits",
         ],
     ),
     ("net", &["core", "limits", "metrics", "acl"]),

@@ -22,168 +22,45 @@ use super::pending::{Awaiting, PendingWrites, Waiter};
 use super::{wall_ms, Core};
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
+use crate::core::CoreMsg;
 use crate::durability::Durability;
 use crate::faults::{self, Fault};
 use crate::prep::{Caller, Prepper};
+use crate::seam::{CommittedBatch, CoreGone, CoreInbox, Image, Notice};
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request, Txn};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::mpsc::{self, UnboundedSender};
+use tokio::sync::oneshot;
 
-/// A write a follower hands to the leader to prep.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Forward {
-    pub session: i64,
-    pub cxid: i32,
-    pub what: Forwarded,
-    /// The identities of the client's connection (scheme, id), as prep checks ACLs with them.
-    pub auth: Vec<(String, String)>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum Forwarded {
-    /// A client's write request as the client sent it (header and body).
-    Request(Bytes),
-    /// A new session the follower allocated the id of.
-    CreateSession { timeout: i32 },
-    /// A write whose body did not decode: an error txn with this code.
-    Error(i32),
-    /// A sync: the leader answers with the zxid the follower must apply first.
-    Sync,
-}
-
-/// A sync's point: (session, cxid) must wait until this zxid is applied.
-pub type SyncPoint = (i64, i32, i64);
-
-/// What the leader proposes.
-pub enum Proposed {
-    Txn(Bytes),
-    Key([u8; 16]),
-    Digest { zxid: i64, digest: u64 },
-}
-
-/// What a follower sends its leader.
-pub enum ToLeader {
-    Forward(Vec<Forward>),
-    /// Sessions alive on the follower, each with the ms its deadline there has left.
-    Touch(Vec<(i64, u64)>),
-}
-
-/// A committed entry as the core applies it.
-pub enum Committed {
-    Txn(Txn),
-    /// The ensemble's password key; the first committed one holds.
-    Key([u8; 16]),
-    /// The leader's digest after txn `zxid`.
-    Digest {
-        zxid: i64,
-        digest: u64,
-    },
-}
-
-/// Where a committed batch ends in the Raft log (the entry's term, the node that led it, its
-/// index): opaque to the core, which hands it back with a snapshot's image.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LogPos {
-    pub term: u64,
-    pub node: u64,
-    pub index: u64,
-}
+// What the core and the consensus glue exchange lives in the seam (src/seam.rs).
+pub use crate::seam::{
+    Committed, Forward, Forwarded, LeadershipAsk, LogPos, Proposed, RaftInfo, RoleView, SyncPoint,
+    ToLeader,
+};
 
 /// Own digests kept for the leader's to compare with (one every DIGEST_EVERY txns).
 const DIGESTS_KEPT: usize = 64;
 
-/// Who leads, as Raft's metrics say.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RoleView {
-    pub leader: Option<u64>,
-    pub term: u64,
-    /// This member leads `term` and has applied every entry before the term's first: it may
-    /// prep, and its zxids exceed every earlier term's.
-    pub ready: bool,
-    /// A non-voting member (an observer).
-    pub learner: bool,
-    /// On the leader: a quorum acknowledged it within the lease. Without one it serves no
-    /// clients (as a ZooKeeper leader that lost its followers), but keeps what it prepped.
-    pub quorum: bool,
-    /// On the leader: the other voters and observers it replicates to, and of them the
-    /// ones that have matched its log (ZooKeeper's synced followers and observers). Raft
-    /// learners outside the configuration (a server joining, or one a reconfig removed) are
-    /// ZooKeeper's non-voting followers: counted among the followers and apart.
-    pub followers: u16,
-    pub observers: u16,
-    pub synced_followers: u16,
-    pub synced_observers: u16,
-    pub non_voting: u16,
-    pub synced_non_voting: u16,
-    /// The version of the configuration whose membership Raft has applied on this member
-    /// (-1: none yet): a reconfig is answered once it reaches the reconfig's zxid.
-    pub config_version: i64,
-}
-
-/// Raft's state as `lgif` prints it, kept current by the role task.
-#[derive(Clone, Debug, Default)]
-pub struct RaftInfo {
-    pub state: String,
-    pub term: u64,
-    pub leader: Option<u64>,
-    pub last_log_index: Option<u64>,
-    pub last_applied: Option<(u64, u64)>,
-    pub last_snapshot: Option<(u64, u64)>,
-    pub purged: Option<(u64, u64)>,
-    pub millis_since_quorum_ack: Option<u64>,
-    /// On the leader: the members in touch with it that have its log, itself included
-    /// (ZooKeeper's synced learners; a reconfig needs a quorum of the new voters among them).
-    pub synced: Vec<u64>,
-}
-
-impl RaftInfo {
-    pub fn text(&self) -> String {
-        let idx = |x: Option<(u64, u64)>| x.map_or("-1".into(), |(_, i)| i.to_string());
-        let term = |x: Option<(u64, u64)>| x.map_or("-1".into(), |(t, _)| t.to_string());
-        let opt = |x: Option<u64>| x.map_or("-1".into(), |v| v.to_string());
-        format!(
-            "state\t{}\nterm\t{}\nleader\t{}\nlast_log_idx\t{}\nlast_applied_log_idx\t{}\n\
-             last_applied_log_term\t{}\nlast_snapshot_idx\t{}\nlast_snapshot_term\t{}\n\
-             purged_log_idx\t{}\nmillis_since_quorum_ack\t{}\n",
-            self.state,
-            self.term,
-            opt(self.leader),
-            opt(self.last_log_index),
-            idx(self.last_applied),
-            term(self.last_applied),
-            idx(self.last_snapshot),
-            term(self.last_snapshot),
-            idx(self.purged),
-            opt(self.millis_since_quorum_ack),
-        )
-    }
-}
-
 /// The channels to consensus.
-/// What an operator asks of this member's leadership (`ydld`, `rqld`): the Raft side does it
-/// (ensemble/raft/transfer.rs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LeadershipAsk {
-    /// The leader hands over to the member furthest along.
-    Yield,
-    /// This member asks the leader to hand over to it.
-    Request,
-}
-
 pub struct MemberLinks {
     pub myid: u64,
     /// What `conf` adds for a member (serverId, limits, membership), from members.rs.
     pub conf: String,
     pub info: std::sync::Arc<parking_lot::Mutex<RaftInfo>>,
     pub propose: UnboundedSender<Vec<Proposed>>,
-    pub to_leader: UnboundedSender<ToLeader>,
+    /// Bounded (limits.rs `FORWARD_QUEUE`): sent with `try_send`, never waited on.
+    pub to_leader: mpsc::Sender<ToLeader>,
     /// Asks Raft for a snapshot: every snapCount/2..snapCount applied txns (randomised, as
     /// ZooKeeper does, so that members do not snapshot together) and on `csnp`. Raft's own
-    /// policy counts entries, and an entry holds a whole batch.
-    pub snapshot: UnboundedSender<()>,
+    /// policy counts entries, and an entry holds a whole batch. Bounded
+    /// (`RAFT_SNAPSHOT_ASKS`): full means an ask is on its way.
+    pub snapshot: mpsc::Sender<()>,
     pub snap_count: u64,
     /// readonlymode.enabled: how long this member must be without a quorum before it serves
     /// read-only clients (ZooKeeper's max(2 s, tickTime)); None: never.
@@ -401,7 +278,13 @@ impl Core {
         if let Some(m) = self.member.as_mut() {
             if !m.queued.is_empty() {
                 let ops = std::mem::take(&mut m.queued);
-                let _ = m.links.to_leader.send(ToLeader::Forward(ops));
+                // Full: the forwarder is calls behind (a leader that does not answer). The
+                // forwards stay, ahead of the next turn's, and go with them.
+                if let Err(TrySendError::Full(ToLeader::Forward(ops))) =
+                    m.links.to_leader.try_send(ToLeader::Forward(ops))
+                {
+                    m.queued = ops;
+                }
             }
         }
     }
@@ -597,7 +480,8 @@ impl Core {
             .map(|(&id, s)| (id, s.deadline_ms - now))
             .collect();
         if !ids.is_empty() {
-            let _ = m.links.to_leader.send(ToLeader::Touch(ids));
+            // Full: skipped, the next tick's touch says the same, newer (FORWARD_QUEUE).
+            let _ = m.links.to_leader.try_send(ToLeader::Touch(ids));
         }
     }
 
@@ -687,7 +571,8 @@ impl Core {
                 m.since_snapshot = 0;
                 m.log_bytes = 0;
                 m.snapshot_due = next_due(m.links.snap_count);
-                let _ = m.links.snapshot.send(());
+                // Full: an ask is on its way already.
+                let _ = m.links.snapshot.try_send(());
             }
         }
         self.answer_syncs();
@@ -880,8 +765,9 @@ impl Core {
     pub(super) fn ask_raft_snapshot(&mut self) -> Option<i64> {
         let m = self.member.as_mut()?;
         m.since_snapshot = 0;
-        m.links.snapshot.send(()).ok()?;
-        Some(self.state.zxid())
+        // Full: an ask is on its way, which this one joins.
+        let asked = !matches!(m.links.snapshot.try_send(()), Err(TrySendError::Closed(_)));
+        asked.then(|| self.state.zxid())
     }
 
     /// Replaces the state with a Raft snapshot's image (`raft_snapshot.rs`), which stands at
@@ -923,6 +809,85 @@ impl Core {
             "installed a snapshot"
         );
         Ok(())
+    }
+}
+
+/// The core's inbox as the consensus glue sends to it (seam.rs): each call becomes its
+/// `CoreMsg`, a request paired here with the one-shot channel its answer comes back on.
+impl CoreInbox for mpsc::Sender<CoreMsg> {
+    type Answer<T: Send + 'static> = Answer<T>;
+
+    async fn tell(&self, n: Notice) -> Result<(), CoreGone> {
+        self.send(notice(n)).await.map_err(|_| CoreGone)
+    }
+
+    fn try_tell(&self, n: Notice) -> bool {
+        self.try_send(notice(n)).is_ok()
+    }
+
+    async fn committed(&self, batch: CommittedBatch) -> Result<Answer<()>, CoreGone> {
+        let (ack, done) = oneshot::channel();
+        let CommittedBatch {
+            items,
+            at,
+            log_bytes,
+        } = batch;
+        let m = CoreMsg::Committed {
+            items,
+            at,
+            log_bytes,
+            ack,
+        };
+        self.send(m).await.map_err(|_| CoreGone)?;
+        Ok(Answer(done))
+    }
+
+    async fn image(&self) -> Result<Answer<Image>, CoreGone> {
+        let (tx, rx) = oneshot::channel();
+        self.send(CoreMsg::Image(tx)).await.map_err(|_| CoreGone)?;
+        Ok(Answer(rx))
+    }
+
+    async fn install(
+        &self,
+        image: Vec<u8>,
+        at: Option<LogPos>,
+    ) -> Result<Answer<Result<(), String>>, CoreGone> {
+        let (ack, done) = oneshot::channel();
+        let m = CoreMsg::Install { image, at, ack };
+        self.send(m).await.map_err(|_| CoreGone)?;
+        Ok(Answer(done))
+    }
+
+    async fn forwarded(
+        &self,
+        ops: Vec<Forward>,
+    ) -> Result<Answer<Option<Vec<SyncPoint>>>, CoreGone> {
+        let (tx, rx) = oneshot::channel();
+        let m = CoreMsg::Forwarded(ops, Some(tx));
+        self.send(m).await.map_err(|_| CoreGone)?;
+        Ok(Answer(rx))
+    }
+}
+
+fn notice(n: Notice) -> CoreMsg {
+    match n {
+        Notice::Role(v) => CoreMsg::Role(v),
+        Notice::SyncPoints(p) => CoreMsg::SyncPoints(p),
+        Notice::Touched(ids) => CoreMsg::Touched(ids),
+        Notice::ForwardFailed(f) => CoreMsg::ForwardFailed(f),
+        Notice::Shutdown => CoreMsg::Shutdown,
+    }
+}
+
+/// The core's answer to a request of the glue: `CoreGone` if it dropped the request.
+pub struct Answer<T>(oneshot::Receiver<T>);
+
+impl<T> Future for Answer<T> {
+    type Output = Result<T, CoreGone>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx).map_err(|_| CoreGone)
     }
 }
 

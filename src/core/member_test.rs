@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 pub(crate) struct Node {
     pub(crate) core: Core,
     pub(crate) proposals: UnboundedReceiver<Vec<Proposed>>,
-    pub(crate) to_leader: UnboundedReceiver<ToLeader>,
+    pub(crate) to_leader: tokio::sync::mpsc::Receiver<ToLeader>,
 }
 
 use crate::core::tests::cfg;
@@ -30,7 +30,7 @@ pub(crate) fn node_with(
     members: Vec<crate::membership::members::Member>,
 ) -> Node {
     let (p_tx, proposals) = unbounded_channel();
-    let (l_tx, to_leader) = unbounded_channel();
+    let (l_tx, to_leader) = tokio::sync::mpsc::channel(crate::limits::FORWARD_QUEUE);
     let mut core = Core::new(cfg, Box::new(Proposer::new(p_tx.clone())));
     core.join(MemberLinks {
         myid,
@@ -38,7 +38,7 @@ pub(crate) fn node_with(
         info: Default::default(),
         propose: p_tx,
         to_leader: l_tx,
-        snapshot: unbounded_channel().0,
+        snapshot: tokio::sync::mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS).0,
         snap_count: 100_000,
         read_only: None,
         members,
@@ -708,4 +708,54 @@ fn a_handshake_whose_forward_failed_is_closed_not_left_waiting() {
     // Both clients try again and get sessions once the leader is reachable.
     let (_, id, _) = session_on_follower(&mut p, 42);
     assert_eq!(id >> 56, 2);
+}
+
+/// The forwarder's queue full (limits.rs `FORWARD_QUEUE`: calls to a leader that does not
+/// answer): the follower keeps its forwards, in order, and sends them at a later turn; a
+/// tick's touch is skipped rather than queued. The core thread waits for nothing.
+#[test]
+fn a_full_forward_queue_keeps_the_forwards_for_a_later_turn_and_skips_touches() {
+    let mut p = Pair::new(3);
+    let (mut c, _, _) = session_on_follower(&mut p, 10);
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.try_send(ToLeader::Touch(Vec::new()))
+        .expect("room for one");
+    p.nodes[1]
+        .core
+        .member
+        .as_mut()
+        .expect("a member")
+        .links
+        .to_leader = tx;
+    p.nodes[1].to_leader = rx;
+    request(&mut p.nodes[1], &c, 1, create("/a", 0));
+    p.nodes[1].core.flush_forwards();
+    request(&mut p.nodes[1], &c, 2, create("/b", 0));
+    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.report_sessions();
+    let kept: Vec<i32> = p.nodes[1]
+        .core
+        .member
+        .as_ref()
+        .expect("a member")
+        .queued
+        .iter()
+        .map(|f| f.cxid)
+        .collect();
+    assert_eq!(kept, [1, 2], "both forwards kept, in order");
+    assert!(
+        matches!(p.nodes[1].to_leader.try_recv(), Ok(ToLeader::Touch(ids)) if ids.is_empty()),
+        "only what filled the queue"
+    );
+    assert!(
+        p.nodes[1].to_leader.try_recv().is_err(),
+        "the tick's touch was skipped"
+    );
+    p.settle();
+    let r = replies(&mut c);
+    assert_eq!(
+        r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
+        vec![(1, 0), (2, 0)],
+        "both answered once the queue had room"
+    );
 }

@@ -17,10 +17,10 @@ fn member(myid: u64) -> Core {
 }
 
 /// A member and what it asks Raft for (snapshots).
-fn member_asking(myid: u64, snap_count: u64) -> (Core, tokio::sync::mpsc::UnboundedReceiver<()>) {
-    let (s_tx, s_rx) = unbounded_channel();
+fn member_asking(myid: u64, snap_count: u64) -> (Core, tokio::sync::mpsc::Receiver<()>) {
+    let (s_tx, s_rx) = tokio::sync::mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS);
     let (p_tx, _) = unbounded_channel();
-    let (l_tx, _) = unbounded_channel();
+    let (l_tx, _) = tokio::sync::mpsc::channel(crate::limits::FORWARD_QUEUE);
     let cfg = crate::core::tests::cfg();
     let mut core = Core::new(cfg, Box::new(Proposer::new(p_tx.clone())));
     core.join(MemberLinks {
@@ -222,7 +222,13 @@ fn a_member_asks_raft_for_a_snapshot_by_txns_applied_and_on_csnp() {
         "30 txns, snapCount 10: {count} requests"
     );
     assert_eq!(a.ask_raft_snapshot(), Some(z), "csnp asks at once");
+    assert_eq!(
+        a.ask_raft_snapshot(),
+        Some(z),
+        "a csnp while an ask waits joins it (RAFT_SNAPSHOT_ASKS)"
+    );
     assert!(asked.try_recv().is_ok());
+    assert!(asked.try_recv().is_err(), "one ask waits at most");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 fn member(grace: Option<Duration>) -> Core {
     let (p_tx, _) = unbounded_channel();
-    let (l_tx, _) = unbounded_channel();
+    let (l_tx, _) = tokio::sync::mpsc::channel(crate::limits::FORWARD_QUEUE);
     let mut core = Core::new(
         crate::core::tests::cfg(),
         Box::new(Proposer::new(p_tx.clone())),
@@ -24,7 +24,7 @@ fn member(grace: Option<Duration>) -> Core {
         info: Default::default(),
         propose: p_tx,
         to_leader: l_tx,
-        snapshot: unbounded_channel().0,
+        snapshot: tokio::sync::mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS).0,
         snap_count: 100_000,
         read_only: grace,
         members: Vec::new(),

@@ -163,9 +163,18 @@ async fn membership_changes_interleaved_with_leader_stops_do_not_panic_openraft(
     let cfg = config();
     let mut slots = Vec::new();
     for id in 1..=5u64 {
-        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = l.local_addr().expect("addr").to_string();
-        drop(l);
+        // Below Linux's ephemeral range (32768..): a port the kernel hands out for other
+        // tests' connections and `:0` binds could take a stopped member's address before it
+        // starts again (seen once: "the slot's address again").
+        let mut addr = None;
+        while addr.is_none() {
+            let a = format!("127.0.0.1:{}", fastrand::u16(20_000..32_000));
+            if let Ok(l) = TcpListener::bind(&a).await {
+                drop(l);
+                addr = Some(a);
+            }
+        }
+        let addr = addr.expect("chosen above");
         let dir = tempfile::tempdir().expect("dir");
         slots.push(Slot {
             id,

@@ -175,7 +175,7 @@ impl Writer {
             }
             Err(e) => {
                 // Broken from here on: every later append fails too (and the member stops:
-                // member.rs `stop_on_log_failure`). Logged once.
+                // fail_safe.rs `stop_on_log_failure`). Logged once.
                 if !self.broken {
                     tracing::error!(error = %e, "the Raft log could not be written: this member commits nothing more");
                 }

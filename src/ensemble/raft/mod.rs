@@ -2,24 +2,30 @@
 //! log store on `wal/` and the state-machine adapter. Only this folder names openraft's
 //! types, so that a move to 0.10 touches nothing else.
 
+mod applier;
 pub mod durable;
 pub mod election;
+mod fail_safe;
+mod forwarder;
 pub mod log_store;
 mod log_thread;
-pub mod member;
 pub mod network;
 pub mod peer;
+mod proposer;
 pub mod purged;
 pub mod reconfig;
 pub mod recovery;
+mod roles;
 mod sealed;
 pub mod snapshot_buf;
 pub mod snapshot_file;
+mod snapshots;
 pub mod state_machine;
 pub mod storage;
 pub mod transfer;
 pub mod types;
 pub mod vote;
+pub mod wiring;
 
 #[cfg(test)]
 #[path = "chaos_test.rs"]

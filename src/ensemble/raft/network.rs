@@ -12,9 +12,9 @@
 use super::durable::Durable;
 use super::peer::vote_ok;
 use super::types::{NodeId, TypeConfig};
-use crate::core::member::{Forward, SyncPoint};
 use crate::ensemble::link::{self, read_frame, write_frame, Directory, Link, Peer, Security};
 use crate::limits::{PEER_APPEND_BYTES, PEER_FRAME};
+use crate::seam::{Forward, SyncPoint};
 use openraft::error::{
     InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError, Timeout,
     Unreachable,

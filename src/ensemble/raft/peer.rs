@@ -21,9 +21,8 @@
 
 use super::network::{JoinReply, PeerHandler, PeerRequest};
 use super::types::{NodeId, Proposal, TypeConfig};
-use crate::core::member::{Forward, SyncPoint};
-use crate::core::CoreMsg;
 use crate::limits::MAX_TXN_BYTES;
+use crate::seam::{CoreInbox, Forward, Notice, SyncPoint};
 use openraft::error::{InstallSnapshotError, RaftError};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
@@ -32,7 +31,6 @@ use openraft::raft::{
 use openraft::{EntryPayload, Raft, ServerState, Vote};
 use palisade_proto::Txn;
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, oneshot};
 
 /// The highest term a member takes: a zxid carries its term as the upper half of a positive
 /// i64 (zxid = term << 32 | counter), and openraft adds one to a term it adopts.
@@ -99,7 +97,7 @@ fn check_proposal(p: &Proposal, term: u64, last: &mut Option<i64>) -> Result<(),
         if zxid <= 0 || epoch as u64 > term {
             return Err(format!("txn zxid {zxid:#x} in an entry of term {term}"));
         }
-        // Txns of an earlier term are skipped at apply (member.rs `committed_txn`); those of
+        // Txns of an earlier term are skipped at apply (applier.rs `committed_txn`); those of
         // the entry's term must rise.
         if epoch as u64 == term {
             if last.is_some_and(|l| zxid <= l) {
@@ -153,9 +151,9 @@ impl Incoming {
 }
 
 /// What answers the peer port: Raft's RPCs, and on the leader its followers' forwards.
-pub struct Peer {
+pub struct Peer<C: CoreInbox> {
     pub raft: Raft<TypeConfig>,
-    pub core: mpsc::Sender<CoreMsg>,
+    pub core: C,
     pub me: NodeId,
     pub reconfig: bool,
     /// The lease: how long after a quorum acknowledged it a leader refuses votes.
@@ -169,7 +167,7 @@ pub struct Peer {
     pub log: Option<super::log_store::LogView>,
 }
 
-impl Peer {
+impl<C: CoreInbox> Peer<C> {
     fn current(&self) -> (u64, Vote<NodeId>) {
         let m = self.raft.metrics();
         let m = m.borrow();
@@ -177,7 +175,7 @@ impl Peer {
     }
 }
 
-impl PeerHandler for Peer {
+impl<C: CoreInbox> PeerHandler for Peer<C> {
     fn admit(&self, _from: NodeId, req: &PeerRequest) -> Result<(), String> {
         let (term, vote) = self.current();
         match req {
@@ -195,7 +193,7 @@ impl PeerHandler for Peer {
                         // Not an input to refuse and retry: this member's history is not the
                         // ensemble's, so it stops, and says so at every start.
                         tracing::error!(error = %e, "this member stops");
-                        let _ = self.core.try_send(CoreMsg::Shutdown);
+                        let _ = self.core.try_tell(Notice::Shutdown);
                         return Err(e);
                     }
                 }
@@ -266,16 +264,12 @@ impl PeerHandler for Peer {
         if self.raft.metrics().borrow().current_leader != Some(self.me) {
             return None;
         }
-        let (tx, rx) = oneshot::channel();
-        self.core
-            .send(CoreMsg::Forwarded(ops, Some(tx)))
-            .await
-            .ok()?;
-        rx.await.ok().flatten()
+        let answer = self.core.forwarded(ops).await.ok()?;
+        answer.await.ok().flatten()
     }
 
     async fn touch(&self, _from: NodeId, ids: Vec<(i64, u64)>) {
-        let _ = self.core.send(CoreMsg::Touched(ids)).await;
+        let _ = self.core.tell(Notice::Touched(ids)).await;
     }
 
     async fn join(&self, id: NodeId, addr: String) -> JoinReply {

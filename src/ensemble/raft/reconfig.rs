@@ -122,7 +122,7 @@ pub async fn reconcile(
             );
         }
         // A leader a reconfig left out of the voters leads on until it steps down
-        // (member.rs `roles`); one that a later reconfig puts back (removed and added again
+        // (roles.rs `roles`); one that a later reconfig puts back (removed and added again
         // at once) makes that change itself, or the configuration and Raft's voters differ
         // for good and it reports itself an observer.
         let leads = {
@@ -223,7 +223,7 @@ pub async fn listen_as_configured<H: PeerHandler>(
     }
 }
 
-/// The peer side of a join: `id` at `addr` asks this member (raft/member.rs `Peer`).
+/// The peer side of a join: `id` at `addr` asks this member (raft/peer.rs `Peer`).
 pub async fn answer_join(
     raft: &Raft<TypeConfig>,
     me: NodeId,

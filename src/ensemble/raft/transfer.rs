@@ -19,13 +19,13 @@
 
 use super::network::{Network, PeerRequest};
 use super::types::{NodeId, TypeConfig};
-use crate::core::member::LeadershipAsk as Ask;
+use crate::seam::LeadershipAsk as Ask;
 use openraft::{Raft, ServerState};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
-/// Set while this leader hands over: it orders no writes (`member.rs` `roles` watches it).
+/// Set while this leader hands over: it orders no writes (`roles.rs` `roles` watches it).
 #[derive(Clone)]
 pub struct Yielding(Arc<watch::Sender<bool>>);
 

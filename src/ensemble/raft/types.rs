@@ -52,12 +52,12 @@ openraft::declare_raft_types!(
     pub TypeConfig:
         D = Proposal,
         R = (),
-        NodeId = u64,
+        NodeId = crate::seam::MemberId,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
         SnapshotData = super::snapshot_buf::SnapshotBuf,
         AsyncRuntime = openraft::TokioRuntime,
 );
 
-pub type NodeId = u64;
+pub type NodeId = crate::seam::MemberId;
 pub type Node = openraft::BasicNode;
