@@ -144,3 +144,7 @@ pub const RAFT_SNAPSHOT_ASKS: usize = 1;
 /// sends them at its next turn (a tick at the latest), and skips the touch (the next tick's
 /// says the same, newer): it never waits, and no write is dropped.
 pub const FORWARD_QUEUE: usize = 1024;
+
+/// The highest last processed zxid a restored snapshot may carry: the server's zxids go on
+/// past it (a no-op, then an epoch's writes), so a stream claiming more is refused.
+pub const RESTORE_MAX_ZXID: i64 = i64::MAX - (1 << 32);

@@ -307,6 +307,17 @@ async fn restore(st: &AdminState, body: axum::body::Body) -> Response {
             Some("not a snapshot stream with its last processed zxid"),
         );
     };
+    // The restored state goes on past this zxid (core/restore.rs): an epoch's worth of room,
+    // and none below zero, or the stream is refused rather than the core's zxids overflowing.
+    if !(0..=crate::limits::RESTORE_MAX_ZXID).contains(&zxid) {
+        return bare(
+            StatusCode::BAD_REQUEST,
+            RESTORE,
+            Some(&format!(
+                "the stream's last processed zxid {zxid:#x} is out of range"
+            )),
+        );
+    }
     let decoded =
         tokio::task::spawn_blocking(move || crate::migrate::import::from_stream(bytes, zxid)).await;
     let state = match decoded {

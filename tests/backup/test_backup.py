@@ -427,6 +427,10 @@ def test_restore_into_a_running_server_is_durable_and_never_reuses_a_suffix(tmp_
         assert post_restore(s, backup.read_bytes(), auth=None)[0] == 401
         status, answer = post_restore(s, b"not a snapshot")
         assert status == 400 and answer["command"] == "restore", answer
+        # A well-sealed stream claiming the last zxid there is: refused, the server serves on
+        # (the core's zxids would have had nowhere to go).
+        assert post_restore(s, with_zxid(backup.read_bytes(), 2**63 - 1))[0] == 400
+        assert old.exists("/app/a") is not None
         status, answer = post_restore(s, backup.read_bytes())
         assert status == 200 and answer["error"] is None, answer
         assert answer["last_zxid"] > zxid_before, answer
@@ -513,3 +517,12 @@ def test_a_crash_during_a_restore_leaves_one_state_or_the_other(tmp_path, point,
             assert got == live
     finally:
         back.stop()
+
+
+def with_zxid(stream, zxid):
+    """The stream with another last processed zxid, sealed again (its third section: the zxid,
+    then Adler32 of everything before it and ZooKeeper's "/" seal)."""
+    import struct
+    import zlib
+    head = stream[:len(stream) - 13 - 8] + struct.pack(">q", zxid)
+    return head + struct.pack(">q", zlib.adler32(head)) + b"\x00\x00\x00\x01/"
