@@ -159,40 +159,51 @@ def load(hosts, stop, counts):
         zk.close()
 
 
+def backup_during_load(load_hosts, url, out):
+    """`palisade backup` from `url` into `out` while a kazoo client writes through
+    `load_hosts`; the snapshot's file name and zxid."""
+    stop, counts = threading.Event(), []
+    t = threading.Thread(target=load, args=(load_hosts, stop, counts))
+    t.start()
+    time.sleep(1.0)
+    palisade_cli("backup", "--url", url, "--auth", AUTH, "--out", str(out))
+    time.sleep(0.5)
+    stop.set()
+    t.join(timeout=30)
+    assert counts and counts[0] > 50, counts
+    [snap] = [p for p in os.listdir(out) if p.startswith("snapshot.")]
+    return snap, int(snap.split(".")[1], 16)
+
+
+def assert_one_state(got, after, z, unequal=()):
+    """`got` (a restored backup of zxid `z`) is the source's state at `z`: written while the
+    backup ran, some before its zxid and some after; no node later than `z`; every node the
+    zxid covers, equal on every field to the source's (`after`) where nothing changed since
+    (paths under `unequal` excepted)."""
+    loaded = [p for p in got if p.startswith("/load/")]
+    assert 0 < len(loaded) < len([p for p in after if p.startswith("/load/")])
+    for p, v in got.items():
+        assert v["stat"]["czxid"] <= z, (p, v)
+        assert v["stat"]["mzxid"] <= z and v["stat"]["pzxid"] <= z, (p, v)
+    for p, v in after.items():
+        st = v["stat"]
+        if st["czxid"] > z:
+            assert p not in got, p
+            continue
+        assert p in got, p
+        if st["mzxid"] <= z and st["pzxid"] <= z and p != "/" and not p.startswith(unequal):
+            assert got[p] == v, p
+
+
 def test_a_backup_under_write_load_is_one_consistent_state(tmp_path):
     src = Palisade(28414, 28415, extra=["admin.rateLimiterIntervalInMS=0"])
     restored = None
     try:
-        stop, counts = threading.Event(), []
-        t = threading.Thread(target=load, args=(src.hosts, stop, counts))
-        t.start()
-        time.sleep(1.0)
-        out = palisade_cli("backup", "--url", src.url(), "--auth", AUTH, "--out", str(tmp_path))
-        time.sleep(0.5)
-        stop.set()
-        t.join(timeout=30)
-        assert counts and counts[0] > 50, counts
-        [snap] = [p for p in os.listdir(tmp_path) if p.startswith("snapshot.")]
-        z = int(snap.split(".")[1], 16)
+        snap, z = backup_during_load(src.hosts, src.url(), tmp_path)
         after = tree(src.hosts)
         palisade_cli("restore", "--file", str(tmp_path / snap), "--data-dir", str(tmp_path / "r1"))
         restored = Palisade(28416, 28417, data_dir=str(tmp_path / "r1"))
-        got = tree(restored.hosts)
-        # Written while the backup ran: some before its zxid, some after.
-        loaded = [p for p in got if p.startswith("/load/")]
-        assert 0 < len(loaded) < len([p for p in after if p.startswith("/load/")]), out
-        for p, v in got.items():
-            assert v["stat"]["czxid"] <= z, (p, v)
-            assert v["stat"]["mzxid"] <= z and v["stat"]["pzxid"] <= z, (p, v)
-        # Every node the backup's zxid covers, as the source has it where nothing changed since.
-        for p, v in after.items():
-            st = v["stat"]
-            if st["czxid"] > z:
-                assert p not in got, p
-                continue
-            assert p in got, p
-            if st["mzxid"] <= z and st["pzxid"] <= z and p != "/":
-                assert got[p] == v, p
+        assert_one_state(tree(restored.hosts), after, z)
         restored.stop()
         restored = None
         # A backup of the quiet server: every node, every field.
@@ -343,18 +354,8 @@ def test_a_backup_from_an_ensemble_follower_under_load_is_one_consistent_state(t
     restored = None
     try:
         leader, follower = ens.leader(), ens.follower()
-        stop, counts = threading.Event(), []
-        t = threading.Thread(target=load, args=("127.0.0.1:%d" % leader["client"], stop, counts))
-        t.start()
-        time.sleep(1.0)
-        url = "http://127.0.0.1:%d/commands" % follower["admin"]
-        palisade_cli("backup", "--url", url, "--auth", AUTH, "--out", str(tmp_path))
-        time.sleep(0.5)
-        stop.set()
-        t.join(timeout=30)
-        assert counts and counts[0] > 50, counts
-        [snap] = [p for p in os.listdir(tmp_path) if p.startswith("snapshot.")]
-        z = int(snap.split(".")[1], 16)
+        snap, z = backup_during_load("127.0.0.1:%d" % leader["client"],
+                                     "http://127.0.0.1:%d/commands" % follower["admin"], tmp_path)
         zk = connect("127.0.0.1:%d" % follower["client"])
         zk.sync("/")
         zk.stop()
@@ -362,19 +363,8 @@ def test_a_backup_from_an_ensemble_follower_under_load_is_one_consistent_state(t
         after = tree("127.0.0.1:%d" % follower["client"])
         palisade_cli("restore", "--file", str(tmp_path / snap), "--data-dir", str(tmp_path / "r"))
         restored = Palisade(28416, 28417, data_dir=str(tmp_path / "r"))
-        got = tree(restored.hosts)
-        loaded = [p for p in got if p.startswith("/load/")]
-        assert 0 < len(loaded) < len([p for p in after if p.startswith("/load/")])
-        for p, v in after.items():
-            st = v["stat"]
-            if st["czxid"] > z:
-                assert p not in got, p
-                continue
-            assert p in got, p
-            if st["mzxid"] <= z and st["pzxid"] <= z and p != "/" and not p.startswith("/zookeeper"):
-                assert got[p] == v, p
-        for p, v in got.items():
-            assert v["stat"]["czxid"] <= z and v["stat"]["mzxid"] <= z, (p, v)
+        # (a standalone server's /zookeeper/config is not a member's)
+        assert_one_state(tree(restored.hosts), after, z, unequal=("/zookeeper",))
     finally:
         if restored:
             restored.stop()

@@ -57,15 +57,7 @@ def test_a_survivor_forced_alone_serves_its_data_and_the_ensemble_grows_back(ens
     for m in lost:
         m.write_config()
         m.start()
-    for m in lost:
-        # The leader refuses (NEWCONFIGNOQUORUM) until the joiner has synced as a learner.
-        def add(m=m):
-            try:
-                return zk.reconfig(joining=line(m, client=True), leaving=None,
-                                   new_members=None) is not None
-            except NewConfigNoQuorumError:
-                return False
-        assert wait_until(add, 30), c.diagnose("%r was not added back" % m)
+    add_back(c, zk, lost)
     assert wait_until(lambda: sorted(x.mode() or "" for x in c.members)
                       == ["follower", "follower", "leader"], 30), c.diagnose("not grown back")
     leader_of(c)
@@ -133,15 +125,21 @@ def test_an_ensemble_from_a_backup(ensemble, kind, tmp_path):
     first.extra_args = []
     for m in rest:
         m.start()
-    for m in rest:
+    add_back(c, zk, rest)
+    assert wait_until(lambda: sorted(x.mode() or "" for x in c.members)
+                      == ["follower", "follower", "leader"], 30), c.diagnose("not grown")
+    assert_members_equal(c, "/kept")
+    c.release(zk)
+
+
+def add_back(c, zk, members):
+    """Adds each started member by reconfig; the leader refuses (NEWCONFIGNOQUORUM) until the
+    joiner has synced as a learner."""
+    for m in members:
         def add(m=m):
             try:
                 return zk.reconfig(joining=line(m, client=True), leaving=None,
                                    new_members=None) is not None
             except NewConfigNoQuorumError:
                 return False
-        assert wait_until(add, 30), c.diagnose("%r was not added" % m)
-    assert wait_until(lambda: sorted(x.mode() or "" for x in c.members)
-                      == ["follower", "follower", "leader"], 30), c.diagnose("not grown")
-    assert_members_equal(c, "/kept")
-    c.release(zk)
+        assert wait_until(add, 30), c.diagnose("%r was not added back" % m)
