@@ -54,6 +54,9 @@ cargo test --workspace --locked --release
 # (dev-dependencies included), so nothing is compiled twice: a no-op after cargo test.
 step "build the server and the tools"
 cargo build --workspace --release --locked --bins --tests
+# The benchmarks' own builds (of fewer packages, so other features, so a recompile of about a
+# minute each) are skipped: they run what was just built.
+export PALISADE_PREBUILT=1
 
 
 # Palisade on loopback with the same settings the reference ZooKeeper gets. A super digest

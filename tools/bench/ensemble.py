@@ -409,8 +409,7 @@ def main():
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its reconnect warnings are expected
     # A --palisade of one's own (another build to measure) is taken as it is.
     own = ["-p", "palisade"] if a.palisade == driver.PALISADE else []
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q", *own, "-p", "palisade-bench"],
-                   cwd=ROOT, check=True, timeout=3600)
+    driver.cargo_build(*own, "-p", "palisade-bench")
     work = tempfile.mkdtemp(prefix="palisade-ensemble-bench-")
     t_start = time.time()
     results, raw, notes = {}, [], []

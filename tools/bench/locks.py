@@ -193,8 +193,7 @@ def main():
     if not chosen:
         sys.exit(f"--only {a.only!r} matches no row")
     t_start = time.time()
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "palisade"],
-                   cwd=ROOT, check=True, timeout=3600)
+    driver.cargo_build("-p", "palisade")
     independent.build_zkc()
     work = tempfile.mkdtemp(prefix="palisade-locks-bench-")
     results, notes = {}, []

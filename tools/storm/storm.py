@@ -98,6 +98,12 @@ class Session:
         self.reconnects = []  # seconds from a drop until the session was back
         self.expired = False
         self.writer = None
+        self.errors = {}  # error kind -> count, for the diagnosis of a round that stalls
+        # Set at the round's end: every loop below ends by itself, since a cancellation can be
+        # lost (Python 3.11's wait_for swallows one that races its inner future), and one lost
+        # among 10,000 tasks left a round waiting forever.
+        self.stopping = False
+        self.settled = asyncio.Event()  # connected once, or expired: the opening phase's wait
 
     async def _connect_once(self):
         host, port = self.hosts[self.next % len(self.hosts)]
@@ -112,6 +118,7 @@ class Session:
         if timeout <= 0:
             writer.close()
             self.expired = True
+            self.settled.set()
             raise ConnectionError("session expired")
         self.session_id, self.passwd = sid, body[20:20 + plen]
         self.timeout_ms = timeout
@@ -121,12 +128,15 @@ class Session:
     async def run(self):
         """Until cancelled: connected, or reconnecting."""
         first = True
-        while not self.expired:
+        while not self.expired and not self.stopping:
             try:
                 if not first and self.jitter_ms:
                     await asyncio.sleep(random.random() * self.jitter_ms / 1000)
                 reader, writer = await self._connect_once()
-            except (OSError, ConnectionError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+            except (OSError, ConnectionError, asyncio.TimeoutError, asyncio.IncompleteReadError,
+                    struct.error) as e:
+                kind = type(e).__name__
+                self.errors[kind] = self.errors.get(kind, 0) + 1
                 first = False
                 if self.next % len(self.hosts) == 0:
                     await asyncio.sleep(0.1)  # every member tried: a short pause
@@ -137,10 +147,13 @@ class Session:
                 self.dropped_at = None
             self.writer = writer
             self.connected.set()
+            self.settled.set()
             try:
                 await self._ping_loop(reader, writer)
-            except (OSError, ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError):
-                pass
+            except (OSError, ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError,
+                    struct.error) as e:
+                kind = "dropped:" + type(e).__name__
+                self.errors[kind] = self.errors.get(kind, 0) + 1
             self.connected.clear()
             self.dropped_at = time.monotonic()
             self.host = None
@@ -153,14 +166,14 @@ class Session:
         every = self.timeout_ms / 3000
 
         async def pinger():
-            while True:
+            while not self.stopping:
                 writer.write(frame(struct.pack(">ii", XID_PING, OP_PING)))
                 await writer.drain()
                 await asyncio.sleep(every)
 
         p = asyncio.create_task(pinger())
         try:
-            while True:
+            while not self.stopping:
                 body = await asyncio.wait_for(read_frame(reader), 2 * every)
                 _xid, zxid, _err = struct.unpack(">iqi", body[:16])
                 if zxid > 0:
@@ -238,6 +251,22 @@ def ms(s):
     return None if s is None else round(s * 1000, 2)
 
 
+def diagnose(sessions, tasks, why):
+    """What the sessions are doing, for a round that stalls (printed, then it ends)."""
+    errors = {}
+    for s in sessions:
+        for k, n in s.errors.items():
+            errors[k] = errors.get(k, 0) + n
+    died = [t for t in tasks if t.done() and not t.cancelled() and t.exception()]
+    print(json.dumps({
+        "diagnosis": why, "sessions": len(sessions),
+        "connected": sum(s.connected.is_set() for s in sessions),
+        "never_connected": sum(not s.settled.is_set() for s in sessions),
+        "expired": sum(s.expired for s in sessions), "errors": errors,
+        "tasks_died": len(died), "first_death": repr(died[0].exception()) if died else None,
+    }), flush=True)
+
+
 async def storm(ens, args):
     hosts = [("127.0.0.1", p) for p in ens.ports]
     leader = ens.leader()
@@ -255,12 +284,21 @@ async def storm(ens, args):
                                 args.jitter_ms))
     tasks = []
     t_open = time.monotonic()
+
+    async def settled(group):
+        try:
+            await asyncio.wait_for(asyncio.gather(*(x.settled.wait() for x in group)),
+                                   max(1.0, t_open + args.deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            diagnose(sessions, tasks, "sessions still opening at the deadline")
+            raise
     for i, s in enumerate(sessions):
         tasks.append(asyncio.create_task(s.run()))
         if i % 200 == 199:  # a few hundred handshakes in flight at a time
-            await asyncio.gather(*(x.connected.wait() for x in sessions[i - 199:i + 1]))
-    await asyncio.wait_for(asyncio.gather(*(s.connected.wait() for s in sessions)),
-                           args.deadline)
+            await settled(sessions[i - 199:i + 1])
+    await settled(sessions)
+    if any(s.expired for s in sessions):
+        diagnose(sessions, tasks, "sessions expired while opening")
     opened_s = time.monotonic() - t_open
     probes = [Probe(hosts[stay[i % len(stay)]], f"/storm-probe-{i}") for i in range(args.probes)]
     probe_tasks = [asyncio.create_task(p.run(stop)) for p in probes]
@@ -280,9 +318,15 @@ async def storm(ens, args):
     cpu1 = {i: cpu_seconds(ens.procs[i].pid) for i in stay}
     storm_s = t_all - t_kill
     stop.set()
+    for s in sessions:
+        s.stopping = True
+        if s.writer is not None:
+            s.writer.close()  # its read ends at once
     for t in tasks:
         t.cancel()
-    await asyncio.gather(*tasks, *probe_tasks, return_exceptions=True)
+    _done, left = await asyncio.wait(tasks + probe_tasks, timeout=30)
+    if left:
+        print(f"{len(left)} client tasks did not end within 30 s of the round's end", flush=True)
     times = [s.reconnects[0] for s in on_victim if s.reconnects]
     cpu = sum(cpu1[i] - cpu0[i] for i in stay)
     return {
@@ -327,6 +371,8 @@ def main():
                     help="the servers' ports: 9 from here per round (client, peer, election)")
     ap.add_argument("--deadline", type=float, default=180.0)
     ap.add_argument("--json", help="append each round's figures to this file as a JSON line")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds per kind, interleaved (the order reversed every other round)")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -338,17 +384,50 @@ def main():
     bench_ensemble.free_ports = ports_from(args.port_base)
     work = os.environ.get("TMPDIR", "/tmp")
     kinds = ["palisade", "zookeeper"] if args.kind == "both" else [args.kind]
-    for kind in kinds:
-        ens = Ensemble(kind, work)
-        try:
-            ens.start()
-            r = asyncio.run(storm(ens, args))
-        finally:
-            ens.stop()
-        print(json.dumps(r, indent=1))
-        if args.json:
-            with open(args.json, "a") as f:
-                f.write(json.dumps(r) + "\n")
+    results = []
+    for rnd in range(args.rounds):
+        for kind in kinds if rnd % 2 == 0 else kinds[::-1]:
+            ens = Ensemble(kind, work)
+            try:
+                ens.start()
+                r = asyncio.run(storm(ens, args))
+            finally:
+                ens.stop()
+            r["round"] = rnd + 1
+            results.append(r)
+            print(json.dumps(r, indent=1), flush=True)
+            if args.json:
+                with open(args.json, "a") as f:
+                    f.write(json.dumps(r) + "\n")
+    print(summary(results, kinds))
+
+
+def summary(results, kinds):
+    """Medians over the rounds, one column per kind."""
+    def med(kind, get):
+        xs = sorted(v for v in (get(r) for r in results if r["kind"] == kind) if v is not None)
+        return xs[len(xs) // 2] if xs else None
+    rows = [
+        ("rounds", lambda r: 1, "count"),
+        ("every session back (rounds)", lambda r: int(r["all_back"]), "count"),
+        ("sessions expired", lambda r: r["expired"], "sum"),
+        ("time until all are back, s", lambda r: r["time_to_all_s"], "median"),
+        ("reconnect p99, s", lambda r: r["reconnect_p99_s"], "median"),
+        ("others' p99 during the storm, ms", lambda r: r["probes_during"]["p99_ms"], "median"),
+        ("others' max during the storm, ms", lambda r: r["probes_during"]["max_ms"], "median"),
+        ("survivors' CPU during the storm, s", lambda r: r["survivors_cpu_s"], "median"),
+        ("sessions opened in, s", lambda r: r["sessions_opened_s"], "median"),
+        ("load average (1 min) at the end", lambda r: r["loadavg_1m"], "median"),
+    ]
+    out = ["| figure | " + " | ".join(kinds) + " |", "|---" * (len(kinds) + 1) + "|"]
+    for name, get, how in rows:
+        cells = []
+        for k in kinds:
+            mine = [get(r) for r in results if r["kind"] == k]
+            v = sum(mine) if how in ("count", "sum") else med(k, get)
+            cells.append("–" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v)))
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
