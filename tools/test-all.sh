@@ -141,15 +141,28 @@ run_suite "kazoo and Curator recipes across a 3-member Palisade ensemble" \
 run_suite "lock recipes with fencing tokens across a 3-member Palisade ensemble" \
   tests/locks/run.sh "$ens_hosts"
 tests/support/palisade_ensemble.sh stop "$ens"
-# Ensembles of their own (3 and 5 members, ports 24100+ and 24400+): formation, replication
+# Ensembles of their own (3 and 5 members, ports 24100-24399): formation, replication
 # compared member by member, kill -9 / SIGSTOP of the leader under load with election times,
 # rejoin, minority, the seed scenario, sessions moving, expiry, sessions across a quorum outage,
-# Curator across failover; the
-# same suite against ZooKeeper 3.8's QuorumPeerMain (PALISADE_REFZK=1) shows it tests the right thing.
-run_suite "ensemble suite against Palisade (3 and 5 members)" tests/ensemble/run.sh
-if [ "$refzk" = 1 ]; then
-  run_suite "ensemble suite against ZooKeeper 3.8 (QuorumPeerMain)" env ENSEMBLE_KIND=zookeeper tests/ensemble/run.sh
-fi
+# Curator across failover; the same suite against ZooKeeper 3.8's QuorumPeerMain
+# (PALISADE_REFZK=1) shows it tests the right thing.
+# It runs (about 4.5 minutes) beside the functional suites that follow, up to the one-config
+# suite: they share no port, and mostly wait (on elections, session timeouts, JVMs starting),
+# so the two cores are not idle meanwhile. The suites with CPU or latency ceilings (hostile
+# clients and peers, the benchmarks, Jepsen) run after it, alone. PALISADE_SERIAL=1: one at a time.
+step "ensemble suite against Palisade (3 and 5 members): started, beside the suites below"
+ens_suite_log=$work/ensemble-suite.log
+tests/ensemble/run.sh > "$ens_suite_log" 2>&1 &
+ens_suite_pid=$!
+pids+=("$ens_suite_pid")
+ens_suite_done() {
+  step "ensemble suite against Palisade (3 and 5 members): its output"
+  local rc=0
+  wait "$ens_suite_pid" || rc=$?
+  cat "$ens_suite_log"
+  if [ "$rc" != 0 ]; then echo "SUITE FAILED: ensemble suite against Palisade"; failed=1; fi
+}
+[ "${PALISADE_SERIAL:-0}" = 1 ] && ens_suite_done
 
 step "start a fresh Palisade and the reference Apache ZooKeeper 3.8 for the differential test"
 # Fresh servers on both sides: zxids are compared by order, so no other suite's sessions may
@@ -190,21 +203,6 @@ run_suite "upgrade: data dirs of earlier builds start and serve their tree" \
   env PALISADE_BIN=./target/release/palisade UPGRADE_PORT_BASE=29200 \
   timeout -k 5 120 python3 -m pytest -q -p no:cacheprovider tests/upgrade
 
-# Hostile clients: each case its own Palisade (ports 23200+), peak RSS and a probe client's
-# getData p99 under the attack, with ceilings (tests/hostile/run.py; about a minute).
-run_suite "hostile clients: memory and latency bounds under attack" \
-  timeout -k 5 240 python3 tests/hostile/run.py --port 23200
-
-# Hostile peers (issue 34): every attack an outsider made on the peer port, replayed by
-# palisade-peer-attack against a fresh 3-member ensemble each (ports 27000-27399): nothing
-# applied or learned, leader and term unchanged, RSS bounded, kazoo probes served
-# (tests/hostile_peer/run.py, docs/design/HOSTILE_PEERS.md; about 2 minutes). Every attack on a
-# default ensemble; on a quorum-TLS one, where each is refused at the TLS handshake alike, one
-# forged RPC, a join and the two floods (every case on every kind: --kinds default,tls,sasl
-# without --secured-only, by hand).
-run_suite "hostile peers: the outsider's attacks on the peer port" \
-  timeout -k 5 420 python3 tests/hostile_peer/run.py --port 27000 \
-  --secured-only "forged append,join x1 (reconfigEnabled=true),48 MiB,idle connections"
 # Replies larger than jute.maxbuffer (issue 37): go-zookeeper TestChildren's 20 MB getChildren
 # read whole by kazoo and by zkCli.sh (with -Djute.maxbuffer above it; under its default the Java
 # client refuses the frame, against either server), and an explicit maxReplySize (about 6 s);
@@ -243,6 +241,26 @@ fi
 run_suite "AdminServer, Prometheus, TLS and SASL in one config" \
   env PALISADE_BIN=./target/release/palisade timeout -k 5 120 python3 -m pytest -q -p no:cacheprovider tests/ops
 
+[ "${PALISADE_SERIAL:-0}" = 1 ] || ens_suite_done
+if [ "$refzk" = 1 ]; then
+  run_suite "ensemble suite against ZooKeeper 3.8 (QuorumPeerMain)" env ENSEMBLE_KIND=zookeeper tests/ensemble/run.sh
+fi
+
+# Hostile clients: each case its own Palisade (ports 23200+), peak RSS and a probe client's
+# getData p99 under the attack, with ceilings (tests/hostile/run.py; about a minute).
+run_suite "hostile clients: memory and latency bounds under attack" \
+  timeout -k 5 240 python3 tests/hostile/run.py --port 23200
+
+# Hostile peers (issue 34): every attack an outsider made on the peer port, replayed by
+# palisade-peer-attack against a fresh 3-member ensemble each (ports 27000-27399): nothing
+# applied or learned, leader and term unchanged, RSS bounded, kazoo probes served
+# (tests/hostile_peer/run.py, docs/design/HOSTILE_PEERS.md; about 2 minutes). Every attack on a
+# default ensemble; on a quorum-TLS one, where each is refused at the TLS handshake alike, one
+# forged RPC, a join and the two floods (every case on every kind: --kinds default,tls,sasl
+# without --secured-only, by hand).
+run_suite "hostile peers: the outsider's attacks on the peer port" \
+  timeout -k 5 420 python3 tests/hostile_peer/run.py --port 27000 \
+  --secured-only "forged append,join x1 (reconfigEnabled=true),48 MiB,idle connections"
 # The failover-replay tool: kill -9 cycles (random moments, after bursts, mid-snapshot, at
 # crash points, during recovery) against a Palisade of its own, with the offline invariants
 # checked after every cycle. More cycles: PALISADE_FAILOVER_CYCLES.
