@@ -167,6 +167,45 @@ def table(results, readers, sessions):
     return "\n".join(out)
 
 
+# zkc's handoff stages (tools/bench/zkc/src/stages.rs), in the order of the chain.
+STAGES = [("handoff", "handoff: release sent → next holds"),
+          ("release_to_event", "release sent → waiter's event"),
+          ("delete_rtt", "release's round trip (holder)"),
+          ("reply_to_event", "release's reply → waiter's event"),
+          ("event_to_listed", "event → getChildren reply"),
+          ("listed_to_held", "getChildren reply → holds"),
+          ("create_rtt", "create round trip"),
+          ("list_rtt", "getChildren round trip"),
+          ("exists_rtt", "exists round trip")]
+
+
+def stage_table(results):
+    """Per row and server: each stage's median over the runs of its p50 (and p99) in µs."""
+    by = {}
+    for run in results.get("runs", []):
+        for name, v in run.get("stages", {}).items():
+            by.setdefault((run["row"], run["kind"], name), []).append(v)
+    rows_seen = []
+    for run in results.get("runs", []):
+        if run["row"] not in rows_seen:
+            rows_seen.append(run["row"])
+    if not by:
+        return ""
+    head = "| stage, p50 µs (p99) | " + " | ".join(
+        f"{row.split(',')[0]}{' (ensemble)' if 'ensemble' in row else ''}: {LABEL[k]}"
+        for row in rows_seen for k in KINDS) + " |"
+    out = [head, "|---" + "|---:" * (len(rows_seen) * len(KINDS)) + "|"]
+    for name, label in STAGES:
+        cells = []
+        for row in rows_seen:
+            for k in KINDS:
+                v = by.get((row, k, name))
+                cells.append("–" if not v else f"{fmt(median_of([x[0] for x in v]))} "
+                             f"({fmt(median_of([x[1] for x in v]))})")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
@@ -219,6 +258,9 @@ def main():
     md += (f"\n\n{a.rounds} round(s) of {a.seconds:g} s runs, interleaved; medians (min–max). "
            f"Before the runs: 1-minute load average {min(loads):.1f}–{max(loads):.1f} on "
            f"{os.cpu_count()} cores, fdatasync p50 {min(fsync)}–{max(fsync)} µs.")
+    stages = stage_table(results)
+    if stages:
+        md += "\n\nThe handoff stage by stage, from the client (zkc's clock times both ends):\n\n" + stages
     print()
     print(md)
     if notes:

@@ -20,6 +20,7 @@ mod holders;
 mod kv;
 mod lock;
 mod recipes;
+mod stages;
 // Shared with palisade-bench, which also uses its timeline.
 #[allow(dead_code)]
 #[path = "../../src/stats.rs"]

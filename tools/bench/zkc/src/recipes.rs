@@ -17,6 +17,7 @@
 
 use crate::holders::Holders;
 use crate::kv::Rng;
+use crate::stages::Stages;
 use crate::stats::Latencies;
 use crate::{connect, ensure, Load, Result, ROOT};
 use std::sync::Arc;
@@ -113,37 +114,52 @@ async fn acquire(
     mode: Mode,
     rng: &mut Rng,
     fake: bool,
+    stages: &Stages,
 ) -> Result<String> {
     let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
     let prefix = format!("_c_{}-{}", protection_id(rng), mode.name());
+    let sent = Instant::now();
     let (_, seq) = client
         .create(&format!("{dir}/{prefix}"), b"", &opts)
         .await
         .map_err(|e| format!("create: {e}"))?;
+    stages.rtt("create_rtt", sent);
     let me = format!("{prefix}{seq}");
     let path = format!("{dir}/{me}");
     if fake {
         return Ok(path);
     }
+    // The last wake-up: the blocker whose deletion let us list again.
+    let mut woken = None;
     loop {
+        let sent = Instant::now();
         let children = client
             .list_children(dir)
             .await
             .map_err(|e| format!("getChildren: {e}"))?;
+        stages.rtt("list_rtt", sent);
+        let listed = woken.as_ref().map(|w| stages.listed(w));
         let Some(b) = blocker(&children, &me, mode)? else {
+            if let (Some(w), Some(listed)) = (&woken, listed) {
+                stages.held(w, listed);
+            }
             return Ok(path);
         };
         let b = format!("{dir}/{b}");
+        let sent = Instant::now();
         let (stat, watcher) = client
             .check_and_watch_stat(&b)
             .await
             .map_err(|e| format!("exists {b}: {e}"))?;
+        stages.rtt("exists_rtt", sent);
         if stat.is_none() {
+            woken = None;
             continue; // gone between the listing and the exists: look again
         }
         let event = tokio::time::timeout(WATCH_LIMIT, watcher.changed())
             .await
             .map_err(|_| format!("no event for {b} within {WATCH_LIMIT:?}"))?;
+        woken = Some(stages.woken(&b));
         if event.event_type == zk::EventType::Session {
             return Err(format!(
                 "session event while waiting: {:?}",
@@ -167,6 +183,7 @@ async fn contender(
     mutex: bool,
     load: Arc<RunLoad>,
     holders: Arc<Holders>,
+    stages: Arc<Stages>,
 ) -> Result<(Tally, zk::Client)> {
     let mut rng = Rng::new(k + 101);
     let mut t = Tally::default();
@@ -177,7 +194,7 @@ async fn contender(
             (false, false) => Mode::Write,
         };
         let t0 = Instant::now();
-        let path = acquire(&client, &load.dir, mode, &mut rng, load.fake).await?;
+        let path = acquire(&client, &load.dir, mode, &mut rng, load.fake, &stages).await?;
         t.lat.record(t0.elapsed());
         *(if mode.writes() {
             &mut t.writes
@@ -189,10 +206,12 @@ async fn contender(
         // contender that believes it holds too is caught here.
         tokio::task::yield_now().await;
         holders.leave(mode.writes());
+        let sent = stages.delete_sent(&path);
         client
             .delete(&path, None)
             .await
             .map_err(|e| format!("delete {path}: {e}"))?;
+        stages.delete_replied(&path, sent);
     }
     Ok((t, client))
 }
@@ -229,6 +248,7 @@ pub async fn run(workload: &str, load: &Load) -> Result<String> {
         clients.push(j.await.map_err(|e| e.to_string())??);
     }
     let holders = Arc::new(Holders::default());
+    let stages = Arc::new(Stages::default());
     let meter = crate::cpu::Meter::start(&load.server_pid);
     let start = Instant::now();
     let run = Arc::new(RunLoad {
@@ -240,7 +260,10 @@ pub async fn run(workload: &str, load: &Load) -> Result<String> {
     let tasks: Vec<_> = clients
         .into_iter()
         .zip(0..)
-        .map(|(c, k)| tokio::spawn(contender(c, k, mutex, run.clone(), holders.clone())))
+        .map(|(c, k)| {
+            let (run, holders, stages) = (run.clone(), holders.clone(), stages.clone());
+            tokio::spawn(contender(c, k, mutex, run, holders, stages))
+        })
         .collect();
     let (mut all, mut reads, mut writes, mut clients) = (Latencies::default(), 0, 0, Vec::new());
     for t in tasks {
@@ -252,11 +275,12 @@ pub async fn run(workload: &str, load: &Load) -> Result<String> {
     let secs = start.elapsed().as_secs_f64();
     let violations = holders.violations();
     let extra = format!(
-        ",\"members\":{},\"readers_pct\":{},\"reads\":{reads},\"writes\":{writes},\"reader_overlaps\":{},\"violations\":{violations}{}",
+        ",\"members\":{},\"readers_pct\":{},\"reads\":{reads},\"writes\":{writes},\"reader_overlaps\":{},\"violations\":{violations}{}{}",
         load.servers.len(),
         run.readers_pct,
         holders.reader_overlaps(),
-        meter.json(all.count())
+        meter.json(all.count()),
+        stages.json()
     );
     let line = all.report(workload, load.sessions, 1, secs, &extra);
     drop(clients);
