@@ -197,6 +197,14 @@ run_suite "ZooKeeper migration round trip" \
   timeout -k 5 300 python3 tests/migration/roundtrip.py --palisade ./target/release/palisade \
   --inspect ./target/release/palisade-inspect --port-base 23410
 
+# Palisade as an observer of a live 3-member ZooKeeper 3.8 ensemble (issue 35's first step:
+# palisade observe-zookeeper syncs by SNAP while a writer runs, follows the INFORMs, and the
+# data dir it writes serves ZooKeeper's dump; again after a leader kill; ports 25100-25112;
+# about 6 s).
+run_suite "observer of a live ZooKeeper 3.8 ensemble" \
+  env PALISADE_BIN=./target/release/palisade ZAB_PORT_BASE=25100 \
+  timeout -k 5 180 python3 -m pytest -q -p no:cacheprovider tests/zab
+
 # Data dirs written by earlier builds (tests/upgrade/fixtures/, one per on-disk format) start
 # under this one and serve the same tree (issue 37; a few seconds).
 run_suite "upgrade: data dirs of earlier builds start and serve their tree" \

@@ -3,8 +3,10 @@
 //! ZooKeeper's files are read and written by the zkdisk crate; Palisade's through the
 //! snapshot and WAL crates' writers and `State::apply`.
 
+mod applied;
 pub mod export;
 pub mod import;
+mod observe;
 mod rules;
 pub mod zktree;
 
@@ -87,6 +89,9 @@ const USAGE: &str = "usage:\n  palisade import-zookeeper --zk-data-dir DIR [--zk
 /// Runs `palisade import-zookeeper|export-zookeeper ARGS`; returns the exit code, or `None`
 /// when `cmd` is neither.
 pub fn main(cmd: &str, args: impl Iterator<Item = String>) -> Option<u8> {
+    if cmd == "observe-zookeeper" {
+        return Some(observe::main(args));
+    }
     if cmd != "import-zookeeper" && cmd != "export-zookeeper" {
         return None;
     }

@@ -1,0 +1,225 @@
+//! The observer's quorum link to a ZooKeeper ensemble's leader: the sockets, the clock and the
+//! leader hunt around `palisade_zab::Learner` (which decides everything else), feeding what
+//! it outputs into the mirror.
+//!
+//! Only the leader listens on its quorum port for learners, so the link tries each
+//! participant's in turn until one answers with LEADERINFO; after a resync (the leader gone,
+//! a silent or broken stream, a protocol error) it starts over from the next one.
+
+use super::mirror::Mirror;
+use bytes::BytesMut;
+use palisade_zab::{Decoder, Direction, Input, Learner, LearnerConfig, Limits, Output};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+/// A connection attempt to one participant's quorum port gives up after this.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Between two rounds over every participant.
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+/// Bytes read from the leader per read call.
+const READ_CHUNK: usize = 64 * 1024;
+
+pub struct LinkConfig {
+    pub server_id: i64,
+    /// Every participant's quorum (peer) port: the leader is one of them.
+    pub participants: Vec<SocketAddr>,
+    pub tick_ms: u64,
+    pub init_limit: u64,
+    pub sync_limit: u64,
+    pub limits: Limits,
+    /// The caller's stopping rule watches for this node (published as `Progress::marker`).
+    pub marker: Option<String>,
+}
+
+/// What the link saw, for the caller's summary and its stopping rule.
+#[derive(Default, Debug, Clone)]
+pub struct Progress {
+    pub synced_at: Option<i64>,
+    pub last_zxid: i64,
+    pub connections: u64,
+    /// The mirror holds `LinkConfig::marker`.
+    pub marker: bool,
+    pub resyncs: Vec<String>,
+}
+
+/// Runs the link until `stop` turns true (or its sender is gone); `progress` is published
+/// after every batch of outputs.
+pub async fn run(
+    cfg: LinkConfig,
+    mirror: &mut Mirror,
+    mut stop: watch::Receiver<bool>,
+    progress: &watch::Sender<Progress>,
+) {
+    let mut link = Link {
+        cfg: &cfg,
+        mirror,
+        progress,
+        p: Progress::default(),
+        origin: Instant::now(),
+        epochs: (0, 0),
+    };
+    let n = cfg.participants.len().max(1);
+    let mut next = 0usize;
+    while !*stop.borrow() {
+        let Some(&addr) = cfg.participants.get(next % n) else {
+            return;
+        };
+        next = next.wrapping_add(1);
+        let conn = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await;
+        let Ok(Ok(stream)) = conn else {
+            if next.is_multiple_of(n) {
+                tokio::select! {
+                    _ = tokio::time::sleep(RETRY_PAUSE) => {}
+                    _ = stop.changed() => {}
+                }
+            }
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        link.p.connections += 1;
+        let why = link.connection(stream, &mut stop).await;
+        tracing::info!(leader_candidate = %addr, why = %why, "observer: the link to the ZooKeeper leader ended");
+        if *stop.borrow() {
+            break; // stopped: the last sync stands, for the summary
+        }
+        link.p.resyncs.push(why);
+        link.p.synced_at = None;
+        progress.send_replace(link.p.clone());
+    }
+}
+
+/// What lives across connections: the mirror, the epochs (ZooKeeper keeps them in files),
+/// what was seen.
+struct Link<'a> {
+    cfg: &'a LinkConfig,
+    mirror: &'a mut Mirror,
+    progress: &'a watch::Sender<Progress>,
+    p: Progress,
+    origin: Instant,
+    /// acceptedEpoch, currentEpoch.
+    epochs: (i64, i64),
+}
+
+impl Link<'_> {
+    fn now_ms(&self) -> u64 {
+        self.origin.elapsed().as_millis() as u64
+    }
+
+    /// One connection, until the learner asks for a resync or `stop`; why it ended.
+    async fn connection(
+        &mut self,
+        mut stream: TcpStream,
+        stop: &mut watch::Receiver<bool>,
+    ) -> String {
+        let mut learner = Learner::new(LearnerConfig {
+            server_id: self.cfg.server_id,
+            config_version: 0,
+            accepted_epoch: self.epochs.0,
+            current_epoch: self.epochs.1,
+            last_zxid: self.mirror.last_zxid(),
+            tick_ms: self.cfg.tick_ms,
+            init_limit: self.cfg.init_limit,
+            sync_limit: self.cfg.sync_limit,
+        });
+        let mut decoder = Decoder::new(Direction::FromLeader, self.cfg.limits);
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut tick = tokio::time::interval(Duration::from_millis((self.cfg.tick_ms / 2).max(1)));
+        learner.step(Input::Tick {
+            now_ms: self.now_ms(),
+        });
+        let mut outs = learner.step(Input::Connected);
+        loop {
+            let mut send = BytesMut::new();
+            for o in outs.drain(..) {
+                if let Some(why) = output(o, self.mirror, &mut send, &mut self.p) {
+                    return why;
+                }
+            }
+            self.epochs = (learner.accepted_epoch(), learner.current_epoch());
+            self.publish();
+            if !send.is_empty() {
+                if let Err(e) = stream.write_all(&send).await {
+                    return format!("write: {e}");
+                }
+            }
+            if *stop.borrow() {
+                return "stopped".into();
+            }
+            tokio::select! {
+                r = stream.read(&mut buf) => {
+                    let n = match r {
+                        Ok(0) => return "the leader closed the connection".into(),
+                        Ok(n) => n,
+                        Err(e) => return format!("read: {e}"),
+                    };
+                    decoder.push(buf.get(..n).unwrap_or_default());
+                    loop {
+                        match decoder.next_frame() {
+                            Ok(Some(f)) => outs.extend(learner.step(Input::Frame(f))),
+                            Ok(None) => break,
+                            Err(e) => {
+                                outs.extend(learner.step(Input::BadStream(e)));
+                                break;
+                            }
+                        }
+                    }
+                }
+                _ = tick.tick() => outs = learner.step(Input::Tick { now_ms: self.now_ms() }),
+                _ = stop.changed() => {}
+            }
+        }
+    }
+
+    fn publish(&mut self) {
+        let (p, mirror) = (&mut self.p, &self.mirror);
+        p.last_zxid = mirror.last_zxid();
+        p.marker = self
+            .cfg
+            .marker
+            .as_deref()
+            .is_some_and(|m| mirror.state().is_some_and(|s| s.tree.lookup(m).is_some()));
+        self.progress.send_replace(p.clone());
+    }
+}
+
+/// Carries out one learner output; `Some(why)` ends the connection.
+fn output(o: Output, mirror: &mut Mirror, send: &mut BytesMut, p: &mut Progress) -> Option<String> {
+    let failed = |mirror: &mut Mirror, why: String| {
+        tracing::error!(why = %why, "observer: the mirror refused what the leader sent; syncing again from nothing");
+        mirror.reset();
+        Some(why)
+    };
+    match o {
+        Output::Send(packet) => packet.write(send),
+        Output::LoadSnapshot { zxid, snapshot } => {
+            if let Err(why) = mirror.load(zxid, &snapshot) {
+                return failed(mirror, why);
+            }
+        }
+        Output::Truncate { zxid } => mirror.truncate(zxid),
+        Output::Apply { entry } => {
+            if let Err(why) = mirror.apply(entry) {
+                return failed(mirror, why);
+            }
+        }
+        Output::Synced { zxid } => {
+            tracing::info!(
+                zxid = format_args!("{zxid:#x}"),
+                "observer: in sync with the ZooKeeper leader"
+            );
+            p.synced_at = Some(zxid);
+        }
+        Output::Resync(why) => return Some(format!("{why:?}")),
+        // No clients of its own yet: nothing is forwarded, so nothing is answered.
+        Output::WriteDone { .. }
+        | Output::SyncDone { .. }
+        | Output::Revalidated { .. }
+        | Output::Dropped(_)
+        | Output::Reconfigured { .. }
+        | Output::Ignored { .. } => {}
+    }
+    None
+}

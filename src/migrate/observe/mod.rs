@@ -1,0 +1,217 @@
+//! `palisade observe-zookeeper`: Palisade as an observer of a running ZooKeeper 3.8 ensemble
+//! (issue 35, first phase). It joins as `server.N=…:observer` (the ZooKeeper members must list
+//! it so), syncs from the leader by SNAP or DIFF, applies every committed txn as the importer
+//! applies a logged one, and at the end writes the tree it holds as a Palisade data dir: an
+//! import from a live ensemble, without its data dir and without stopping it.
+//!
+//! The codec and the learner's decisions are the `palisade_zab` crate's (sans-IO); this
+//! module owns the sockets (link.rs) and the tree (mirror.rs). It serves no clients yet:
+//! forwarding writes and taking sessions over come with the observer role in the engine.
+
+mod link;
+mod mirror;
+
+use crate::config::Config;
+use crate::membership::members::Role;
+use mirror::Mirror;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: palisade observe-zookeeper --config ZOO_CFG --id N --data-dir OUT \
+[--until-zxid ZXID] [--until-path PATH] [--seconds S]\n  ZOO_CFG: the ZooKeeper ensemble's zoo.cfg (its server.N lines, \
+tickTime, initLimit, syncLimit); N: this observer's id, listed there as server.N=…:observer.\n  \
+Stops once synced and at ZXID or later (hex with 0x), or holding the node PATH, or after S \
+seconds, or on SIGINT/SIGTERM; then writes the tree as a Palisade data dir at OUT.";
+
+struct Opts {
+    config: PathBuf,
+    id: i64,
+    data_dir: PathBuf,
+    until_zxid: Option<i64>,
+    until_path: Option<String>,
+    seconds: Option<f64>,
+}
+
+fn parse(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
+    let (mut config, mut id, mut data_dir, mut until_zxid, mut seconds) =
+        (None, None, None, None, None);
+    let mut until_path = None;
+    while let Some(a) = args.next() {
+        let v = args.next().ok_or_else(|| format!("{a} needs a value"))?;
+        match a.as_str() {
+            "--config" => config = Some(PathBuf::from(v)),
+            "--data-dir" => data_dir = Some(PathBuf::from(v)),
+            "--id" => id = Some(v.parse::<i64>().map_err(|e| format!("--id {v}: {e}"))?),
+            "--until-zxid" => {
+                let z = match v.strip_prefix("0x") {
+                    Some(h) => i64::from_str_radix(h, 16),
+                    None => v.parse(),
+                };
+                until_zxid = Some(z.map_err(|e| format!("--until-zxid {v}: {e}"))?);
+            }
+            "--until-path" => until_path = Some(v),
+            "--seconds" => {
+                let s: f64 = v.parse().map_err(|e| format!("--seconds {v}: {e}"))?;
+                if !(s > 0.0 && s.is_finite()) {
+                    return Err(format!("--seconds {v}: a positive number"));
+                }
+                seconds = Some(s);
+            }
+            _ => return Err(format!("unknown option {a}")),
+        }
+    }
+    match (config, id, data_dir) {
+        (Some(config), Some(id), Some(data_dir)) => Ok(Opts {
+            config,
+            id,
+            data_dir,
+            until_zxid,
+            until_path,
+            seconds,
+        }),
+        _ => Err("--config, --id and --data-dir are required".into()),
+    }
+}
+
+/// The link's settings from the ZooKeeper ensemble's zoo.cfg.
+fn link_config(o: &Opts) -> Result<link::LinkConfig, String> {
+    let text =
+        std::fs::read_to_string(&o.config).map_err(|e| format!("{}: {e}", o.config.display()))?;
+    let mut c = Config::default();
+    c.apply_zoo_cfg(&text)
+        .map_err(|e| format!("{}: {e}", o.config.display()))?;
+    let me = c.members.iter().find(|m| m.id as i64 == o.id);
+    if me.is_none_or(|m| m.role != Role::Observer) {
+        return Err(format!(
+            "{}: no server.{}=…:observer line: the ZooKeeper members accept an observer only under its id",
+            o.config.display(),
+            o.id
+        ));
+    }
+    let mut participants: Vec<SocketAddr> = Vec::new();
+    for m in c.members.iter().filter(|m| m.role == Role::Participant) {
+        for a in &m.addrs {
+            let found = (a.host.as_str(), a.peer_port)
+                .to_socket_addrs()
+                .map_err(|e| format!("server.{}: {}: {e}", m.id, a.host))?;
+            participants.extend(found);
+        }
+    }
+    if participants.is_empty() {
+        return Err(format!("{}: no participant to observe", o.config.display()));
+    }
+    Ok(link::LinkConfig {
+        server_id: o.id,
+        participants,
+        tick_ms: c.tick_time,
+        init_limit: c.init_limit,
+        sync_limit: c.sync_limit,
+        limits: palisade_zab::Limits::default(),
+        marker: o.until_path.clone(),
+    })
+}
+
+/// Runs `palisade observe-zookeeper ARGS`; the exit code.
+pub fn main(args: impl Iterator<Item = String>) -> u8 {
+    let o = match parse(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}\n{USAGE}");
+            return 2;
+        }
+    };
+    let cfg = match link_config(&o) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start a runtime: {e}");
+            return 1;
+        }
+    };
+    let t0 = Instant::now();
+    let mut mirror = Mirror::default();
+    let progress = rt.block_on(observe(cfg, &mut mirror, &o));
+    let Some(state) = mirror.state() else {
+        eprintln!(
+            "observe-zookeeper: nothing synced from the leader (resyncs: {:?})",
+            progress.resyncs
+        );
+        return 1;
+    };
+    if let Err(e) = crate::migrate::import::write_palisade(state, &o.data_dir) {
+        eprintln!("observe-zookeeper: {e}");
+        return 1;
+    }
+    println!(
+        "observed a ZooKeeper ensemble\n  synced:     {}\n  nodes:      {}, {} sessions\n  zxid:       {:#x}\n  applied:    {} txns after {} snapshot(s), {} ZooKeeper digest(s) checked\n  links:      {} connection(s), {} resync(s)\n  time:       {:.1} s\n  written:    {}",
+        progress.synced_at.map_or("no (stopped before UPTODATE)".into(), |z| format!("at {z:#x}")),
+        state.tree.znode_count(),
+        state.sessions().len(),
+        state.zxid(),
+        mirror.applied,
+        mirror.snapshots_loaded,
+        mirror.digests_checked,
+        progress.connections,
+        progress.resyncs.len(),
+        t0.elapsed().as_secs_f64(),
+        o.data_dir.display()
+    );
+    0
+}
+
+/// The link until the stopping rule holds; what it saw last.
+async fn observe(cfg: link::LinkConfig, mirror: &mut Mirror, o: &Opts) -> link::Progress {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (progress_tx, mut progress_rx) = tokio::sync::watch::channel(link::Progress::default());
+    let until = o.until_zxid;
+    let deadline = o.seconds.map(Duration::from_secs_f64);
+    let watcher = async move {
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                _ = &mut sleep => break,
+                _ = tokio::signal::ctrl_c() => break,
+                _ = terminated() => break,
+                r = progress_rx.changed() => {
+                    if r.is_err() {
+                        break;
+                    }
+                    let p = progress_rx.borrow().clone();
+                    let synced = p.synced_at.is_some();
+                    if synced && (until.is_some_and(|z| p.last_zxid >= z) || p.marker) {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = stop_tx.send(true);
+    };
+    tokio::join!(link::run(cfg, mirror, stop_rx, &progress_tx), watcher);
+    let p = progress_tx.borrow().clone();
+    p
+}
+
+async fn terminated() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut s) => {
+            s.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}

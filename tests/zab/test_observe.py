@@ -1,0 +1,237 @@
+"""Palisade as an observer of a running ZooKeeper 3.8 ensemble (issue 35, first phase):
+`palisade observe-zookeeper` joins a 3-member QuorumPeerMain ensemble as server.4 (listed
+there as an observer), syncs from its leader while a writer runs, follows its INFORMs, and
+writes what it holds as a Palisade data dir; a Palisade started on it serves the tree the
+ZooKeeper ensemble serves, every stat field, ACL and byte equal. Then the leader is killed:
+an observer started again finds the new leader and syncs from it.
+
+    ZAB_PORT_BASE (default 25100: 12 ports) PALISADE_BIN (default ./target/release/palisade)
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "migration"))
+import zkdump  # noqa: E402
+
+RUN = os.path.join(REPO, "tests", "support", "refzk_ensemble.sh")
+PALISADE = os.environ.get("PALISADE_BIN", os.path.join(REPO, "target", "release", "palisade"))
+BASE = int(os.environ.get("ZAB_PORT_BASE", "25100"))
+TICK_MS = 1000
+
+
+def port(sid, kind):
+    """client, quorum, election ports of server sid (1..4); 12..15 for Palisade's client."""
+    return BASE + (sid - 1) * 3 + {"client": 0, "quorum": 1, "election": 2}[kind]
+
+
+def wait_until(pred, timeout, interval=0.1):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(interval)
+    return False
+
+
+def four(p, cmd):
+    try:
+        with socket.create_connection(("127.0.0.1", p), timeout=2) as s:
+            s.sendall(cmd.encode())
+            out = b""
+            while True:
+                b = s.recv(4096)
+                if not b:
+                    return out.decode(errors="replace")
+                out += b
+    except OSError:
+        return ""
+
+
+def mode(sid):
+    for line in four(port(sid, "client"), "srvr").splitlines():
+        if line.startswith("Mode:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def servers_cfg():
+    lines = []
+    for sid in (1, 2, 3, 4):
+        line = "server.%d=127.0.0.1:%d:%d" % (sid, port(sid, "quorum"), port(sid, "election"))
+        lines.append(line + (":observer" if sid == 4 else ""))
+    return lines
+
+
+class ZkEnsemble:
+    def __init__(self, work):
+        self.work, self.procs = work, {}
+
+    def start(self, sid):
+        d = os.path.join(self.work, "zk%d" % sid)
+        os.makedirs(os.path.join(d, "data"), exist_ok=True)
+        with open(os.path.join(d, "data", "myid"), "w") as f:
+            f.write("%d\n" % sid)
+        cfg = os.path.join(d, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write("\n".join(["tickTime=%d" % TICK_MS, "initLimit=10", "syncLimit=5",
+                               "dataDir=%s/data" % d, "clientPort=%d" % port(sid, "client"),
+                               "clientPortAddress=127.0.0.1", "4lw.commands.whitelist=*",
+                               "admin.enableServer=false", zkdump.super_digest_line()]
+                              + servers_cfg()) + "\n")
+        log = open(os.path.join(d, "server.log"), "ab")
+        self.procs[sid] = subprocess.Popen([RUN, "run", cfg], stdout=log, stderr=log,
+                                           start_new_session=True)
+
+    def stop(self, sid, sig=signal.SIGTERM):
+        p = self.procs.pop(sid, None)
+        if p and p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+    def leader(self):
+        return next((s for s in self.procs if mode(s) == "leader"), None)
+
+
+@pytest.fixture
+def zk(tmp_path):
+    e = ZkEnsemble(str(tmp_path))
+    for sid in (1, 2, 3):
+        e.start(sid)
+    try:
+        assert wait_until(lambda: e.leader() is not None
+                          and sum(mode(s) == "follower" for s in (1, 2, 3)) == 2, 90), \
+            "the ZooKeeper ensemble did not form"
+        yield e
+    finally:
+        for sid in list(e.procs):
+            e.stop(sid, signal.SIGKILL)
+
+
+def observer_cfg(tmp_path):
+    """The ensemble's server lines as the observer reads them (with its own :observer line)."""
+    cfg = os.path.join(str(tmp_path), "observer.cfg")
+    with open(cfg, "w") as f:
+        f.write("\n".join(["tickTime=%d" % TICK_MS, "initLimit=10", "syncLimit=5"]
+                          + servers_cfg()) + "\n")
+    return cfg
+
+
+def observe(cfg, out, *extra, timeout=60):
+    return subprocess.Popen([PALISADE, "observe-zookeeper", "--config", cfg, "--id", "4",
+                             "--data-dir", out, *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def serve(data_dir, work, client_port):
+    cfg = os.path.join(work, "palisade-%d.cfg" % client_port)
+    with open(cfg, "w") as f:
+        f.write("\n".join(["tickTime=2000", "dataDir=%s" % data_dir, "clientPort=%d" % client_port,
+                           "clientPortAddress=127.0.0.1", "4lw.commands.whitelist=*",
+                           "extendedTypesEnabled=true", zkdump.super_digest_line()]) + "\n")
+    p = subprocess.Popen([PALISADE, cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wait_until(lambda: four(client_port, "ruok") == "imok", 30), "Palisade did not start"
+    return p
+
+
+def dump(p):
+    c = zkdump.connect("127.0.0.1:%d" % p)
+    try:
+        return zkdump.dump(c)
+    finally:
+        c.stop()
+        c.close()
+
+
+def differences(a, b):
+    return ["%s: %s != %s" % (p, a.get(p), b.get(p)) for p in sorted(set(a) | set(b))
+            if a.get(p) != b.get(p)]
+
+
+def test_an_observer_of_a_live_zookeeper_ensemble_holds_its_tree(zk, tmp_path):
+    leader = zk.leader()
+    hosts = ",".join("127.0.0.1:%d" % port(s, "client") for s in (1, 2, 3))
+    # Every node kind, digest ACLs, multis, sequential gaps, containers, TTL nodes, and the
+    # ephemerals of a session left open (tests/migration/drive.py).
+    subprocess.run([sys.executable, os.path.join(REPO, "tests", "migration", "drive.py"),
+                    "127.0.0.1:%d" % port(leader, "client"), "2"], check=True, timeout=120,
+                   capture_output=True)
+    # A writer runs while the observer syncs: INFORMs arrive during and after the SNAP.
+    stop = threading.Event()
+    wrote = []
+
+    def writer():
+        c = zkdump.connect(hosts)
+        try:
+            c.ensure_path("/load")
+            while not stop.is_set():
+                wrote.append(c.create("/load/w-", b"x" * (len(wrote) % 50), sequence=True))
+                if len(wrote) % 7 == 0:
+                    c.set("/load", str(len(wrote)).encode())
+        finally:
+            c.stop()
+            c.close()
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    out = os.path.join(str(tmp_path), "observed")
+    obs = observe(observer_cfg(tmp_path), out, "--until-path", "/observe-end")
+    try:
+        assert wait_until(lambda: mode(leader) == "leader" and "zk_synced_observers\t1"
+                          in four(port(leader, "client"), "mntr"), 60), \
+            "the leader never counted the observer as synced"
+        time.sleep(1.0)
+        stop.set()
+        t.join(30)
+        c = zkdump.connect(hosts)
+        c.create("/observe-end", b"the last txn")
+        out_text, _ = obs.communicate(timeout=60)
+        assert obs.returncode == 0, out_text
+        assert "synced:     at" in out_text, out_text
+        want = dump(port(leader, "client"))
+        c.stop()
+        c.close()
+    finally:
+        if obs.poll() is None:
+            obs.kill()
+    assert len(wrote) > 10, "the writer wrote %d nodes while the observer synced" % len(wrote)
+    pal = serve(out, str(tmp_path), BASE + 12)
+    try:
+        got = dump(BASE + 12)
+    finally:
+        pal.kill()
+        pal.wait(10)
+    # ZooKeeper's own /zookeeper subtree (quota, config) is the server's, not the data's.
+    strip = lambda d: {p: v for p, v in d.items() if not p.startswith("/zookeeper")}  # noqa: E731
+    diff = differences(strip(want), strip(got))
+    assert not diff, "%d differences, e.g. %s" % (len(diff), diff[:5])
+    assert len(strip(want)) > 50
+
+    # The leader killed: a new observer (from nothing: SNAP again) finds the new leader.
+    zk.stop(leader, signal.SIGKILL)
+    assert wait_until(lambda: zk.leader() is not None, 60), "no new leader"
+    c = zkdump.connect(",".join("127.0.0.1:%d" % port(s, "client") for s in zk.procs))
+    c.create("/after-failover", b"new leader")
+    out2 = os.path.join(str(tmp_path), "observed-again")
+    obs = observe(observer_cfg(tmp_path), out2, "--until-path", "/after-failover")
+    try:
+        out_text, _ = obs.communicate(timeout=90)
+    finally:
+        if obs.poll() is None:
+            obs.kill()
+        c.stop()
+        c.close()
+    assert obs.returncode == 0, out_text
