@@ -42,6 +42,9 @@ pub struct Progress {
     pub connections: u64,
     /// The mirror holds `LinkConfig::marker`.
     pub marker: bool,
+    /// From the connection that synced being opened to UPTODATE (a sync's cost, with the
+    /// snapshot's transfer and load).
+    pub sync_ms: Option<u64>,
     pub resyncs: Vec<String>,
 }
 
@@ -131,12 +134,17 @@ impl Link<'_> {
             now_ms: self.now_ms(),
         });
         let mut outs = learner.step(Input::Connected);
+        let opened = Instant::now();
         loop {
             let mut send = BytesMut::new();
+            let was_synced = self.p.synced_at.is_some();
             for o in outs.drain(..) {
                 if let Some(why) = output(o, self.mirror, &mut send, &mut self.p) {
                     return why;
                 }
+            }
+            if !was_synced && self.p.synced_at.is_some() {
+                self.p.sync_ms = Some(opened.elapsed().as_millis() as u64);
             }
             self.epochs = (learner.accepted_epoch(), learner.current_epoch());
             self.publish();

@@ -154,7 +154,11 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
     }
     println!(
         "observed a ZooKeeper ensemble\n  synced:     {}\n  nodes:      {}, {} sessions\n  zxid:       {:#x}\n  applied:    {} txns after {} snapshot(s), {} ZooKeeper digest(s) checked\n  links:      {} connection(s), {} resync(s)\n  time:       {:.1} s\n  written:    {}",
-        progress.synced_at.map_or("no (stopped before UPTODATE)".into(), |z| format!("at {z:#x}")),
+        match (progress.synced_at, progress.sync_ms) {
+            (Some(z), Some(ms)) => format!("at {z:#x}, {ms} ms after connecting"),
+            (Some(z), None) => format!("at {z:#x}"),
+            _ => "no (stopped before UPTODATE)".into(),
+        },
         state.tree.znode_count(),
         state.sessions().len(),
         state.zxid(),
