@@ -224,3 +224,26 @@ fn four_letter_words_outside_the_whitelist_are_refused() {
         .unwrap_or_default()
         .contains("Mode: standalone"));
 }
+
+/// `palisade --print-config-reference | head -1`: the reader is gone before the output is
+/// written. The output ends there, with no panic (before: "failed printing to stdout").
+#[test]
+fn output_to_a_closed_pipe_ends_quietly() {
+    for args in [vec!["--print-config-reference"], vec!["--version"]] {
+        let mut child = Command::new(BIN)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Closed at once: the process has not parsed its arguments yet.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && !err.contains("panicked"),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+    }
+}

@@ -81,16 +81,24 @@ pub fn check(path: &str, server_jvmflags: &str, jvmflags: &str) -> Result<Checke
     })
 }
 
+/// Writes to stdout; a reader that went away (`| head`) ends the output, not the process with
+/// a panic as `print!` would.
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 /// The `--check-config`, `--print-config-reference` and `--version` options, if `first` is
 /// one of them: runs it and returns the exit code.
 pub fn main(first: &str, mut rest: impl Iterator<Item = String>) -> Option<u8> {
     match first {
         "--version" | "-V" => {
-            println!("{}", version());
+            say(&format!("{}\n", version()));
             Some(0)
         }
         "--print-config-reference" => {
-            print!("{}", keys::reference_page());
+            say(&keys::reference_page());
             Some(0)
         }
         "--check-config" => {
@@ -101,11 +109,12 @@ pub fn main(first: &str, mut rest: impl Iterator<Item = String>) -> Option<u8> {
             let env = |k| std::env::var(k).unwrap_or_default();
             match check(&path, &env("SERVER_JVMFLAGS"), &env("JVMFLAGS")) {
                 Ok(c) => {
-                    print!("{}", keys::effective(&c.config));
+                    let mut out = keys::effective(&c.config);
                     for w in &c.warnings {
-                        println!("warning: {w}");
+                        out.push_str(&format!("warning: {w}\n"));
                     }
-                    println!("{path}: OK ({} warning(s))", c.warnings.len());
+                    out.push_str(&format!("{path}: OK ({} warning(s))\n", c.warnings.len()));
+                    say(&out);
                     Some(0)
                 }
                 Err(e) => {
