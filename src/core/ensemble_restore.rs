@@ -510,7 +510,10 @@ impl Core {
         if leads {
             if let Some(id) = m.restore.spool.id() {
                 let why = "the leader changed during the restore".to_string();
-                tracing::warn!(id = format_args!("{id:#x}"), "restore: {why}; aborting it");
+                tracing::warn!(
+                    id = format_args!("{id:#x}"),
+                    "restore: the leader changed during the restore; aborting it"
+                );
                 let _ = m
                     .links
                     .propose

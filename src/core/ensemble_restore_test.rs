@@ -42,6 +42,10 @@ fn live_pair_and_backup() -> (Pair, bytes::Bytes, i64) {
         }));
     }
     assert_eq!(p.nodes[0].core.state.zxid(), w.zxid());
+    // The workload wrote its own data to /zookeeper/config; the members show theirs.
+    for n in p.nodes.iter_mut() {
+        n.core.reload_config();
+    }
     (p, stream, backup_zxid)
 }
 
@@ -105,6 +109,10 @@ fn a_restore_posted_to_a_follower_gives_both_members_the_backups_state() {
         );
         // The configuration node is the ensemble's, not the backup's.
         assert_eq!(got[crate::state::CONFIG_NODE].data, live_config.data);
+        assert_ne!(
+            got[crate::state::CONFIG_NODE].data,
+            backup[crate::state::CONFIG_NODE].data
+        );
         for (path, b) in &backup {
             if path == crate::state::CONFIG_NODE {
                 continue;

@@ -301,11 +301,6 @@ impl Core {
             // follower fails these clients (CONNECTIONLOSS) and they retry.
             return None;
         }
-        if self.restore_committing() {
-            // A txn prepped now would be logged after the restore's commit, behind its zxid
-            // (ensemble_restore.rs): the follower fails these clients, which retry.
-            return None;
-        }
         let now = self.now_ms();
         let mut points = Vec::new();
         for op in ops {
@@ -314,6 +309,11 @@ impl Core {
                     self.lead_restore_part(part);
                     continue;
                 }
+                // A txn prepped now would be logged after the restore's commit, behind its
+                // zxid (ensemble_restore.rs): dropped. Its client's connection is closed on
+                // its member when the restore's first chunk is applied there, before the
+                // commit, and its wait ends with it.
+                _ if self.restore_committing() => continue,
                 what => Forward { what, ..op },
             };
             self.liveness.touch(op.session, now);
