@@ -360,7 +360,11 @@ impl Core {
                     }
                     None
                 }
-                Chunked::Appended | Chunked::Stale => None,
+                Chunked::Appended => {
+                    crate::durability::crashpoint::hit("restore.spooling");
+                    None
+                }
+                Chunked::Stale => None,
                 Chunked::Broken(why) => Some(Err(why)),
             },
             RestorePart::Commit {
