@@ -77,7 +77,7 @@ impl RestorePart {
     }
 
     /// The payload bytes it carries (a chunk's; the others are small).
-    pub fn len(&self) -> usize {
+    pub fn payload_len(&self) -> usize {
         match self {
             RestorePart::Chunk { bytes, .. } => bytes.len(),
             RestorePart::Commit { .. } => 32,

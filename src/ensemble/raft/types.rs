@@ -35,7 +35,7 @@ impl Proposal {
             Proposal::Txns(batch) => batch.iter().map(Bytes::len).sum(),
             Proposal::Key(k) => k.len(),
             Proposal::Digest { .. } => 16,
-            Proposal::Restore(r) => r.len(),
+            Proposal::Restore(r) => r.payload_len(),
         }
     }
 }
@@ -47,7 +47,7 @@ impl std::fmt::Display for Proposal {
             Proposal::Key(_) => f.write_str("key"),
             Proposal::Digest { zxid, .. } => write!(f, "digest({zxid:#x})"),
             Proposal::Txns(t) => write!(f, "txns({})", t.len()),
-            Proposal::Restore(r) => write!(f, "restore({:#x}, {} bytes)", r.id(), r.len()),
+            Proposal::Restore(r) => write!(f, "restore({:#x}, {} bytes)", r.id(), r.payload_len()),
         }
     }
 }
