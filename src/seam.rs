@@ -2,8 +2,8 @@
 //! two exchange, and nothing else. The core proposes (`Proposed`), a follower's core sends
 //! its leader writes and touches (`ToLeader`, `Forward`), and the core is told what the
 //! quorum committed (`CommittedBatch`), where that stands in the log (`LogPos`), who leads
-//! (`RoleView`), the leader's sync points (`SyncPoint`) and Raft's state for `lgif`
-//! (`RaftInfo`).
+//! (`RoleView`), the leader's sync points (`SyncPoint`), Raft's state for `lgif`
+//! (`RaftInfo`), and the steps of an online restore every member applies (`RestorePart`).
 //!
 //! A leaf: it imports nothing from the crate and no tokio, so both sides can name it and
 //! neither names the other. ensemble/raft reaches the core only through [`CoreInbox`]:

@@ -294,11 +294,18 @@ impl Core {
                     })
                 }
             }
+            (_, RestorePart::Abort { why, .. }) => Err(why),
             (Some(u), _) if u.id == id => {
                 Err("the backup's chunks reached the leader out of order".into())
             }
-            (_, RestorePart::Abort { why, .. }) => Err(why),
-            _ => Err("another restore is in progress".into()),
+            (Some(_), _) | (None, RestorePart::Chunk { seq: 0, .. }) => {
+                Err("another restore is in progress".into())
+            }
+            (None, _) => Err(
+                "the restore was given up, or its first chunk did not reach \
+                              this leader"
+                    .into(),
+            ),
         };
         let part = match proposed {
             Ok(p) => p,
@@ -335,6 +342,12 @@ impl Core {
             return;
         };
         let id = part.id();
+        // The leader's part in this restore ends at its commit or abort, whatever they do
+        // here (a stale commit too: its spool was dropped).
+        let ends = !matches!(part, RestorePart::Chunk { .. });
+        if ends && m.restore.upload.as_ref().is_some_and(|u| u.id == id) {
+            m.restore.upload = None;
+        }
         let outcome: Option<Result<i64, String>> = match part {
             RestorePart::Chunk { seq, bytes, .. } => match m.restore.spool.chunk(id, seq, &bytes) {
                 Chunked::Started { dropped } => {
@@ -405,6 +418,7 @@ impl Core {
             }
         }
         if let Some(m) = self.member.as_mut() {
+            // A broken spool: the leader proposes no more of it (its commit would be stale).
             if m.restore.upload.as_ref().is_some_and(|u| u.id == id) {
                 m.restore.upload = None;
             }

@@ -266,3 +266,45 @@ fn a_new_leader_aborts_a_restore_left_half_spooled() {
         "the new leader did not abort the half-spooled restore"
     );
 }
+
+#[test]
+fn the_leader_aborts_a_second_restore_and_one_whose_chunks_come_out_of_order() {
+    let (mut p, stream, _) = live_pair_and_backup();
+    let chunk = |id, seq| RestorePart::Chunk {
+        id,
+        seq,
+        bytes: stream.slice(..10),
+    };
+    let leader = &mut p.nodes[0];
+    leader.core.lead_restore_part(chunk(1, 0));
+    assert!(leader.core.restoring(), "the leader serves no client meanwhile");
+    leader.core.lead_restore_part(chunk(2, 0));
+    leader.core.lead_restore_part(chunk(1, 2));
+    let mut proposed = Vec::new();
+    while let Ok(batch) = leader.proposals.try_recv() {
+        for x in batch {
+            if let Proposed::Restore(r) = x {
+                proposed.push(r);
+            }
+        }
+    }
+    let shape: Vec<(u64, &str)> = proposed
+        .iter()
+        .map(|r| match r {
+            RestorePart::Chunk { id, .. } => (*id, "chunk"),
+            RestorePart::Commit { id, .. } => (*id, "commit"),
+            RestorePart::Abort { id, .. } => (*id, "abort"),
+        })
+        .collect();
+    assert_eq!(shape, [(1, "chunk"), (2, "abort"), (1, "abort")]);
+    // Committed, they leave both members serving their live state.
+    let live = p.nodes[1].core.state.tree.digest();
+    for r in proposed {
+        apply(&mut p, 0, r.clone());
+        apply(&mut p, 1, r);
+    }
+    for n in &p.nodes {
+        assert!(!n.core.restoring());
+    }
+    assert_eq!(p.nodes[1].core.state.tree.digest(), live);
+}
