@@ -112,11 +112,12 @@ def test_a_restore_posted_to_a_follower_restores_every_member(ensemble, kind):
     assert wait_until(lambda: len(seq.got) >= 5, 15), c.diagnose("the sequential client is stuck")
 
     # The backup, with the sequential client paused so the tree is known.
+    # (Each member's tree is read after a sync: the poster has applied every write.)
     seq.paused.set()
     time.sleep(0.3)
+    want = assert_one_tree(c, [leader, poster])
     status, backup = call(admin_url(poster, "snapshot"))
     assert status == 200 and len(backup) > 0, (status, backup[:200])
-    want = assert_one_tree(c, [leader, poster])
     seq.paused.clear()
 
     # Later writes the restore undoes, and suffixes handed out (and deleted) after the backup.
@@ -202,9 +203,9 @@ def test_a_member_crashing_in_the_middle_of_a_restore_ends_with_the_others(ensem
     zk.create("/big")
     for i in range(12):
         zk.create("/big/n%02d" % i, bytes([65 + i]) * 100_000)
+    want = assert_one_tree(c, c.members)  # after a sync on each: the poster has it all
     status, backup = call(admin_url(poster, "snapshot"))
     assert status == 200 and len(backup) > 2 * 512 * 1024, len(backup)
-    want = assert_one_tree(c, c.members)
     zk.delete("/big/n00")
     zk.create("/live-only")
     live = assert_one_tree(c, c.members)
