@@ -277,7 +277,10 @@ fn the_leader_aborts_a_second_restore_and_one_whose_chunks_come_out_of_order() {
     };
     let leader = &mut p.nodes[0];
     leader.core.lead_restore_part(chunk(1, 0));
-    assert!(leader.core.restoring(), "the leader serves no client meanwhile");
+    assert!(
+        leader.core.restoring(),
+        "the leader serves no client meanwhile"
+    );
     leader.core.lead_restore_part(chunk(2, 0));
     leader.core.lead_restore_part(chunk(1, 2));
     let mut proposed = Vec::new();
