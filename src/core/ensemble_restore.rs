@@ -69,8 +69,13 @@ struct Upload {
 struct Origin {
     id: u64,
     reply: RestoreReply,
-    /// Parts a follower has still to hand to the forwarder (its queue was full).
+    /// Parts a follower has still to hand to the forwarder (its queue was full, or the
+    /// abort after a failed forward).
     unsent: VecDeque<RestorePart>,
+    /// Not before this (a failed forward's abort is sent again at most every half second).
+    retry_at: Option<Instant>,
+    /// A forward failed: the rest is not sent, an abort is.
+    aborting: bool,
     deadline: Instant,
 }
 
@@ -170,6 +175,8 @@ impl Core {
             } else {
                 all.clone().into()
             },
+            retry_at: None,
+            aborting: false,
             deadline: Instant::now() + RESTORE_ANSWER,
         });
         if leads {
@@ -187,6 +194,19 @@ impl Core {
         let Some(m) = self.member.as_mut() else {
             return;
         };
+        if m.view.ready && m.view.leader == Some(m.links.myid) {
+            // Elected since (its leader gone): it proposes what is left itself.
+            let left: Vec<RestorePart> = m
+                .restore
+                .origin
+                .as_mut()
+                .map(|o| o.unsent.drain(..).collect())
+                .unwrap_or_default();
+            for p in left {
+                self.lead_restore_part(p);
+            }
+            return;
+        }
         let Some(o) = m.restore.origin.as_mut() else {
             return;
         };
@@ -218,21 +238,30 @@ impl Core {
         }
     }
 
-    /// On a follower: a forward of the restore did not reach the leader. Nothing more is
-    /// sent; the leader aborts what it got within `RESTORE_IDLE`, and the operator is
-    /// answered once that abort is applied here, or shortly after it would have been.
+    /// On a follower: a forward of the restore did not reach the leader (it changed, or the
+    /// link failed). The rest is not sent; an abort is, to whichever member leads, until
+    /// it is applied here (the leader proposes it whether or not it got any chunk, so the
+    /// operator learns the outcome without waiting out a deadline); whichever of the
+    /// restore's commit and abort is applied first is the answer.
     pub(super) fn restore_forward_failed(&mut self) {
         let Some(o) = self.member.as_mut().and_then(|m| m.restore.origin.as_mut()) else {
             return;
         };
-        if !o.unsent.is_empty() || o.deadline > Instant::now() + 2 * RESTORE_IDLE {
+        if !o.aborting {
             tracing::warn!(
                 id = format_args!("{:#x}", o.id),
                 "restore: a part of the backup did not reach the leader; the restore is given up"
             );
+            o.aborting = true;
         }
         o.unsent.clear();
-        o.deadline = o.deadline.min(Instant::now() + 2 * RESTORE_IDLE);
+        o.unsent.push_back(RestorePart::Abort {
+            id: o.id,
+            why: "a part of the backup did not reach the leader".into(),
+        });
+        let now = Instant::now();
+        o.retry_at = Some(now + std::time::Duration::from_millis(500));
+        o.deadline = o.deadline.min(now + 2 * RESTORE_IDLE);
     }
 
     /// On the leader: a part of a restore (its own operator's, or a follower's forwarded),
@@ -321,6 +350,9 @@ impl Core {
                 RestorePart::Abort { id, why }
             }
         };
+        if matches!(part, RestorePart::Chunk { seq: 1.., .. }) {
+            crate::durability::crashpoint::hit("restore.proposing");
+        }
         let first = matches!(part, RestorePart::Chunk { seq: 0, .. });
         let _ = m.links.propose.send(vec![Proposed::Restore(part)]);
         if first {
@@ -398,8 +430,13 @@ impl Core {
                         why,
                         "restore: aborted; the live state stays"
                     );
+                    Some(Err(why))
+                } else {
+                    // Nothing of it spooled here (done, dropped, or never started): only its
+                    // operator, if waiting here, is told.
+                    self.restore_answer(id, Err(why));
+                    None
                 }
-                Some(Err(why))
             }
         };
         let Some(outcome) = outcome else {
@@ -577,11 +614,8 @@ impl Core {
             }
             return;
         }
-        if m.restore
-            .origin
-            .as_ref()
-            .is_some_and(|o| !o.unsent.is_empty())
-        {
+        let due = |o: &Origin| !o.unsent.is_empty() && o.retry_at.is_none_or(|t| t <= now);
+        if m.restore.origin.as_ref().is_some_and(due) {
             self.send_restore_parts();
         }
     }

@@ -177,19 +177,23 @@ def test_a_restore_posted_to_a_follower_restores_every_member(ensemble, kind):
     assert assert_one_tree(c, c.members) == restored
 
 
-@pytest.mark.parametrize("crashes", ["follower", "leader"])
+@pytest.mark.parametrize("crashes,point", [("follower", "restore.spooling"),
+                                           ("leader", "restore.spooling"),
+                                           ("leader", "restore.proposing")])
 def test_a_member_crashing_in_the_middle_of_a_restore_ends_with_the_others(ensemble, kind,
-                                                                          crashes):
-    """A member aborts (as kill -9 leaves it) while it applies a restore's chunks from the log
-    (crash point restore.spooling; the backup is 3 chunks). A follower: the restore goes on
-    with the other two, and the crashed member, started again, replays its log to the same
-    tree. The leader: a new leader either finds the restore committed or aborts what its
-    predecessor left half-spooled; the operator's answer says which, every member holds
-    that state, and so does the old leader once it is back."""
+                                                                          crashes, point):
+    """A member aborts (as kill -9 leaves it) in the middle of a restore (the backup is 3
+    chunks). A follower applying the chunks (restore.spooling): the restore goes on with the
+    other two, and the crashed member, started again, replays its log to the same tree. The
+    leader applying them: a new leader either finds the restore committed or aborts what its
+    predecessor left half-spooled; the operator's answer says which. The leader about to
+    propose the second chunk (restore.proposing): the commit was never proposed, so the
+    answer is 500 and every member keeps the live tree. Every member holds the one state,
+    and so does the crashed member once it is back."""
     if kind == "zookeeper":
         print("ZooKeeper 3.9's restore is one server's: nothing to compare")
         return
-    c = admin_cluster(ensemble, kind, env_of={1: {"PALISADE_CRASH_AT": "restore.spooling"}})
+    c = admin_cluster(ensemble, kind, env_of={1: {"PALISADE_CRASH_AT": point}})
     victim = c.members[0]
     # Leadership moved so the member with the crash point has the role under test.
     want_mode = "leader" if crashes == "leader" else "follower"
@@ -219,8 +223,10 @@ def test_a_member_crashing_in_the_middle_of_a_restore_ends_with_the_others(ensem
     c.wait_formed(30, members=survivors)
     if crashes == "follower":
         assert status == 200, c.diagnose("restore: %s %s" % (status, answer))
+    if point == "restore.proposing":
+        assert status == 500, c.diagnose("restore: %s %s" % (status, answer))
     expect = want if status == 200 else live
-    print("restore with the %s crashing: %s %s" % (crashes, status, answer))
+    print("restore with the %s crashing at %s: %s %s" % (crashes, point, status, answer))
     got = assert_one_tree(c, survivors)
     # The backup's tree (its counts of child creations raised where the live tree's were
     # larger), or the live one untouched.
