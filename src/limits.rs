@@ -148,3 +148,30 @@ pub const FORWARD_QUEUE: usize = 1024;
 /// The highest last processed zxid a restored snapshot may carry: the server's zxids go on
 /// past it (a no-op, then an epoch's writes), so a stream claiming more is refused.
 pub const RESTORE_MAX_ZXID: i64 = i64::MAX - (1 << 32);
+
+// An online restore into an ensemble (core/ensemble_restore.rs): the backup goes through the
+// Raft log as chunk entries, and every member holds what it has applied of them in memory
+// until the commit entry.
+
+/// The largest backup stream an ensemble restores online. Each member holds the stream in
+/// memory (its spool) and then the state decoded from it beside the live one, and the log
+/// keeps the chunks on every member until the next Raft snapshot: 256 MiB is a stream of
+/// about a million small znodes, and three copies of it fit beside a tree that size. Larger
+/// backups restore offline (`palisade restore --config`, docs/ADMIN.md).
+pub const RESTORE_ENSEMBLE_MAX_BYTES: usize = 256 << 20;
+
+/// The bytes of one restore chunk entry: half a `PEER_BATCH_BYTES`, so a follower's forward
+/// call and an append-entries call each carry a chunk or two, far below `PEER_FRAME`.
+pub const RESTORE_CHUNK_BYTES: usize = PEER_BATCH_BYTES / 2;
+
+/// The leader gives up a restore (an abort entry) when its next chunk has not come for
+/// this long: the follower that sent the rest crashed, or lost its link.
+pub const RESTORE_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The member an operator posted a restore to answers within this, whatever happened: a
+/// restore whose outcome it has not applied by then may still be aborted by the leader's
+/// `RESTORE_IDLE` (the answer says so).
+pub const RESTORE_ANSWER: std::time::Duration = std::time::Duration::from_secs(120);
+
+const _: () = assert!(RESTORE_CHUNK_BYTES < PEER_APPEND_BYTES);
+const _: () = assert!(RESTORE_ENSEMBLE_MAX_BYTES <= RESTORE_MAX_BYTES);

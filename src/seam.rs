@@ -2,8 +2,8 @@
 //! two exchange, and nothing else. The core proposes (`Proposed`), a follower's core sends
 //! its leader writes and touches (`ToLeader`, `Forward`), and the core is told what the
 //! quorum committed (`CommittedBatch`), where that stands in the log (`LogPos`), who leads
-//! (`RoleView`), the leader's sync points (`SyncPoint`) and Raft's state for `lgif`
-//! (`RaftInfo`).
+//! (`RoleView`), the leader's sync points (`SyncPoint`), Raft's state for `lgif`
+//! (`RaftInfo`), and the steps of an online restore every member applies (`RestorePart`).
 //!
 //! A leaf: it imports nothing from the crate and no tokio, so both sides can name it and
 //! neither names the other. ensemble/raft reaches the core only through [`CoreInbox`]:
@@ -40,6 +40,50 @@ pub enum Forwarded {
     Error(i32),
     /// A sync: the leader answers with the zxid the follower must apply first.
     Sync,
+    /// A part of a backup an operator posted to this follower's `restore` (core/
+    /// ensemble_restore.rs): the leader proposes it. Sent with session 0 and the chunk's
+    /// sequence number as cxid, so a failed forward names it. Last, so that the variants
+    /// before it keep their encoding on the peer link.
+    Restore(RestorePart),
+}
+
+/// A step of an online restore into the ensemble (core/ensemble_restore.rs): the backup
+/// stream in chunks, then its commit (or an abort), each a Raft entry that every member
+/// applies in log order. `id` names one restore.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RestorePart {
+    /// Bytes `seq` (from 0) of the stream, at most limits.rs `RESTORE_CHUNK_BYTES`.
+    Chunk { id: u64, seq: u32, bytes: Bytes },
+    /// Every chunk is in: `chunks` of them, `len` bytes whose CRC-32 is `crc`, a stream whose
+    /// last processed zxid is `zxid`. Every member restores it here.
+    Commit {
+        id: u64,
+        chunks: u32,
+        len: u64,
+        crc: u32,
+        zxid: i64,
+    },
+    /// The restore is given up; every member drops what it spooled of it.
+    Abort { id: u64, why: String },
+}
+
+impl RestorePart {
+    pub fn id(&self) -> u64 {
+        match self {
+            RestorePart::Chunk { id, .. }
+            | RestorePart::Commit { id, .. }
+            | RestorePart::Abort { id, .. } => *id,
+        }
+    }
+
+    /// The payload bytes it carries (a chunk's; the others are small).
+    pub fn payload_len(&self) -> usize {
+        match self {
+            RestorePart::Chunk { bytes, .. } => bytes.len(),
+            RestorePart::Commit { .. } => 32,
+            RestorePart::Abort { why, .. } => 8 + why.len(),
+        }
+    }
 }
 
 /// A sync's point: (session, cxid) must wait until this zxid is applied.
@@ -49,7 +93,12 @@ pub type SyncPoint = (i64, i32, i64);
 pub enum Proposed {
     Txn(Bytes),
     Key([u8; 16]),
-    Digest { zxid: i64, digest: u64 },
+    Digest {
+        zxid: i64,
+        digest: u64,
+    },
+    /// A step of an online restore (core/ensemble_restore.rs), an entry of its own.
+    Restore(RestorePart),
 }
 
 /// What a follower sends its leader.
@@ -68,6 +117,11 @@ pub enum Committed {
     Digest {
         zxid: i64,
         digest: u64,
+    },
+    /// A step of an online restore, in the entry of this term.
+    Restore {
+        part: RestorePart,
+        term: u64,
     },
 }
 

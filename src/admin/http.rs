@@ -318,6 +318,7 @@ async fn restore(st: &AdminState, body: axum::body::Body) -> Response {
             )),
         );
     }
+    let stream = bytes.clone();
     let decoded =
         tokio::task::spawn_blocking(move || crate::migrate::import::from_stream(bytes, zxid)).await;
     let state = match decoded {
@@ -330,6 +331,7 @@ async fn restore(st: &AdminState, body: axum::body::Body) -> Response {
     };
     let answer = ask_long(&st.core, |reply| Query::Restore {
         state: Box::new(state),
+        stream: (stream, zxid),
         reply,
     })
     .await;

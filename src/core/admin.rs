@@ -59,6 +59,9 @@ pub enum Query {
     /// `restore`: the backup (decoded off the core) replaces the live state (restore.rs).
     Restore {
         state: Box<crate::state::State>,
+        /// The snapshot stream it was decoded from and its last processed zxid: what an
+        /// ensemble member sends through the Raft log.
+        stream: (bytes::Bytes, i64),
         reply: super::restore::RestoreReply,
     },
     /// The root node's ACL: what authorizes an admin command with side effects
@@ -108,7 +111,11 @@ impl Core {
                 let _ = reply.send(self.leadership(ask));
             }
             Query::Backup { reply } => self.backup(reply),
-            Query::Restore { state, reply } => self.begin_restore(*state, reply),
+            Query::Restore {
+                state,
+                stream,
+                reply,
+            } => self.begin_restore(*state, stream, reply),
             Query::RootAcl { reply } => {
                 let tree = &self.state.tree;
                 let acl = tree.lookup("/").map(|id| tree.acl_of(id).to_vec());

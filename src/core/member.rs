@@ -106,6 +106,8 @@ pub(super) struct Member {
     pub(super) config_pending: Option<i64>,
     /// Reconfigs committed here, answered once their configuration is in force.
     pub(super) parked: Vec<super::reconfig::Parked>,
+    /// Online restores through the Raft log (ensemble_restore.rs).
+    pub(super) restore: super::ensemble_restore::EnsembleRestore,
 }
 
 /// Whether a member's next Raft snapshot is due: snapCount/2 .. snapCount txns after the last
@@ -182,6 +184,7 @@ impl Core {
             config,
             config_pending: None,
             parked: Vec::new(),
+            restore: Default::default(),
         });
         self.reload_config();
     }
@@ -301,6 +304,18 @@ impl Core {
         let now = self.now_ms();
         let mut points = Vec::new();
         for op in ops {
+            let op = match op.what {
+                Forwarded::Restore(part) => {
+                    self.lead_restore_part(part);
+                    continue;
+                }
+                // A txn prepped now would be logged after the restore's commit, behind its
+                // zxid (ensemble_restore.rs): dropped. Its client's connection is closed on
+                // its member when the restore's first chunk is applied there, before the
+                // commit, and its wait ends with it.
+                _ if self.restore_committing() => continue,
+                what => Forward { what, ..op },
+            };
             self.liveness.touch(op.session, now);
             if let Forwarded::Sync = op.what {
                 points.push((op.session, op.cxid, self.sync_point()));
@@ -411,7 +426,8 @@ impl Core {
                 }
                 self.prep.create_session(session, timeout, time)
             }
-            Forwarded::Sync => return,
+            // Taken by `forwarded` before this.
+            Forwarded::Sync | Forwarded::Restore(_) => return,
             Forwarded::Error(code) => {
                 let err = ErrorCode::from_i32(code).unwrap_or(ErrorCode::MarshallingError);
                 self.prep.error(session, cxid, err, time)
@@ -489,6 +505,11 @@ impl Core {
     /// (CONNECTIONLOSS) rather than left waiting for a reply that cannot come.
     pub(super) fn forward_failed(&mut self, failed: Vec<(i64, i32)>) {
         for (session, cxid) in failed {
+            if session == 0 {
+                // A part of a restore (ensemble_restore.rs); no session is 0.
+                self.restore_forward_failed();
+                continue;
+            }
             // The request's connection: a handshake's (a new session's, a revalidation's) is
             // not the session's yet, and its client would wait for an answer that never comes
             // (seen: a member back as a follower forwarded a new session on a link to the
@@ -532,6 +553,10 @@ impl Core {
                     if !self.digest_agrees(zxid, digest) {
                         return false;
                     }
+                    continue;
+                }
+                Committed::Restore { part, term } => {
+                    self.restore_committed(part, term);
                     continue;
                 }
                 Committed::Txn(t) => t,
@@ -673,6 +698,7 @@ impl Core {
                 m.config_pending = None;
                 m.parked.clear();
             }
+            self.restore_leader_changed(false);
         }
         if v.config_version != old.config_version {
             // Before any drop below: a reconfig that removed this leader is answered first.
@@ -752,6 +778,7 @@ impl Core {
             }
         }
         self.commit_first_config(term);
+        self.restore_leader_changed(true);
     }
 
     /// `csnp` on a member: asks Raft for a snapshot now. None for a standalone server.
@@ -803,6 +830,7 @@ impl Core {
             m.config_pending = None;
         }
         self.reload_config();
+        self.restore_installed();
         tracing::info!(
             zxid = format_args!("{:#x}", self.state.zxid()),
             znodes = self.state.tree.znode_count(),

@@ -120,6 +120,14 @@ impl Pair {
                         }
                         Proposed::Key(k) => Committed::Key(k),
                         Proposed::Digest { zxid, digest } => Committed::Digest { zxid, digest },
+                        Proposed::Restore(part) => Committed::Restore {
+                            part,
+                            term: self.nodes[0]
+                                .core
+                                .member
+                                .as_ref()
+                                .map_or(0, |m| m.view.term),
+                        },
                     };
                     self.commit(c, &mut stopped);
                 }
@@ -137,6 +145,10 @@ impl Pair {
             Committed::Digest { zxid, digest } => Committed::Digest {
                 zxid: *zxid,
                 digest: *digest,
+            },
+            Committed::Restore { part, term } => Committed::Restore {
+                part: part.clone(),
+                term: *term,
             },
         };
         for (i, n) in self.nodes.iter_mut().enumerate() {

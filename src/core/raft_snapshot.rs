@@ -32,9 +32,20 @@ pub(super) struct RaftCapture {
     started: Instant,
 }
 
+impl RaftCapture {
+    /// The builders waiting for this capture (it is dropped).
+    pub(super) fn take_waiting(self) -> Vec<Reply> {
+        self.waiting
+    }
+}
+
 impl Core {
     /// Starts a capture for openraft's snapshot builder (or joins the one in progress).
     pub(super) fn raft_snapshot(&mut self, reply: Reply) {
+        // Not while a restore is half-spooled (ensemble_restore.rs says why).
+        let Some(reply) = self.defer_raft_snapshot(reply) else {
+            return;
+        };
         let Some(m) = self.member.as_mut() else {
             return; // a standalone server has no Raft snapshot: the builder sees an error
         };

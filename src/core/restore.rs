@@ -13,8 +13,8 @@
 //!    it. Once its file is written, the core swaps the state, sessions and the prep; then
 //!    clients connect again (sessions the backup holds resume; the others have expired).
 //!
-//! An ensemble member does not restore online: its state is the Raft log's, and a restore
-//! would need a record every member applies (docs/ADMIN.md says what to do instead).
+//! An ensemble member restores through the Raft log instead, every member alike
+//! (ensemble_restore.rs), with the same rules for the state (state/restore.rs).
 
 use super::Core;
 use crate::durability::capture::Capture;
@@ -47,10 +47,21 @@ enum Stage {
 impl Core {
     /// Starts restoring `backup` (decoded off the core thread); `reply` is answered when it
     /// is done or refused.
-    pub(crate) fn begin_restore(&mut self, backup: State, reply: RestoreReply) {
-        let refused = if self.member.is_some() {
-            Some("an ensemble member restores offline: palisade restore --config (docs/backup.md)")
-        } else if self.snap.is_none() {
+    /// On an ensemble member the backup goes through the Raft log instead, as `stream`
+    /// (the snapshot stream it was decoded from, whose last processed zxid is `zxid`):
+    /// ensemble_restore.rs.
+    pub(crate) fn begin_restore(
+        &mut self,
+        backup: State,
+        stream: (bytes::Bytes, i64),
+        reply: RestoreReply,
+    ) {
+        if self.member.is_some() {
+            drop(backup);
+            self.begin_ensemble_restore(stream.0, stream.1, reply);
+            return;
+        }
+        let refused = if self.snap.is_none() {
             Some("this server writes no snapshots, which a restore needs")
         } else if self.restoring.is_some() {
             Some("a restore is in progress")
@@ -81,11 +92,12 @@ impl Core {
 
     /// Whether a restore is in progress: no client is served meanwhile.
     pub(crate) fn restoring(&self) -> bool {
-        self.restoring.is_some()
+        self.restoring.is_some() || self.ensemble_restoring()
     }
 
     /// One turn of the restore in progress, if any.
     pub(super) fn restore_step(&mut self) {
+        self.ensemble_restore_step();
         let Some(mut r) = self.restoring.take() else {
             return;
         };
@@ -185,7 +197,7 @@ impl Core {
     }
 
     /// The restored state in place of the live one: sessions, the prep, the session clocks.
-    fn restore_swap(&mut self, state: State) {
+    pub(super) fn restore_swap(&mut self, state: State) {
         assert!(
             self.inflight.is_empty() && self.conns.is_empty(),
             "a restore swaps the state only with no txn in flight and no client connected"

@@ -5,7 +5,10 @@
 //! Points: `log.before_sync` (records written, not yet synced), `log.before_ack` (synced, not
 //! yet reported durable), `snapshot.mid` (a snapshot block written, the file unfinished),
 //! `snapshot.before_purge` (a snapshot finished, old files not yet purged), `restore.logged`
-//! (a restore's no-op durable in the log, its snapshot not yet written: core/restore.rs).
+//! (a restore's no-op durable in the log, its snapshot not yet written: core/restore.rs),
+//! `restore.spooling` (a member applying a restore's second or later chunk from the Raft
+//! log, the commit not yet applied: core/ensemble_restore.rs), `restore.proposing` (the
+//! leader about to propose a restore's second chunk: its commit is never proposed).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;

@@ -40,6 +40,26 @@ impl State {
         self.zxid = zxid;
         self
     }
+
+    /// On an ensemble member: the configuration node as `live` has it, not as the backup
+    /// does (a backup of another ensemble, or of a standalone server, names other members;
+    /// the members' configuration is the log's, and a restore does not change it).
+    pub fn keep_ensemble_config(&mut self, live: &State) {
+        let (Some(theirs), Some(ours)) = (
+            live.tree.lookup(super::CONFIG_NODE),
+            self.tree.lookup(super::CONFIG_NODE),
+        ) else {
+            return;
+        };
+        let Some(n) = live.tree.node(theirs) else {
+            return;
+        };
+        let data = n.data().map(<[u8]>::to_vec);
+        let (version, mzxid, mtime) = (n.version, n.mzxid, n.mtime);
+        self.tree
+            .0
+            .set_data_unchecked(ours, data.as_deref(), version, mzxid, mtime);
+    }
 }
 
 #[cfg(test)]

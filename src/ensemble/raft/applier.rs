@@ -62,6 +62,10 @@ impl<C: CoreInbox> Applier for CoreApplier<C> {
                 Proposal::Key(k) => items.push(Committed::Key(k)),
                 Proposal::Digest { zxid, digest } => items.push(Committed::Digest { zxid, digest }),
                 Proposal::Txn(bytes) => committed_txn(&mut items, log_id, bytes)?,
+                Proposal::Restore(part) => items.push(Committed::Restore {
+                    part,
+                    term: log_id.leader_id.term,
+                }),
                 Proposal::Txns(batch) => {
                     for bytes in batch {
                         committed_txn(&mut items, log_id, bytes)?;

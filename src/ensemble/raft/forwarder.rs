@@ -119,6 +119,7 @@ fn gather(
         ops.iter()
             .map(|f| match &f.what {
                 Forwarded::Request(b) => b.len(),
+                Forwarded::Restore(r) => r.payload_len(),
                 _ => 16,
             })
             .sum()

@@ -262,6 +262,7 @@ fn entry_bytes(e: &openraft::Entry<TypeConfig>) -> usize {
     match &e.payload {
         openraft::EntryPayload::Normal(Proposal::Txn(b)) => b.len(),
         openraft::EntryPayload::Normal(Proposal::Txns(t)) => t.iter().map(|b| b.len()).sum(),
+        openraft::EntryPayload::Normal(Proposal::Restore(r)) => r.payload_len(),
         _ => 0,
     }
 }

@@ -112,6 +112,10 @@ fn check_proposal(p: &Proposal, term: u64, last: &mut Option<i64>) -> Result<(),
         Proposal::Txns(batch) => batch.iter().try_for_each(one),
         Proposal::Digest { zxid, .. } if *zxid <= 0 => Err(format!("digest at zxid {zxid}")),
         Proposal::Digest { .. } | Proposal::Key(_) => Ok(()),
+        Proposal::Restore(r) if r.payload_len() > crate::limits::RESTORE_CHUNK_BYTES + 4096 => {
+            Err(format!("restore step of {} bytes", r.payload_len()))
+        }
+        Proposal::Restore(_) => Ok(()),
     }
 }
 

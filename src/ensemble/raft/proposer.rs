@@ -75,6 +75,11 @@ fn entries(batch: Vec<Proposed>) -> Vec<Proposal> {
                 bytes = 0;
                 out.push(Proposal::Digest { zxid, digest });
             }
+            Proposed::Restore(r) => {
+                flush(&mut txns, &mut out);
+                bytes = 0;
+                out.push(Proposal::Restore(r));
+            }
         }
     }
     flush(&mut txns, &mut out);

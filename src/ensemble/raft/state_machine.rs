@@ -483,8 +483,8 @@ impl Applier for StateApplier {
             let one = match p {
                 Proposal::Txn(b) => std::slice::from_ref(b),
                 Proposal::Txns(batch) => batch.as_slice(),
-                // the ensemble's key, digests: the core's business
-                Proposal::Key(_) | Proposal::Digest { .. } => &[],
+                // the ensemble's key, digests, restores: the core's business
+                Proposal::Key(_) | Proposal::Digest { .. } | Proposal::Restore(_) => &[],
             };
             one.iter().map(move |b| (log_id, b))
         });

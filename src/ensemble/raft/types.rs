@@ -22,6 +22,9 @@ pub enum Proposal {
     /// core's messages, the leader's log append and sync) is paid once per batch, not per
     /// write. Last, so that the variants before it keep their encoding in existing logs.
     Txns(Vec<Bytes>),
+    /// A step of an online restore into the ensemble (core/ensemble_restore.rs): a chunk of
+    /// the backup, its commit, or an abort. Last, as `Txns` is.
+    Restore(crate::seam::RestorePart),
 }
 
 impl Proposal {
@@ -32,6 +35,7 @@ impl Proposal {
             Proposal::Txns(batch) => batch.iter().map(Bytes::len).sum(),
             Proposal::Key(k) => k.len(),
             Proposal::Digest { .. } => 16,
+            Proposal::Restore(r) => r.payload_len(),
         }
     }
 }
@@ -43,6 +47,7 @@ impl std::fmt::Display for Proposal {
             Proposal::Key(_) => f.write_str("key"),
             Proposal::Digest { zxid, .. } => write!(f, "digest({zxid:#x})"),
             Proposal::Txns(t) => write!(f, "txns({})", t.len()),
+            Proposal::Restore(r) => write!(f, "restore({:#x}, {} bytes)", r.id(), r.payload_len()),
         }
     }
 }
