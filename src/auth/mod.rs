@@ -6,6 +6,10 @@
 //! bytes), so the core runs an exchange as one more session-local request, in the
 //! connection's order, and adds the `sasl` identity to the connection it owns. Imports
 //! nothing of the crate.
+//!
+//! Owns: the DIGEST-MD5 mechanism (server and client side), the JAAS file's sections, the
+//! enforce-auth settings. May not touch: connections, sessions, the state (the core holds a
+//! connection's identities).
 
 pub mod digest_md5;
 pub mod digest_md5_client;

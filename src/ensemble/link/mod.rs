@@ -13,6 +13,10 @@
 //!
 //! What each way of proving binds is in docs/design/ENSEMBLE.md ("Securing the peer links"). This
 //! folder knows nothing of openraft: `raft/network.rs` carries Raft's RPCs over these links.
+//!
+//! Owns: the peer port's sockets, a link's handshake and framing, and the bounds on what an
+//! unauthenticated or authenticated link may hold (src/limits.rs). May not touch: openraft,
+//! the core, the state.
 
 mod frame;
 mod gate;

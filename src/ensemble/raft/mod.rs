@@ -1,6 +1,11 @@
 //! openraft 0.9 behind Palisade's own seam: the type configuration, the peer transport, the
 //! log store on `wal/` and the state-machine adapter. Only this folder names openraft's
 //! types, so that a move to 0.10 touches nothing else.
+//!
+//! Owns: the Raft log, vote and snapshot files, the peer RPCs, the role, proposer, forwarder and
+//! reconcile tasks. May not touch: the core (what they exchange is `src/seam.rs`), client
+//! connections, the standalone log stage (`durability/log.rs`), the state (the core applies
+//! committed entries, through the `Applier` seam).
 
 mod applier;
 pub mod durable;

@@ -16,6 +16,10 @@
 //! Two counters are easily confused: a node stores C, the number of child creations ever
 //! (`Node::child_creates`; sequential suffixes come from it), while clients see the cversion
 //! `2·C − numChildren` in a [`Stat`]. The names keep them apart.
+//!
+//! Owns: nodes, the ACL table, quota stats, the digest, loading an image. May not touch:
+//! anything of the crate outside `state` but `acl` and `path`; sessions and the zxid are
+//! `state`'s.
 
 use crate::acl::{AclTable, Entry};
 use hashbrown::HashTable;
