@@ -165,7 +165,7 @@ async fn start_member(
         .members
         .iter()
         .find(|m| m.id == myid)
-        .and_then(crate::ensemble::raft::reconfig::peer_addr);
+        .and_then(crate::ensemble::raft::reconcile::peer_addr);
     let security = crate::ensemble::link::Security::open(
         myid,
         listen,

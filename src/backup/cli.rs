@@ -10,7 +10,7 @@
 //!   3.x snapshot file) into a new Palisade data dir, offline, through `import-zookeeper`'s
 //!   checks (the server's node rules, ZooKeeper's digest); then start the server on DIR.
 //!   `--config zoo.cfg` instead of `--data-dir`: into the data dir that zoo.cfg names; for an
-//!   ensemble member (server.N lines, `myid` in its data dir), its Raft snapshot (member.rs),
+//!   ensemble member (server.N lines, `myid` in its data dir), its Raft snapshot (member_restore.rs),
 //!   to start with `--force-new-ensemble`.
 
 use super::client;
@@ -169,7 +169,7 @@ enum RestoreTo {
     /// A standalone server's new data dir.
     DataDir(PathBuf),
     /// The data dir of the ensemble member a zoo.cfg describes.
-    Member(super::member::Target),
+    Member(super::member_restore::Target),
 }
 
 /// The restore's target from a zoo.cfg: its data dir, or, with server.N lines, its member's.
@@ -178,7 +178,7 @@ fn config(path: &Path) -> Result<RestoreTo, String> {
     let mut cfg = crate::config::Config::default();
     cfg.apply_zoo_cfg(&text)?;
     if cfg.members.len() > 1 {
-        super::member::Target::of(&cfg).map(RestoreTo::Member)
+        super::member_restore::Target::of(&cfg).map(RestoreTo::Member)
     } else {
         Ok(RestoreTo::DataDir(cfg.data_dir))
     }
@@ -233,7 +233,7 @@ fn restore(file: &Path, into: &RestoreTo, zxid: Option<&str>) -> Result<String, 
         .map(|s| s.text()),
         RestoreTo::Member(t) => {
             let (s, state) = crate::migrate::import::read(&staging, None, None)?;
-            let term = super::member::write(&state, t)?;
+            let term = super::member_restore::write(&state, t)?;
             Ok(format!(
                 "{}member {}: a Raft snapshot at term {term}, index 1, membership: itself \
                  alone; start it with --force-new-ensemble (reconfigEnabled=true), then the \

@@ -10,12 +10,12 @@
 //! `import-zookeeper` read both forms.
 //!
 //! Owns: the stream format, the rate limiter, the two commands and their HTTP client, and the
-//! member data dir a restore writes (`member.rs`). May not touch: a running server's state or
-//! files — a running server's backup and restore are the core's (`CoreMsg::Admin`), answered
-//! through the AdminServer.
+//! member data dir a restore writes (`member_restore.rs`). May not touch: a running server's
+//! state or files — a running server's backup and restore are the core's (`CoreMsg::Admin`),
+//! answered through the AdminServer.
 
 pub mod cli;
 pub mod client;
-pub mod member;
+pub mod member_restore;
 pub mod rate;
 pub mod stream;

@@ -44,7 +44,7 @@ pub enum PeerRequest {
     /// Sessions alive on a follower (its clients' pings, in one message a tick).
     Touch(Vec<(i64, u64)>),
     /// A member not yet in the ensemble (reconfigEnabled) asks to be replicated to
-    /// (raft/reconfig.rs): its id and peer address.
+    /// (raft/join.rs): its id and peer address.
     Join {
         id: NodeId,
         addr: String,
@@ -76,7 +76,7 @@ pub enum PeerResponse {
     Transfer(bool),
 }
 
-/// What a member answers a server asking to join (raft/reconfig.rs).
+/// What a member answers a server asking to join (raft/join.rs).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JoinReply {
     /// This member has formed no ensemble yet.
@@ -556,7 +556,7 @@ impl PeerClient {
         &self.addr
     }
 
-    /// Asks the member to let this server join (raft/reconfig.rs).
+    /// Asks the member to let this server join (raft/join.rs).
     pub async fn join(&mut self, id: NodeId, addr: String, ttl: Duration) -> io::Result<JoinReply> {
         match self.call(PeerRequest::Join { id, addr }, ttl).await {
             Ok(PeerResponse::Join(r)) => Ok(r),

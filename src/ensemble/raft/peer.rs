@@ -1,6 +1,6 @@
 //! What a member does with the calls of a peer whose link proved which member it is
 //! (`ensemble/link/`): Raft's RPCs go to openraft, forwards and touches to the core, joins to
-//! `reconfig.rs`. Before any of it, [`Peer::admit`] looks at the call, so that nothing a peer
+//! `join.rs`. Before any of it, [`Peer::admit`] looks at the call, so that nothing a peer
 //! sends can make this member panic, stop, or hold unbounded memory:
 //!
 //! - terms are bounded: a vote, append or snapshot whose term is far beyond this member's, or
@@ -273,7 +273,7 @@ impl<C: CoreInbox> PeerHandler for Peer<C> {
     }
 
     async fn join(&self, id: NodeId, addr: String) -> JoinReply {
-        super::reconfig::answer_join(&self.raft, self.me, self.reconfig, id, addr).await
+        super::join::answer_join(&self.raft, self.me, self.reconfig, id, addr).await
     }
 
     async fn elect(&self, from: NodeId, term: u64) -> bool {

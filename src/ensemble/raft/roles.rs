@@ -41,7 +41,7 @@ fn view(
         .log_id()
         .as_ref()
         .is_none_or(|l| m.last_applied.as_ref().is_some_and(|a| a.index >= l.index));
-    let in_force = membership_applied && super::reconfig::matches(want, &voters, &nodes);
+    let in_force = membership_applied && super::reconcile::matches(want, &voters, &nodes);
     let mut v = RoleView {
         leader: m.current_leader,
         term: m.current_term,

@@ -2,7 +2,7 @@
 //! runtime of its own (`spawn`), and `start`: the storage opened with the core as its
 //! applier (applier.rs), the peer port served (peer.rs), the ensemble formed or joined, and
 //! the tasks that link Raft and the core started (roles.rs, proposer.rs, forwarder.rs,
-//! snapshots.rs, fail_safe.rs, reconfig.rs, transfer.rs).
+//! snapshots.rs, fail_safe.rs, reconcile.rs, join.rs, transfer.rs).
 
 use super::applier::CoreApplier;
 use super::election;
@@ -11,7 +11,7 @@ use super::forwarder::forwarder;
 use super::network::{serve, Network};
 use super::peer::Peer;
 use super::proposer::proposer;
-use super::reconfig::peer_addr;
+use super::reconcile::peer_addr;
 use super::roles::{roles, RoleInputs};
 use super::snapshots::snapshots;
 use super::storage;
@@ -108,7 +108,7 @@ pub struct Settings {
     /// The data dir's identity, which the Raft log's segments carry.
     pub identity: u64,
     /// reconfigEnabled: the membership follows /zookeeper/config, and a server with an empty
-    /// log joins an existing ensemble (raft/reconfig.rs).
+    /// log joins an existing ensemble (raft/reconcile.rs, raft/join.rs).
     pub reconfig: bool,
     /// How the peer links prove who they are (quorum TLS, quorum SASL, or by address).
     pub security: Arc<crate::ensemble::link::Security>,
@@ -209,7 +209,7 @@ pub async fn start<C: CoreInbox>(
         tokio::spawn(async move { serve(listener, peer, &network, listening).await });
     }
     if cfg.reconfig {
-        tokio::spawn(super::reconfig::listen_as_configured(
+        tokio::spawn(super::reconcile::listen_as_configured(
             desired.clone(),
             myid,
             addr.clone(),
@@ -234,7 +234,7 @@ pub async fn start<C: CoreInbox>(
     let pause = Duration::from_millis(lease_ms);
     if !initialized && cfg.reconfig {
         // It may be joining an ensemble that runs without it: never form one alone.
-        tokio::spawn(super::reconfig::join(
+        tokio::spawn(super::join::join(
             raft.clone(),
             network.clone(),
             cfg.members.clone(),
@@ -269,7 +269,7 @@ pub async fn start<C: CoreInbox>(
         yielding,
         leadership,
     ));
-    tokio::spawn(super::reconfig::reconcile(
+    tokio::spawn(super::reconcile::reconcile(
         raft.clone(),
         network.clone(),
         desired.clone(),
@@ -282,7 +282,7 @@ pub async fn start<C: CoreInbox>(
     if cfg.reconfig {
         let catch_up =
             Duration::from_millis(cfg.init_limit.saturating_mul(cfg.tick_time).max(10_000));
-        tokio::spawn(super::reconfig::drop_stale_learners(
+        tokio::spawn(super::reconcile::drop_stale_learners(
             raft.clone(),
             desired.clone(),
             myid,
@@ -309,7 +309,7 @@ pub async fn start<C: CoreInbox>(
 /// A restarted member runs in the membership its log holds; zoo.cfg's server.N lines only
 /// formed the ensemble (and find it when joining). Say so when they disagree.
 fn warn_if_zoo_cfg_differs(raft: &Raft<TypeConfig>, members: &[Member]) {
-    let (voters, _) = super::reconfig::membership(raft);
+    let (voters, _) = super::reconcile::membership(raft);
     let cfg: BTreeSet<NodeId> = members
         .iter()
         .filter(|m| m.role == Role::Participant)

@@ -14,7 +14,7 @@
 //! empty data dirs and `reconfig -add`, as after a permanent loss of the quorum.
 
 use crate::config::Config;
-use crate::ensemble::raft::reconfig::peer_addr;
+use crate::ensemble::raft::reconcile::peer_addr;
 use crate::ensemble::raft::snapshot_buf::SnapshotBuf;
 use crate::ensemble::raft::state_machine::{Applier, PendingImage};
 use crate::ensemble::raft::storage;
