@@ -21,8 +21,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 
-/// How often the TLS store files are checked for changes (SIGHUP reloads at once).
-const TLS_RELOAD_CHECK: Duration = Duration::from_secs(1);
 use tokio::sync::mpsc;
 
 /// The child tables' hash key (see state/tree): derived from the secret, so every process of
@@ -64,7 +62,7 @@ fn open_data(cfg: &Config, identity: u64) -> io::Result<(palisade_wal::Wal, Rest
         .map_err(|e| io::Error::other(format!("cannot recover the data dir: {e}")))?;
     let mut progress = crate::metrics::progress::Progress::new(
         log.report().last_txn_zxid,
-        crate::metrics::progress::EVERY,
+        crate::limits::RECOVERY_PROGRESS_EVERY,
     );
     let restored = recovery::recover_with_progress(&cfg.snap_dir(), &log, &mut |s, z, b| {
         progress.tick(s, z, b)
@@ -373,7 +371,7 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     let tls = if cfg.secure_client_port.is_some() || cfg.port_unification {
         let a = tls::Acceptor::new(cfg.tls.clone()).map_err(io::Error::other)?;
         crate::acl::enable_x509();
-        tls::spawn_reloader(a.clone(), TLS_RELOAD_CHECK);
+        tls::spawn_reloader(a.clone(), crate::limits::TLS_RELOAD_CHECK);
         Some(a)
     } else {
         None
@@ -501,13 +499,13 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
             Ok(x) => x,
             Err(e) => {
                 let (last, quiet) = &mut accept_errors;
-                if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                if last.is_none_or(|t| t.elapsed() >= crate::limits::ACCEPT_ERROR_LOG_EVERY) {
                     tracing::warn!(error = %e, not_logged = *quiet, "accept failed");
                     (*last, *quiet) = (Some(Instant::now()), 0);
                 } else {
                     *quiet += 1;
                 }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                tokio::time::sleep(crate::limits::ACCEPT_RETRY).await;
                 continue;
             }
         };

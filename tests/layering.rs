@@ -13,7 +13,7 @@ type Graph = BTreeMap<String, BTreeSet<String>>;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("path", &["limits"]),
     ("acl", &["limits"]),
-    ("metrics", &[]),
+    ("metrics", &["limits"]),
     ("auth", &[]),
     ("limits", &[]),
     ("spin", &[]),

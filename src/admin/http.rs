@@ -3,11 +3,12 @@
 
 use super::auth::{self, Caller};
 use super::commands::{self, Info, Kind, Post};
-use super::listener::{self, Bounded, Security, IDLE, MAX_CONNECTIONS};
+use super::listener::{self, Bounded, Security};
 use super::{Json, Query};
 use crate::backup::rate::RateLimiter;
 use crate::core::member::LeadershipAsk;
 use crate::core::CoreMsg;
+use crate::limits::{ADMIN_CONNECTIONS, ADMIN_IDLE};
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::http::{HeaderMap, Uri};
@@ -20,10 +21,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
-
-/// How long a request waits for the core's answer before it reports the server as not
-/// serving: far above a core turn, short enough for a health check's own timeout.
-const CORE_ANSWER: Duration = Duration::from_secs(5);
 
 /// The core's inbox once it runs (the listeners start before recovery, so /ready can say
 /// "not yet" while the data dir is replayed).
@@ -70,7 +67,7 @@ async fn ask<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query)
     let tx = core.get()?.clone();
     let (reply, rx) = oneshot::channel();
     let q = make(reply);
-    tokio::time::timeout(CORE_ANSWER, async move {
+    tokio::time::timeout(crate::limits::ADMIN_CORE_ANSWER, async move {
         tx.send(CoreMsg::Admin(q)).await.ok()?;
         rx.await.ok()
     })
@@ -514,7 +511,7 @@ pub fn serve_admin(
         .route(&format!("{url}/{{name}}"), get(command).post(post_command))
         .route("/ready", get(ready))
         .with_state(st);
-    let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
+    let listener = Bounded::new(listener, ADMIN_CONNECTIONS, ADMIN_IDLE);
     tokio::spawn(listener::serve(listener, app, security));
 }
 
@@ -540,7 +537,7 @@ pub fn serve_metrics(listener: TcpListener, core: CoreSlot, security: Security) 
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(core);
-    let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
+    let listener = Bounded::new(listener, ADMIN_CONNECTIONS, ADMIN_IDLE);
     tokio::spawn(listener::serve(listener, app, security));
 }
 

@@ -17,7 +17,6 @@ use super::client;
 use palisade_zkdisk::adler32::adler32;
 use palisade_zkdisk::snap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const USAGE: &str = "usage:\n  palisade backup --url http[s]://HOST:PORT/commands [--auth 'digest USER:PASSWORD'|ip|x509] --out FILE|DIR\n                  [--cacert CA.pem] [--cert CERT_AND_KEY.pem|.p12 [--cert-password PW]]\n  palisade restore --file SNAPSHOT --data-dir NEW_DIR|--config MEMBER_ZOO_CFG [--zxid HEX]";
 
@@ -134,7 +133,14 @@ fn backup(
 ) -> Result<String, String> {
     let url = format!("{}/snapshot?streaming=true", url.trim_end_matches('/'));
     let headers: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
-    let reply = client::request("GET", &url, &headers, &[], Duration::from_secs(600), tls)?;
+    let reply = client::request(
+        "GET",
+        &url,
+        &headers,
+        &[],
+        crate::limits::BACKUP_DEADLINE,
+        tls,
+    )?;
     if reply.status != 200 {
         return Err(format!(
             "{url}: HTTP {}: {}",

@@ -33,10 +33,6 @@ pub struct ImportOpts {
     pub max_snapshot_bytes: Option<u64>,
 }
 
-/// Node visits spent on checking ZooKeeper's per-txn digests (about a second of work); the
-/// snapshot's digest and the last txn's are checked regardless.
-const DIGEST_CHECK_NODE_VISITS: u64 = 50_000_000;
-
 fn epoch(z: i64) -> i64 {
     z >> 32
 }
@@ -119,7 +115,7 @@ fn replay(
         }
     }
     let mut last_digest: Option<TxnDigest> = None;
-    let mut budget = DIGEST_CHECK_NODE_VISITS;
+    let mut budget = crate::limits::IMPORT_DIGEST_CHECK_NODE_VISITS;
     // Only the logs that can hold txns after the snapshot: a log's txns end where the next
     // log's name begins.
     let first = logs
@@ -273,7 +269,10 @@ fn creates(body: &TxnBody) -> bool {
 
 /// Whether a snapshot older than `zxid` is listed (the list is newest first).
 fn older_exists(snaps: &[zkdisk::SnapFile], zxid: i64) -> bool {
-    snaps.iter().take(100).any(|s| s.zxid < zxid)
+    snaps
+        .iter()
+        .take(crate::limits::IMPORT_SNAPSHOTS_TRIED)
+        .any(|s| s.zxid < zxid)
 }
 
 fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path, bound: Option<u64>) -> Result<Rebuilt, String> {
@@ -287,7 +286,11 @@ fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path, bound: Option<u64>) -> Result<
     }
     let mut notes = Vec::new();
     // ZooKeeper tries up to 100 snapshots, newest first.
-    for f in snaps.snapshots.iter().take(100) {
+    for f in snaps
+        .snapshots
+        .iter()
+        .take(crate::limits::IMPORT_SNAPSHOTS_TRIED)
+    {
         let snap = match zkdisk::snap::read_snapshot_within(&f.path, bound) {
             Ok(s) => s,
             Err(e @ ZkError::Io { .. }) => return Err(e.to_string()),
@@ -463,8 +466,8 @@ pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
         &mut buf,
     );
     loop {
-        let done = c.step(&state.tree, 4096, &mut buf);
-        if done || buf.len() >= 4 << 20 {
+        let done = c.step(&state.tree, crate::limits::IMPORT_CAPTURE_STEP, &mut buf);
+        if done || buf.len() >= crate::limits::IMPORT_BLOCK {
             w.write_block(&buf).map_err(|e| e.to_string())?;
             buf.clear();
         }

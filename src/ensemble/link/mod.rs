@@ -470,7 +470,7 @@ pub async fn listen<F, Fut>(
                     if sec.refusals.ready() {
                         tracing::warn!(error = %e, "peer accept failed");
                     }
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    tokio::time::sleep(crate::limits::ACCEPT_RETRY).await;
                     continue;
                 }
             },

@@ -104,10 +104,7 @@ pub(super) async fn forwarder<C: CoreInbox>(
     }
 }
 
-/// How many request bytes one forward call gathers from the queue, at most (limits.rs).
-const GATHER_BYTES: usize = crate::limits::PEER_BATCH_BYTES;
-
-/// `ops` and the forwards queued behind them, up to GATHER_BYTES, as one call: they queued
+/// `ops` and the forwards queued behind them, up to `PEER_BATCH_BYTES`, as one call: they queued
 /// while the last call was out, and one round trip to the leader each would pace a follower's
 /// writes by that round trip. A touch stops the gathering (held, to go next in its order).
 fn gather(
@@ -124,7 +121,7 @@ fn gather(
             .sum()
     };
     let mut bytes = size(&ops);
-    while bytes < GATHER_BYTES {
+    while bytes < crate::limits::PEER_BATCH_BYTES {
         match rx.try_recv() {
             Ok(ToLeader::Forward(more)) => {
                 bytes = bytes.saturating_add(size(&more));
@@ -159,7 +156,7 @@ mod tests {
     }
 
     /// How: forwards queued behind the first go with it, in order, until a touch (held for
-    /// next) or GATHER_BYTES; what is left stays queued, in order.
+    /// next) or `PEER_BATCH_BYTES`; what is left stays queued, in order.
     #[test]
     fn queued_forwards_go_in_one_call_up_to_a_touch_or_the_byte_bound() {
         let (tx, mut rx) = mpsc::channel(crate::limits::FORWARD_QUEUE);
@@ -180,8 +177,11 @@ mod tests {
         assert!(held.is_none());
 
         for cxid in 11..15 {
-            tx.try_send(ToLeader::Forward(vec![fwd(cxid, GATHER_BYTES / 3)]))
-                .unwrap();
+            tx.try_send(ToLeader::Forward(vec![fwd(
+                cxid,
+                crate::limits::PEER_BATCH_BYTES / 3,
+            )]))
+            .unwrap();
         }
         let ops = gather(vec![fwd(10, 10)], &mut rx, &mut held);
         assert_eq!(cxids(&ops), [10, 11, 12, 13]);

@@ -103,7 +103,7 @@ pub async fn join(raft: Raft<TypeConfig>, network: Network, members: Vec<Member>
         .filter(|m| m.id != me)
         .filter_map(|m| peer_addr(m).map(|a| (m.id, network.client(m.id, a))))
         .collect();
-    let ttl = pause.max(Duration::from_millis(200));
+    let ttl = pause.max(crate::limits::JOIN_CALL_MIN);
     let mut logged = false;
     let mut warned: Option<tokio::time::Instant> = None;
     loop {
@@ -135,7 +135,7 @@ pub async fn join(raft: Raft<TypeConfig>, network: Network, members: Vec<Member>
         // Said now and then: a server no configuration names is refused without a credential
         // (link/mod.rs), and the operator must learn why it never joins.
         if let (false, Some(e)) = (in_ensemble, refusal) {
-            if warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(30)) {
+            if warned.is_none_or(|t| t.elapsed() >= crate::limits::JOIN_WARN_EVERY) {
                 tracing::warn!(error = %e, "cannot join the ensemble yet");
                 warned = Some(tokio::time::Instant::now());
             }

@@ -254,9 +254,6 @@ async fn serve_link<H: PeerHandler>(
     Ok(())
 }
 
-/// The payload bytes one append-entries call carries at most (limits.rs).
-pub const APPEND_BYTES: usize = PEER_APPEND_BYTES;
-
 fn entry_bytes(e: &openraft::Entry<TypeConfig>) -> usize {
     use super::types::Proposal;
     match &e.payload {
@@ -266,12 +263,12 @@ fn entry_bytes(e: &openraft::Entry<TypeConfig>) -> usize {
     }
 }
 
-/// How many of `entries` fit in APPEND_BYTES (at least one), if not all do.
+/// How many of `entries` fit in `PEER_APPEND_BYTES` (at least one), if not all do.
 pub fn too_many(entries: &[openraft::Entry<TypeConfig>]) -> Option<u64> {
     let mut bytes = 0usize;
     for (i, e) in entries.iter().enumerate() {
         bytes = bytes.saturating_add(entry_bytes(e));
-        if bytes > APPEND_BYTES && i > 0 {
+        if bytes > PEER_APPEND_BYTES && i > 0 {
             return Some(i as u64);
         }
     }
@@ -523,7 +520,7 @@ impl PeerClient {
             addr,
             moved_from: None,
             link: LinkState::Down,
-            retry: Duration::from_millis(500),
+            retry: crate::limits::PEER_RETRY,
             down: false,
             contacts: None,
             durable: None,
@@ -685,7 +682,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
     /// leader well within the lease), then 200 ms: still inside the time a restarted member
     /// waits before it campaigns (lease + election timeout), and few connects to a dead one.
     fn backoff(&self) -> Backoff {
-        let later = Duration::from_millis(200).max(self.retry);
+        let later = crate::limits::PEER_RETRY_LATER.max(self.retry);
         Backoff::new(std::iter::repeat_n(self.retry, 8).chain(std::iter::repeat(later)))
     }
 

@@ -230,7 +230,7 @@ pub async fn drop_stale_learners(
     catch_up: Duration,
 ) {
     let mut behind_since: BTreeMap<NodeId, tokio::time::Instant> = BTreeMap::new();
-    let mut tick = tokio::time::interval(Duration::from_secs(1).min(catch_up));
+    let mut tick = tokio::time::interval(crate::limits::LEARNER_CHECK.min(catch_up));
     loop {
         tick.tick().await;
         let named: BTreeSet<NodeId> = desired.borrow().members.iter().map(|m| m.id).collect();

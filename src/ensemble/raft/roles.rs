@@ -211,7 +211,7 @@ pub(super) async fn roles<C: CoreInbox>(
                     return;
                 }
                 if !server.has_changed().unwrap_or(true) {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    tokio::time::sleep(crate::limits::ROLE_VIEW_EVERY).await;
                 }
             },
             r = server.changed() => if r.is_err() {

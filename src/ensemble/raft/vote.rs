@@ -53,7 +53,7 @@ fn decode(path: &Path, b: &[u8]) -> io::Result<Vote<NodeId>> {
     let (term, node) = (u64_at(&p, 0), u64_at(&p, 8));
     // A vote no member can hold: saved from a forged vote request by a build that took any
     // term (openraft then panicked at every start adding one to it).
-    if term > super::peer::MAX_TERM {
+    if term > crate::limits::PEER_MAX_TERM {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
@@ -62,7 +62,7 @@ fn decode(path: &Path, b: &[u8]) -> io::Result<Vote<NodeId>> {
                  snapshots are intact: move the file aside and start it again while the \
                  other members run (docs/design/ENSEMBLE.md, \"A vote file that cannot be used\")",
                 path.display(),
-                super::peer::MAX_TERM
+                crate::limits::PEER_MAX_TERM
             ),
         ));
     }
@@ -126,7 +126,7 @@ mod tests {
         f.save(&Vote::new(u64::MAX, 1)).unwrap();
         let e = f.read().unwrap_err().to_string();
         assert!(e.contains(FILE) && e.contains("past the largest"), "{e}");
-        f.save(&Vote::new(super::super::peer::MAX_TERM, 1)).unwrap();
+        f.save(&Vote::new(crate::limits::PEER_MAX_TERM, 1)).unwrap();
         assert!(f.read().is_ok());
     }
 

@@ -141,7 +141,7 @@ pub async fn start<C: CoreInbox>(
     let dir = &cfg.dir;
     crate::durability::datadir::create_private_dir(dir)?;
     let applier = CoreApplier::new(core.clone());
-    let segment = cfg.segment_bytes.max(1 << 20);
+    let segment = cfg.segment_bytes.max(crate::limits::RAFT_SEGMENT_MIN);
     let (mut log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
     // After a recovery, the configurations from before it are not brought in (no quorum).
     let mut floor = 0;
@@ -177,7 +177,7 @@ pub async fn start<C: CoreInbox>(
         .with_security(cfg.security.clone())
         .with_joiners(cfg.reconfig);
     if let Some(tls) = cfg.security.tls() {
-        crate::net::tls::spawn_reloader(tls, Duration::from_secs(1));
+        crate::net::tls::spawn_reloader(tls, crate::limits::TLS_RELOAD_CHECK);
     }
     let contacts = network.contacts.clone();
     let raft = Raft::new(myid, config, network.clone(), log, sm)
