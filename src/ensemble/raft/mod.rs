@@ -13,6 +13,8 @@ pub mod election;
 mod fail_safe;
 mod forwarder;
 mod join;
+mod log_open;
+mod log_reader;
 pub mod log_store;
 mod log_thread;
 pub mod network;
