@@ -19,6 +19,7 @@ pub mod log_store;
 mod log_thread;
 pub mod network;
 pub mod peer;
+mod peer_client;
 mod proposer;
 pub mod purged;
 pub mod reconcile;

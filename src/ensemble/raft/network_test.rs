@@ -4,6 +4,8 @@
 
 use super::*;
 use crate::ensemble::raft::types::Proposal;
+use openraft::error::RPCError;
+use openraft::network::{RPCOption, RaftNetwork};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
