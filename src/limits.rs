@@ -237,6 +237,14 @@ pub const ROLE_VIEW_EVERY: Duration = Duration::from_millis(1);
 /// The leader looks for learners to drop this often (or every catch-up time, if shorter).
 pub const LEARNER_CHECK: Duration = Duration::from_secs(1);
 
+/// A joined learner has initLimit ticks to catch up, and never less than this (ms), so that a
+/// short tickTime does not remove a joining server before it could catch up.
+pub const LEARNER_CATCH_UP_MIN_MS: u64 = 10_000;
+
+/// A follower's forward call waits syncLimit ticks for the leader's answer, and never less
+/// than this (ms), so that a short tickTime does not time out forwards a leader is committing.
+pub const FORWARD_TTL_MIN_MS: u64 = 1000;
+
 /// A join call waits at least this for its answer (src/ensemble/raft/join.rs), and a server
 /// that cannot join yet says so at most this often.
 pub const JOIN_CALL_MIN: Duration = Duration::from_millis(200);
