@@ -43,27 +43,17 @@ pub(super) async fn forwarder<C: CoreInbox>(
                 None => return,
             },
         };
-        let (leader, addr, term) = {
-            let m = raft.metrics();
-            let m = m.borrow();
-            let leader = m.current_leader.filter(|l| *l != me);
-            let addr = leader.and_then(|l| {
-                m.membership_config
-                    .nodes()
-                    .find(|(id, _)| **id == l)
-                    .map(|(id, n)| network.addr_of(*id, n))
-            });
-            (leader, addr, m.current_term)
-        };
-        if let (Some(l), Some(a)) = (leader, &addr) {
-            if link
-                .as_ref()
-                .is_none_or(|(c, t)| c.target() != l || c.addr() != a || *t != term)
-            {
-                link = Some((network.client(l, a.clone()), term));
+        let (leader, addr, term) = leader_of(&raft, &network, me);
+        match (leader, &addr) {
+            (Some(l), Some(a)) => {
+                if link
+                    .as_ref()
+                    .is_none_or(|(c, t)| c.target() != l || c.addr() != a || *t != term)
+                {
+                    link = Some((network.client(l, a.clone()), term));
+                }
             }
-        } else {
-            link = None;
+            _ => link = None,
         }
         match msg {
             ToLeader::Forward(ops) => {
@@ -102,6 +92,25 @@ pub(super) async fn forwarder<C: CoreInbox>(
             }
         }
     }
+}
+
+/// The leader as Raft knows it now (None if it is this member), where it is reached, and the
+/// term.
+fn leader_of(
+    raft: &Raft<TypeConfig>,
+    network: &Network,
+    me: NodeId,
+) -> (Option<NodeId>, Option<String>, u64) {
+    let m = raft.metrics();
+    let m = m.borrow();
+    let leader = m.current_leader.filter(|l| *l != me);
+    let addr = leader.and_then(|l| {
+        m.membership_config
+            .nodes()
+            .find(|(id, _)| **id == l)
+            .map(|(id, n)| network.addr_of(*id, n))
+    });
+    (leader, addr, m.current_term)
 }
 
 /// `ops` and the forwards queued behind them, up to `PEER_BATCH_BYTES`, as one call: they queued
