@@ -241,6 +241,10 @@ pub const LEARNER_CHECK: Duration = Duration::from_secs(1);
 /// short tickTime does not remove a joining server before it could catch up.
 pub const LEARNER_CATCH_UP_MIN_MS: u64 = 10_000;
 
+/// A member in read-only mode (`readonlymode.enabled`) calls itself partitioned after tickTime
+/// without a quorum, and never sooner than this (ms): ZooKeeper waits max(2 s, tickTime).
+pub const READ_ONLY_AFTER_MIN_MS: u64 = 2000;
+
 /// A follower's forward call waits syncLimit ticks for the leader's answer, and never less
 /// than this (ms), so that a short tickTime does not time out forwards a leader is committing.
 pub const FORWARD_TTL_MIN_MS: u64 = 1000;

@@ -127,6 +127,11 @@ fn start_standalone(
     let mut core = Core::new(core_cfg, Box::new(LogQueue::new(log_tx)));
     core.restore(restored);
     core.enable_snapshots(snap_link, spare_rx, cfg.snap_count);
+    spawn_core(core, core_rx)
+}
+
+/// The core thread, and what says it has ended.
+fn spawn_core(core: Core, core_rx: mpsc::Receiver<CoreMsg>) -> io::Result<CoreThread> {
     let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()
         .name("palisade-core".into())
@@ -134,7 +139,6 @@ fn start_standalone(
             core.run(core_rx);
             let _ = core_done_tx.send(());
         })?;
-
     Ok((core_thread, core_done))
 }
 
@@ -150,41 +154,8 @@ async fn start_member(
     tokio::sync::oneshot::Receiver<()>,
     Option<crate::ensemble::raft::wiring::Running>,
 )> {
-    let text = std::fs::read_to_string(cfg.data_dir.join("myid")).map_err(|e| {
-        io::Error::other(format!(
-            "{}: {e} (an ensemble member needs dataDir/myid holding its server.N id)",
-            cfg.data_dir.join("myid").display()
-        ))
-    })?;
-    let myid = crate::ensemble::members::parse_myid(&text).map_err(io::Error::other)?;
-    let raft_dir = cfg.log_dir().join("raft");
-    let identity = datadir::load_identity(&cfg.data_dir, std::slice::from_ref(&raft_dir))?;
-    let listen = cfg
-        .members
-        .iter()
-        .find(|m| m.id == myid)
-        .and_then(crate::ensemble::raft::reconcile::peer_addr);
-    let security = crate::ensemble::link::Security::open(
-        myid,
-        listen,
-        &cfg.quorum,
-        cfg.sasl.jaas_file.as_deref(),
-    )
-    .map_err(io::Error::other)?;
-    let settings = crate::ensemble::raft::wiring::Settings {
-        security,
-        force_new_ensemble: cfg.force_new_ensemble,
-        identity,
-        members: cfg.members.clone(),
-        dir: raft_dir,
-        tick_time: cfg.tick_time,
-        init_limit: cfg.init_limit,
-        sync_limit: cfg.sync_limit,
-        snap_count: cfg.snap_count,
-        segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
-        spin_wait: cfg.spin_wait(),
-        reconfig: cfg.reconfig_enabled,
-    };
+    let myid = read_myid(cfg)?;
+    let settings = raft_settings(cfg, myid)?;
     let (propose_tx, propose_rx) = mpsc::unbounded_channel();
     let (leader_tx, leader_rx) = mpsc::channel(crate::limits::FORWARD_QUEUE);
     let (snapshot_tx, snapshot_rx) = mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS);
@@ -212,21 +183,15 @@ async fn start_member(
         snapshot: snapshot_tx,
         snap_count: cfg.snap_count,
         // ZooKeeper waits max(2 s, tickTime) before it calls itself partitioned.
-        read_only: cfg
-            .read_only_mode
-            .then(|| std::time::Duration::from_millis(cfg.tick_time.max(2000))),
+        read_only: cfg.read_only_mode.then(|| {
+            Duration::from_millis(cfg.tick_time.max(crate::limits::READ_ONLY_AFTER_MIN_MS))
+        }),
         members: cfg.members.clone(),
         desired: desired_tx,
         leadership: leadership_tx,
         alone: cfg.force_new_ensemble,
     });
-    let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
-    let core_thread = std::thread::Builder::new()
-        .name("palisade-core".into())
-        .spawn(move || {
-            core.run(core_rx);
-            let _ = core_done_tx.send(());
-        })?;
+    let (core_thread, core_done) = spawn_core(core, core_rx)?;
     let running = crate::ensemble::raft::wiring::spawn(
         settings,
         myid,
@@ -242,6 +207,50 @@ async fn start_member(
     )
     .await?;
     Ok((core_thread, core_done, Some(running)))
+}
+
+/// This member's id, from dataDir/myid.
+fn read_myid(cfg: &Config) -> io::Result<u64> {
+    let text = std::fs::read_to_string(cfg.data_dir.join("myid")).map_err(|e| {
+        io::Error::other(format!(
+            "{}: {e} (an ensemble member needs dataDir/myid holding its server.N id)",
+            cfg.data_dir.join("myid").display()
+        ))
+    })?;
+    crate::ensemble::members::parse_myid(&text).map_err(io::Error::other)
+}
+
+/// What the member's Raft takes from zoo.cfg: its data dir's identity (shared with the Raft
+/// log under `dataLogDir/raft`), how its peer links prove who they are, its timing.
+fn raft_settings(cfg: &Config, myid: u64) -> io::Result<crate::ensemble::raft::wiring::Settings> {
+    let raft_dir = cfg.log_dir().join("raft");
+    let identity = datadir::load_identity(&cfg.data_dir, std::slice::from_ref(&raft_dir))?;
+    let listen = cfg
+        .members
+        .iter()
+        .find(|m| m.id == myid)
+        .and_then(crate::ensemble::raft::reconcile::peer_addr);
+    let security = crate::ensemble::link::Security::open(
+        myid,
+        listen,
+        &cfg.quorum,
+        cfg.sasl.jaas_file.as_deref(),
+    )
+    .map_err(io::Error::other)?;
+    Ok(crate::ensemble::raft::wiring::Settings {
+        security,
+        force_new_ensemble: cfg.force_new_ensemble,
+        identity,
+        members: cfg.members.clone(),
+        dir: raft_dir,
+        tick_time: cfg.tick_time,
+        init_limit: cfg.init_limit,
+        sync_limit: cfg.sync_limit,
+        snap_count: cfg.snap_count,
+        segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
+        spin_wait: cfg.spin_wait(),
+        reconfig: cfg.reconfig_enabled,
+    })
 }
 
 /// Binds the AdminServer and the Prometheus endpoint when configured. A port that cannot be
