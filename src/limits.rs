@@ -66,6 +66,17 @@ pub const PRE_HANDSHAKE_FRAME: usize = 256;
 
 /// A connection has this many tick times (at least a second each) to complete its handshake.
 pub const HANDSHAKE_TICKS: u64 = 10;
+pub const HANDSHAKE_TICK_MIN_MS: u64 = 1000;
+
+/// The core's tick (session expiry, the reaper, liveness) comes every half tickTime, within
+/// these (ms): often enough that a session expires close to its deadline with a long
+/// tickTime, rarely enough that a very short one does not keep the core busy.
+pub const CORE_TICK_MIN_MS: u64 = 50;
+pub const CORE_TICK_MAX_MS: u64 = 1000;
+
+/// The client connections' channel to the core holds globalOutstandingLimit requests, and
+/// never fewer than this.
+pub const CORE_INBOX_MIN: usize = 64;
 
 /// A reader held back by the server-wide output budget rechecks it this often (its own
 /// budget and its outstanding count wake it when its writer writes).

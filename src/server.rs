@@ -1,7 +1,13 @@
 //! The server: recovers the data dir (WAL + snapshots), starts the log, snapshot and core
 //! threads, accepts connections (bounded per client IP), drives the session-expiry tick, and
 //! shuts down cleanly on SIGTERM/SIGINT — or with an error if the core stops on its own (a
-//! failed log write: no write may be acknowledged after it).
+//! failed log write: no write may be acknowledged after it). Serving the client ports is
+//! `server/clients.rs`.
+//!
+//! Owns: the process's threads and tasks, the client ports. May not touch: the state,
+//! sessions or watches (the core's), the log's and snapshots' files (durability's).
+
+mod clients;
 
 use crate::config::Config;
 use crate::core::{Core, CoreConfig, CoreMsg};
@@ -11,16 +17,10 @@ use crate::durability::recovery::{self, Restored};
 use crate::durability::snapshotter::{self, SnapDirs};
 use crate::durability::LogQueue;
 use crate::limits::MAX_TXN_BYTES;
-use crate::net::connection::{self, ConnParams};
-use crate::net::tls;
-use std::collections::HashMap;
+use clients::{bind_secure, client_tls, conn_params, serve_clients, Kind, Ports};
 use std::io;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
-
+use std::time::Duration;
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 /// The child tables' hash key (see state/tree): derived from the secret, so every process of
@@ -313,102 +313,26 @@ async fn start_http(cfg: &Config, core: &crate::admin::http_slot::CoreSlot) {
     }
 }
 
-/// How a connection accepted on a listener is served.
-#[derive(Clone, Copy)]
-enum Kind {
-    Plain,
-    /// clientPort with client.portUnification: TLS if the first byte is 0x16.
-    Unified,
-    Tls,
-}
-
-async fn accept_opt(l: Option<&TcpListener>) -> io::Result<(TcpStream, SocketAddr)> {
-    match l {
-        Some(l) => l.accept().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Serves one accepted connection: plaintext, or TLS after the handshake.
-async fn serve_conn(
-    stream: TcpStream,
-    peer: SocketAddr,
-    kind: Kind,
-    tls: Option<Arc<tls::Acceptor>>,
-    conn: u64,
-    core_tx: mpsc::Sender<CoreMsg>,
-    params: Arc<ConnParams>,
-) {
-    let is_tls = match (kind, &tls) {
-        (Kind::Plain, _) | (_, None) => false,
-        (Kind::Tls, Some(_)) => true,
-        (Kind::Unified, Some(_)) => {
-            let mut b = [0u8; 1];
-            match tokio::time::timeout(params.handshake_timeout, stream.peek(&mut b)).await {
-                Ok(Ok(1)) => b[0] == tls::TLS_HANDSHAKE_BYTE,
-                _ => return,
-            }
-        }
-    };
-    let Some(acceptor) = tls.filter(|_| is_tls) else {
-        connection::serve(stream, peer, conn, core_tx, params).await;
-        return;
-    };
-    let _ = stream.set_nodelay(true);
-    let hs = tokio::time::timeout(params.handshake_timeout, acceptor.acceptor().accept(stream));
-    match hs.await {
-        Ok(Ok(s)) => {
-            let x509 = s
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|c| c.first())
-                .and_then(tls::x509_id)
-                .map(String::into_boxed_str);
-            let (rd, wr) = tokio::io::split(s);
-            connection::serve_halves(rd, wr, peer, conn, core_tx, params, x509).await;
-        }
-        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed; closing"),
-        Err(_) => tracing::debug!(%peer, "TLS handshake timed out; closing"),
-    }
-}
-
 /// Serves on `listener` (clientPort; `None` for a TLS-only config) and on secureClientPort.
 pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     let core_slot = crate::admin::http_slot::CoreSlot::default();
     start_http(&cfg, &core_slot).await;
-    let tls = if cfg.secure_client_port.is_some() || cfg.port_unification {
-        let a = tls::Acceptor::new(cfg.tls.clone()).map_err(io::Error::other)?;
-        crate::acl::enable_x509();
-        tls::spawn_reloader(a.clone(), crate::limits::TLS_RELOAD_CHECK);
-        Some(a)
-    } else {
-        None
-    };
+    let tls = client_tls(&cfg)?;
     // SASL users from the JAAS file, and enforce.auth: refused here, before any port is
     // served, if the configuration is incomplete.
     let auth = cfg.sasl.resolve(tls.is_some()).map_err(io::Error::other)?;
     if auth.sasl.is_some() {
         crate::acl::enable_sasl();
     }
-    let secure = match cfg.secure_client_port {
-        Some(port) => {
-            let host = cfg
-                .secure_client_port_address
-                .as_deref()
-                .unwrap_or(&cfg.client_port_address);
-            let addr = format!("{host}:{port}");
-            let l = TcpListener::bind(&addr).await.map_err(|e| {
-                io::Error::other(format!("cannot listen on {addr} (secureClientPort): {e}"))
-            })?;
-            Some(l)
-        }
-        None => None,
-    };
-    let plain_kind = if cfg.port_unification {
-        Kind::Unified
-    } else {
-        Kind::Plain
+    let ports = Ports {
+        plain: listener,
+        secure: bind_secure(&cfg).await?,
+        plain_kind: if cfg.port_unification {
+            Kind::Unified
+        } else {
+            Kind::Plain
+        },
+        tls,
     };
     let secret = datadir::load_secret(&cfg.data_dir)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
@@ -417,7 +341,48 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
         tracing::warn!("skipACL=yes: no ACL is checked");
     }
     crate::acl::set_skip(cfg.skip_acl);
-    let core_cfg = CoreConfig {
+    let core_cfg = core_config(&cfg, secret, spin_wait, auth);
+    let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(
+        cfg.global_outstanding_limit
+            .max(crate::limits::CORE_INBOX_MIN),
+    );
+    let (core_thread, mut core_done, member) = if cfg.members.len() > 1 {
+        start_member(&cfg, core_cfg, core_tx.clone(), core_rx).await?
+    } else {
+        let (t, d) = start_standalone(&cfg, core_cfg, core_tx.clone(), core_rx, spin_wait)?;
+        (t, d, None)
+    };
+    let _ = core_slot.set(core_tx.clone());
+    spawn_ticks(core_tx.clone(), cfg.tick_time);
+    let params = conn_params(&cfg);
+    ports.log(&cfg)?;
+    serve_clients(
+        &ports,
+        &mut core_done,
+        &core_tx,
+        params,
+        cfg.max_client_cnxns,
+    )
+    .await?;
+    tracing::info!("shutting down: no new connections; finishing in-flight writes");
+    drop(ports);
+    let _ = core_tx.send(CoreMsg::Shutdown).await;
+    // The core stops once its in-flight writes are applied; poll it off the runtime.
+    if let Some(m) = member {
+        m.shutdown().await;
+    }
+    let _ = tokio::task::spawn_blocking(move || core_thread.join()).await;
+    Ok(())
+}
+
+/// What the core takes from zoo.cfg.
+fn core_config(
+    cfg: &Config,
+    secret: [u8; 16],
+    spin_wait: Duration,
+    auth: crate::auth::AuthPolicy,
+) -> CoreConfig {
+    CoreConfig {
         tick_ms: cfg.tick_time,
         min_session_timeout: cfg.min_timeout(),
         max_session_timeout: cfg.max_timeout(),
@@ -442,129 +407,22 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
         auth,
         reconfig_enabled: cfg.reconfig_enabled,
         standalone_enabled: cfg.standalone_enabled,
-    };
-    let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
-    let (core_thread, mut core_done, member) = if cfg.members.len() > 1 {
-        start_member(&cfg, core_cfg, core_tx.clone(), core_rx).await?
-    } else {
-        let (t, d) = start_standalone(&cfg, core_cfg, core_tx.clone(), core_rx, spin_wait)?;
-        (t, d, None)
-    };
+    }
+}
 
-    let _ = core_slot.set(core_tx.clone());
-    let tick_tx = core_tx.clone();
-    let tick_every = Duration::from_millis((cfg.tick_time / 2).clamp(50, 1000));
+/// The core's tick (session expiry, the reaper, liveness), every half tickTime within bounds.
+fn spawn_ticks(core_tx: mpsc::Sender<CoreMsg>, tick_time: u64) {
+    let every = Duration::from_millis((tick_time / 2).clamp(
+        crate::limits::CORE_TICK_MIN_MS,
+        crate::limits::CORE_TICK_MAX_MS,
+    ));
     tokio::spawn(async move {
-        let mut t = tokio::time::interval(tick_every);
+        let mut t = tokio::time::interval(every);
         loop {
             t.tick().await;
-            if tick_tx.send(CoreMsg::Tick).await.is_err() {
+            if core_tx.send(CoreMsg::Tick).await.is_err() {
                 return;
             }
         }
     });
-
-    let params = Arc::new(ConnParams {
-        max_buffer: cfg.jute_max_buffer,
-        max_outstanding: cfg.max_outstanding_per_connection.max(1),
-        handshake_timeout: Duration::from_millis(
-            cfg.tick_time
-                .max(1000)
-                .saturating_mul(crate::limits::HANDSHAKE_TICKS),
-        ),
-        output_budget: cfg.connection_output_budget(),
-        global: crate::core::GlobalBudget::new(cfg.global_output_budget()),
-    });
-    tracing::info!(
-        connection_output_budget = params.output_budget,
-        global_output_budget = cfg.global_output_budget(),
-        max_reply_size = ?cfg.max_reply_size(),
-        "output bounds"
-    );
-    let per_ip: Arc<parking_lot::Mutex<HashMap<IpAddr, usize>>> = Default::default();
-    let next_conn = AtomicU64::new(1);
-    if let Some(l) = &listener {
-        tracing::info!(addr = %l.local_addr()?, port_unification = cfg.port_unification, "serving");
-    }
-    if let Some(l) = &secure {
-        tracing::info!(addr = %l.local_addr()?, client_auth = ?cfg.tls.client_auth, "serving TLS (secureClientPort)");
-    }
-
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    // Accept errors (EMFILE, ENFILE) come back every 50 ms while they last: said once, then
-    // at most every 10 s with how many were not (once 20 lines a second filled the log).
-    let mut accept_errors: (Option<Instant>, u64) = (None, 0);
-    loop {
-        let accepted = tokio::select! {
-            r = accept_opt(listener.as_ref()) => r.map(|(s, p)| (s, p, plain_kind)),
-            r = accept_opt(secure.as_ref()) => r.map(|(s, p)| (s, p, Kind::Tls)),
-            _ = &mut shutdown => break,
-            _ = &mut core_done => {
-                return Err(io::Error::other("the core stopped (the log above says why); exiting so no write is acknowledged without being durable or applied from a diverged state"));
-            }
-        };
-        let (stream, peer, kind) = match accepted {
-            Ok(x) => x,
-            Err(e) => {
-                let (last, quiet) = &mut accept_errors;
-                if last.is_none_or(|t| t.elapsed() >= crate::limits::ACCEPT_ERROR_LOG_EVERY) {
-                    tracing::warn!(error = %e, not_logged = *quiet, "accept failed");
-                    (*last, *quiet) = (Some(Instant::now()), 0);
-                } else {
-                    *quiet += 1;
-                }
-                tokio::time::sleep(crate::limits::ACCEPT_RETRY).await;
-                continue;
-            }
-        };
-        {
-            let mut m = per_ip.lock();
-            let n = m.entry(peer.ip()).or_insert(0);
-            if cfg.max_client_cnxns > 0 && *n >= cfg.max_client_cnxns {
-                tracing::warn!(%peer, limit = cfg.max_client_cnxns, "too many connections from this address; closing");
-                crate::metrics::shared().connection_rejected();
-                continue;
-            }
-            *n += 1;
-        }
-        let conn = next_conn.fetch_add(1, Ordering::Relaxed);
-        let (core_tx, params, per_ip) = (core_tx.clone(), params.clone(), per_ip.clone());
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            serve_conn(stream, peer, kind, tls, conn, core_tx, params).await;
-            let mut m = per_ip.lock();
-            if let Some(n) = m.get_mut(&peer.ip()) {
-                *n -= 1;
-                if *n == 0 {
-                    m.remove(&peer.ip());
-                }
-            }
-        });
-    }
-    tracing::info!("shutting down: no new connections; finishing in-flight writes");
-    drop(listener);
-    drop(secure);
-    let _ = core_tx.send(CoreMsg::Shutdown).await;
-    // The core stops once its in-flight writes are applied; poll it off the runtime.
-    if let Some(m) = member {
-        m.shutdown().await;
-    }
-    let _ = tokio::task::spawn_blocking(move || core_thread.join()).await;
-    Ok(())
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
 }
