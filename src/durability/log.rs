@@ -94,18 +94,7 @@ pub fn spawn_writer(
         .name("palisade-log".into())
         .spawn(move || {
             let mut spinner = spin::Spinner::lenient(spin_wait);
-            let mut next = || {
-                spinner.wait(
-                    &mut &rx,
-                    |rx| match rx.try_recv() {
-                        Ok(b) => Some(Some(b)),
-                        Err(mpsc::TryRecvError::Empty) => None,
-                        Err(mpsc::TryRecvError::Disconnected) => Some(None),
-                    },
-                    |rx| rx.recv().ok(),
-                )
-            };
-            while let Some(first) = next() {
+            while let Some(first) = spinner.recv(&rx) {
                 let turn = append_waiting(&mut *sink, first, &rx);
                 if turn.appended {
                     crate::durability::crashpoint::hit("log.before_sync");

@@ -232,17 +232,7 @@ impl Writer {
 /// all, then their callbacks run. Any other command runs alone, in queue order.
 pub(super) fn log_thread(shared: Arc<Shared>, rx: mpsc::Receiver<Cmd>) {
     let mut spinner = crate::spin::Spinner::lenient(std::time::Duration::ZERO);
-    let wait = |spinner: &mut crate::spin::Spinner| {
-        spinner.wait(
-            &mut &rx,
-            |rx| match rx.try_recv() {
-                Ok(c) => Some(Some(c)),
-                Err(mpsc::TryRecvError::Empty) => None,
-                Err(mpsc::TryRecvError::Disconnected) => Some(None),
-            },
-            |rx| rx.recv().ok(),
-        )
-    };
+    let wait = |spinner: &mut crate::spin::Spinner| spinner.recv(&rx);
     let mut next = wait(&mut spinner);
     while let Some(cmd) = next.take() {
         let mut taken = 1;
