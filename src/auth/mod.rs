@@ -17,7 +17,7 @@ pub mod directives;
 pub mod jaas;
 mod settings;
 
-pub use settings::SaslSettings;
+pub use settings::{java_bool, SaslSettings};
 
 use std::collections::HashSet;
 use std::sync::Arc;
