@@ -27,7 +27,7 @@ use super::cluster::{Cluster, SNAPSHOT_EVERY};
 use super::ledger::Ledger;
 use crate::ensemble::raft::state_machine::proposal;
 use crate::ensemble::raft::types::NodeId;
-use crate::testkit::{dump, Workload};
+use crate::testkit::Workload;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use palisade_proto::{CreateRequest, Id, JStr, Request, ACL};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -359,35 +359,12 @@ async fn schedule(n: u64, seed: u64, control: bool) -> Figures {
     );
     let mut states = Vec::new();
     for (id, m) in &c.members {
-        let acked = acked.clone();
-        let (lost, zxid, digest, nodes) =
-            m.sm.sm
-                .with_applier(move |a| {
-                    let lost: Vec<String> = acked
-                        .into_iter()
-                        .filter(|p| a.state.tree.lookup(p).is_none())
-                        .collect();
-                    (
-                        lost,
-                        a.state.zxid(),
-                        a.state.tree.digest(),
-                        dump(&a.state.tree),
-                    )
-                })
-                .await;
-        assert!(
-            lost.is_empty(),
-            "seed {seed} ({n} members, faults {faults}): member {id} lost acknowledged writes {lost:?}"
-        );
-        states.push((*id, zxid, digest, nodes));
+        states.push(super::member_state(*id, &m.sm.sm, acked.clone()).await);
     }
-    let (first, zxid, digest, nodes) = &states[0];
-    for (id, z, d, ns) in &states[1..] {
-        let what = format!("seed {seed} ({n} members, faults {faults}): member {id} vs {first}");
-        assert_eq!(z, zxid, "{what}: zxid");
-        assert_eq!(d, digest, "{what}: digest");
-        assert!(ns == nodes, "{what}: trees differ");
-    }
+    super::assert_one_state(
+        &states,
+        &format!("seed {seed} ({n} members, faults {faults})"),
+    );
     let f = Figures {
         schedules: 1,
         faults: steps,
