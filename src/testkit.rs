@@ -76,6 +76,16 @@ pub fn assert_same_tree(what: &str, got: &DataTree, want: &DataTree) {
     assert_eq!(got.digest(), want.digest(), "{what}: digests differ");
 }
 
+/// A create of `path` with no data and world:anyone's every permission, as clients send one.
+pub fn open_create(path: &str, flags: i32) -> CreateRequest {
+    CreateRequest {
+        path: JStr::from(path),
+        data: None,
+        acl: Some(vec![acl(31, "world", "anyone")]),
+        flags,
+    }
+}
+
 fn acl(perms: i32, scheme: &str, id: &str) -> ACL {
     ACL {
         perms,

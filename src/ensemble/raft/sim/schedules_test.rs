@@ -29,7 +29,7 @@ use crate::ensemble::raft::state_machine::proposal;
 use crate::ensemble::raft::types::NodeId;
 use crate::testkit::Workload;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use palisade_proto::{CreateRequest, Id, JStr, Request, ACL};
+use palisade_proto::Request;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -40,18 +40,7 @@ fn ms(n: u64) -> Duration {
 }
 
 fn create(path: &str) -> Request {
-    Request::Create(CreateRequest {
-        path: JStr::from(path),
-        data: None,
-        acl: Some(vec![ACL {
-            perms: 31,
-            id: Id {
-                scheme: JStr::from("world"),
-                id: JStr::from("anyone"),
-            },
-        }]),
-        flags: 0,
-    })
+    Request::Create(crate::testkit::open_create(path, 0))
 }
 
 /// What one schedule did.
