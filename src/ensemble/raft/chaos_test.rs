@@ -9,11 +9,10 @@
 //! random, printed): a failure names its seed, and `JEPSEN_SEED=<it> JEPSEN_SCHEDULES=1` replays
 //! its fault schedule.
 
-use super::sim::{assert_one_state, member_state};
 use super::state_machine::{proposal, StateApplier, StateMachine};
 use super::storage;
 use super::types::{NodeId, TypeConfig};
-use crate::testkit::Workload;
+use crate::testkit::{assert_one_state, member_state, Workload};
 use openraft::error::Unreachable;
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};

@@ -348,9 +348,9 @@ async fn schedule(n: u64, seed: u64, control: bool) -> Figures {
     );
     let mut states = Vec::new();
     for (id, m) in &c.members {
-        states.push(super::member_state(*id, &m.sm.sm, acked.clone()).await);
+        states.push(crate::testkit::member_state(*id, &m.sm.sm, acked.clone()).await);
     }
-    super::assert_one_state(
+    crate::testkit::assert_one_state(
         &states,
         &format!("seed {seed} ({n} members, faults {faults})"),
     );
