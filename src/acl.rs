@@ -88,11 +88,6 @@ pub fn digest_id(user_password: &str) -> String {
 pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Result<Vec<Entry>, ErrorCode> {
     let acl = acl.filter(|a| !a.is_empty()).ok_or(ErrorCode::InvalidAcl)?;
     let mut out: Vec<Entry> = Vec::with_capacity(acl.len());
-    let push = |e: Entry, out: &mut Vec<Entry>| {
-        if !out.contains(&e) {
-            out.push(e);
-        }
-    };
     for a in acl {
         // A null scheme names no provider: INVALIDACL, as in ZooKeeper.
         let scheme = a.id.scheme.as_str().ok_or(ErrorCode::InvalidAcl)?;
@@ -103,75 +98,65 @@ pub fn fixup(acl: Option<&[ACL]>, auth: &[AuthId]) -> Result<Vec<Entry>, ErrorCo
             None if scheme == "auth" => "",
             None => return Err(ErrorCode::MarshallingError),
         };
-        match scheme {
-            "world" if id == "anyone" => push(
-                Entry {
-                    perms: a.perms,
-                    scheme: scheme.into(),
-                    id: id.into(),
-                },
-                &mut out,
-            ),
-            "auth" => {
-                // Expands to every digest identity of the connection. ZooKeeper takes the
-                // ids whose scheme has an authenticating provider: `super` has none (a super
-                // login adds `super:` and `digest:super:...`; only the latter is expanded) and
-                // `ip` is not an authenticating one.
-                let mut any = false;
-                for cid in auth
-                    .iter()
-                    .filter(|c| matches!(&*c.scheme, "digest" | "x509" | "sasl"))
-                {
-                    any = true;
-                    push(
-                        Entry {
-                            perms: a.perms,
-                            scheme: cid.scheme.clone(),
-                            id: cid.id.clone(),
-                        },
-                        &mut out,
-                    );
-                }
-                if !any {
-                    return Err(ErrorCode::InvalidAcl);
-                }
-            }
-            "digest" if id.split(':').count() == 2 => push(
-                Entry {
-                    perms: a.perms,
-                    scheme: scheme.into(),
-                    id: id.into(),
-                },
-                &mut out,
-            ),
-            "x509" if X509_PROVIDER.load(Ordering::Relaxed) && !id.is_empty() => push(
-                Entry {
-                    perms: a.perms,
-                    scheme: scheme.into(),
-                    id: id.into(),
-                },
-                &mut out,
-            ),
-            "sasl" if SASL_PROVIDER.load(Ordering::Relaxed) && sasl_id_valid(id) => push(
-                Entry {
-                    perms: a.perms,
-                    scheme: scheme.into(),
-                    id: id.into(),
-                },
-                &mut out,
-            ),
-            "ip" if parse_cidr(id).is_some() => push(
-                Entry {
-                    perms: a.perms,
-                    scheme: scheme.into(),
-                    id: id.into(),
-                },
-                &mut out,
-            ),
-            _ => return Err(ErrorCode::InvalidAcl),
+        if scheme == "auth" {
+            expand_auth(a.perms, auth, &mut out)?;
+        } else if valid_as_given(scheme, id) {
+            let e = Entry {
+                perms: a.perms,
+                scheme: scheme.into(),
+                id: id.into(),
+            };
+            push_new(e, &mut out);
+        } else {
+            return Err(ErrorCode::InvalidAcl);
         }
     }
     Ok(out)
+}
+
+/// Whether an ACL entry of a scheme other than `auth` is one ZooKeeper stores as given: its
+/// scheme has a provider here and its id is one that provider accepts.
+fn valid_as_given(scheme: &str, id: &str) -> bool {
+    match scheme {
+        "world" => id == "anyone",
+        "digest" => id.split(':').count() == 2,
+        "x509" => X509_PROVIDER.load(Ordering::Relaxed) && !id.is_empty(),
+        "sasl" => SASL_PROVIDER.load(Ordering::Relaxed) && sasl_id_valid(id),
+        "ip" => parse_cidr(id).is_some(),
+        _ => false,
+    }
+}
+
+/// `auth` expands to every digest identity of the connection. ZooKeeper takes the ids whose
+/// scheme has an authenticating provider: `super` has none (a super login adds `super:` and
+/// `digest:super:...`; only the latter is expanded) and `ip` is not an authenticating one.
+/// None at all is INVALIDACL.
+fn expand_auth(perms: i32, auth: &[AuthId], out: &mut Vec<Entry>) -> Result<(), ErrorCode> {
+    let mut any = false;
+    for cid in auth
+        .iter()
+        .filter(|c| matches!(&*c.scheme, "digest" | "x509" | "sasl"))
+    {
+        any = true;
+        let e = Entry {
+            perms,
+            scheme: cid.scheme.clone(),
+            id: cid.id.clone(),
+        };
+        push_new(e, out);
+    }
+    if any {
+        Ok(())
+    } else {
+        Err(ErrorCode::InvalidAcl)
+    }
+}
+
+/// Adds `e` unless the list already holds it.
+fn push_new(e: Entry, out: &mut Vec<Entry>) {
+    if !out.contains(&e) {
+        out.push(e);
+    }
 }
 
 /// `skipACL=yes`: ZooKeeper's process-wide switch (a static it reads once at start) that

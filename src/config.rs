@@ -5,6 +5,11 @@
 //! groups them: basics.rs, storage.rs, limits.rs, ensemble.rs, client_tls.rs, admin.rs (the
 //! AdminServer and /metrics); client authentication and quorum security are parsed by their
 //! own blocks (auth/settings.rs, ensemble/link/settings.rs). values.rs reads the values.
+//!
+//! Owns: the settings as values, and their checks. May not touch: sockets, the state, any
+//! running part of the server; it reads zoo.cfg, myid, a dynamicConfigFile and /proc/meminfo
+//! (the default output budget), and the files its keys name only where `--check-config` checks
+//! them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

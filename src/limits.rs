@@ -2,6 +2,8 @@
 //! place with the reason for each. Settings an operator can change live in config.rs; these are
 //! the fixed ones.
 
+use std::time::Duration;
+
 /// Inbox messages the core handles before it hands the prepped writes to the log as one
 /// batch: enough to fill a group commit, few enough that a turn stays short.
 pub const CORE_TURN_MESSAGES: usize = 4096;
@@ -32,9 +34,26 @@ pub const STAT_BYTES: usize = 68;
 /// ephemerals can exceed jute.maxbuffer, so the bound is far above it.
 pub const MAX_TXN_BYTES: u32 = 1 << 30;
 
-/// Snapshot chunks queued to the snapshot writer at most: the core blocks past this, so a
-/// slow disk slows the capture rather than filling memory.
+/// Snapshot chunks queued to the snapshot writer at most (src/durability/snapshotter.rs):
+/// past this the capture pauses a turn, so a slow disk slows the capture rather than filling
+/// memory.
 pub const SNAPSHOT_QUEUE: usize = 8;
+
+/// A digest record goes to the log after every this many txns (src/durability/
+/// digest_record.rs): often enough that replay proves the tree every few hundred txns, rarely
+/// enough that computing and logging it costs nothing measurable.
+pub const DIGEST_EVERY: i64 = 256;
+
+/// Recent (zxid, digest) pairs replay keeps to check digest records against
+/// (src/durability/recovery.rs): a digest record is logged when its txn is applied, behind at
+/// most the txns then in flight.
+pub const RECOVERY_DIGESTS_KEPT: usize = 1 << 16;
+
+/// How often a progress line is logged while a long log is replayed (src/metrics/progress.rs):
+/// often enough that an operator sees it move, rarely enough to stay a few lines a minute.
+pub const RECOVERY_PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+const _: () = assert!(DIGEST_EVERY > 0 && DIGEST_EVERY as usize <= RECOVERY_DIGESTS_KEPT);
 
 /// A connection's writer buffer starts this large (grows up to about `WRITE_BATCH`).
 pub const WRITE_BUFFER: usize = 64 * 1024;
@@ -47,10 +66,21 @@ pub const PRE_HANDSHAKE_FRAME: usize = 256;
 
 /// A connection has this many tick times (at least a second each) to complete its handshake.
 pub const HANDSHAKE_TICKS: u64 = 10;
+pub const HANDSHAKE_TICK_MIN_MS: u64 = 1000;
+
+/// The core's tick (session expiry, the reaper, liveness) comes every half tickTime, within
+/// these (ms): often enough that a session expires close to its deadline with a long
+/// tickTime, rarely enough that a very short one does not keep the core busy.
+pub const CORE_TICK_MIN_MS: u64 = 50;
+pub const CORE_TICK_MAX_MS: u64 = 1000;
+
+/// The client connections' channel to the core holds globalOutstandingLimit requests, and
+/// never fewer than this.
+pub const CORE_INBOX_MIN: usize = 64;
 
 /// A reader held back by the server-wide output budget rechecks it this often (its own
 /// budget and its outstanding count wake it when its writer writes).
-pub const READER_RECHECK: std::time::Duration = std::time::Duration::from_millis(20);
+pub const READER_RECHECK: Duration = Duration::from_millis(20);
 
 /// Default `connectionOutputBudget`, in multiples of jute.maxbuffer: a few of the largest
 /// replies can be in flight to one client, enough that pipelined big reads keep its socket
@@ -88,11 +118,11 @@ pub const PEER_FRAMES_IN_FLIGHT: usize = 256 << 20;
 
 /// A frame's body must arrive within this once its length has: a link that announces a frame
 /// and trickles it holds its reservation no longer.
-pub const PEER_FRAME_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+pub const PEER_FRAME_DEADLINE: Duration = Duration::from_secs(20);
 
 /// A link has this long from its accept to its last handshake frame (TLS, hello, SASL, the
 /// proof by connecting back).
-pub const PEER_HANDSHAKE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(3);
+pub const PEER_HANDSHAKE_DEADLINE: Duration = Duration::from_secs(3);
 
 /// Links still in their handshake, at once and from one source address: 20,000 idle
 /// connections once used up the leader's file descriptors, and its log could not roll a
@@ -106,7 +136,37 @@ pub const PEER_PENDING_PER_SOURCE: usize = 8;
 pub const PEER_LINKS: usize = 128;
 pub const PEER_LINKS_PER_MEMBER: usize = 16;
 
+/// What a frame's announced length may reserve in its buffer before its bytes arrive (the
+/// rest grows as they do, src/ensemble/link/frame.rs). From nothing, the buffer grew 32, 64,
+/// 128… bytes, one read call each: five calls for a one-entry append.
+pub const PEER_FRAME_RESERVE: usize = 64 << 10;
+
+/// The highest Raft term a member takes from a peer or its own files: a term must fit in a
+/// zxid's epoch, the high 32 bits of an i64 (zxid = term << 32 | counter), and openraft adds
+/// one to a term it adopts.
+pub const PEER_MAX_TERM: u64 = (i32::MAX as u64) - 1;
+
+/// How far beyond its own term a member takes a peer's: a member cut off for days, asking
+/// for an election every lease, stays well within it.
+pub const PEER_TERM_STEP: u64 = 1 << 24;
+
+/// The most a snapshot a member receives may hold: far above any tree a member serves (a
+/// capture reserves at most `SNAPSHOT_RESERVE_MAX`, a restore takes `RESTORE_MAX_BYTES`), so
+/// only a hostile or broken peer meets it.
+pub const PEER_SNAPSHOT_MAX: u64 = 64 << 30;
+
+/// A peer link that could not be made is tried again after this (src/ensemble/raft/
+/// network.rs), eight times; then every `PEER_RETRY_LATER` or this, whichever is longer: a
+/// member back from a restart hears from the leader well within the lease, and a dead one
+/// costs few connects.
+pub const PEER_RETRY: Duration = Duration::from_millis(500);
+pub const PEER_RETRY_LATER: Duration = Duration::from_millis(200);
+
 const _: () = assert!(PEER_APPEND_BYTES + PEER_BATCH_BYTES < PEER_FRAME as usize);
+const _: () = assert!(PEER_FRAME_RESERVE < PEER_FRAME as usize);
+const _: () = assert!(PEER_TERM_STEP < PEER_MAX_TERM);
+const _: () = assert!(SNAPSHOT_RESERVE_MAX as u64 <= PEER_SNAPSHOT_MAX);
+const _: () = assert!(RESTORE_MAX_BYTES as u64 <= PEER_SNAPSHOT_MAX);
 const _: () = assert!((PEER_FRAME as usize) < PEER_FRAMES_IN_FLIGHT);
 const _: () = assert!(PEER_PENDING_PER_SOURCE <= PEER_PENDING);
 
@@ -175,3 +235,133 @@ pub const RESTORE_ANSWER: std::time::Duration = std::time::Duration::from_secs(1
 
 const _: () = assert!(RESTORE_CHUNK_BYTES < PEER_APPEND_BYTES);
 const _: () = assert!(RESTORE_ENSEMBLE_MAX_BYTES <= RESTORE_MAX_BYTES);
+
+// The Raft side of a member (src/ensemble/raft/).
+
+/// The Raft log's segments are at least this large (preAllocSize may say less): a segment per
+/// few entries would make the log a directory of tiny files.
+pub const RAFT_SEGMENT_MIN: u64 = 1 << 20;
+
+/// The durable tail of the Raft log kept in memory (src/ensemble/raft/log_thread.rs): enough
+/// for replication and the state machine to read what was just written without touching the
+/// segments, bounded in bytes for large values. Four entries under test, so the tests reach
+/// the segments.
+pub const RAFT_TAIL_ENTRIES: usize = if cfg!(test) { 4 } else { 16 * 1024 };
+pub const RAFT_TAIL_BYTES: usize = 32 << 20;
+
+/// The Raft log's directory is looked at after a sync at most this often, to notice it was
+/// removed under a running member (an unlinked directory takes writes and syncs without error).
+pub const RAFT_DIR_CHECK: Duration = Duration::from_millis(100);
+
+/// Memberships the state machine keeps to name the one a snapshot stands at (its capture may
+/// end before the newest membership entry reached the applier).
+pub const RAFT_MEMBERSHIPS_KEPT: usize = 4;
+
+/// The election lease's ceiling in ms (src/ensemble/raft/election.rs). A ZooKeeper follower
+/// notices a *killed* leader at once (its connection closes) and elects in a few hundred ms
+/// whatever tickTime says; Raft notices only by silence, so the silence it waits for is kept
+/// as short: a Palisade leader has no garbage-collection pauses to ride out, and its
+/// heartbeats are sent by tasks that the core's work does not hold up.
+pub const LEASE_CEILING_MS: u64 = 300;
+
+/// The shortest lease: six heartbeats of 10 ms or more.
+pub const LEASE_FLOOR_MS: u64 = 60;
+
+/// The role task builds the core's view again at most once a millisecond when only Raft's
+/// metrics changed (they change at every commit; a view costs sets, maps and strings: a few %
+/// of a busy ensemble's CPU).
+pub const ROLE_VIEW_EVERY: Duration = Duration::from_millis(1);
+
+/// The leader looks for learners to drop this often (or every catch-up time, if shorter).
+pub const LEARNER_CHECK: Duration = Duration::from_secs(1);
+
+/// A joined learner has initLimit ticks to catch up, and never less than this (ms), so that a
+/// short tickTime does not remove a joining server before it could catch up.
+pub const LEARNER_CATCH_UP_MIN_MS: u64 = 10_000;
+
+/// A member in read-only mode (`readonlymode.enabled`) calls itself partitioned after tickTime
+/// without a quorum, and never sooner than this (ms): ZooKeeper waits max(2 s, tickTime).
+pub const READ_ONLY_AFTER_MIN_MS: u64 = 2000;
+
+/// A follower's forward call waits syncLimit ticks for the leader's answer, and never less
+/// than this (ms), so that a short tickTime does not time out forwards a leader is committing.
+pub const FORWARD_TTL_MIN_MS: u64 = 1000;
+
+/// A join call waits at least this for its answer (src/ensemble/raft/join.rs), and a server
+/// that cannot join yet says so at most this often.
+pub const JOIN_CALL_MIN: Duration = Duration::from_millis(200);
+pub const JOIN_WARN_EVERY: Duration = Duration::from_secs(30);
+
+const _: () = assert!(PEER_APPEND_BYTES <= RAFT_TAIL_BYTES);
+const _: () = assert!(LEASE_FLOOR_MS < LEASE_CEILING_MS);
+
+// Listeners (the client port in src/server.rs, the peer port, the AdminServer's).
+
+/// A listener whose accept fails (out of descriptors and the like) waits this long before the
+/// next, rather than spin on the error; as axum's own listener does.
+pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+
+/// The client port logs a failing accept at most this often (with a count of those not logged).
+pub const ACCEPT_ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// How often the client port's and the peer port's TLS store files are checked for changes
+/// (SIGHUP reloads at once).
+pub const TLS_RELOAD_CHECK: Duration = Duration::from_secs(1);
+
+/// How often the AdminServer's HTTPS store files are checked for changes.
+pub const ADMIN_TLS_RELOAD_CHECK: Duration = Duration::from_secs(60);
+
+/// Connections each HTTP listener (AdminServer, /metrics) serves at once (each a task, a socket
+/// and hyper's buffers, a few KiB while its request is small). Was 64: a hundred slow-drip
+/// connections took them all, and `ruok` and `/metrics` went unanswered for seconds (issue 37).
+pub const ADMIN_CONNECTIONS: usize = 1024;
+
+/// How long a request may take to send its headers, from its connection's accept or the
+/// previous response on it (hyper's header_read_timeout). A health check or a scrape sends
+/// its few hundred bytes at once; keep-alive connections idle past it are closed, and their
+/// clients reopen them.
+pub const ADMIN_HEADER_DEADLINE: Duration = Duration::from_secs(5);
+
+/// An HTTP connection that sends nothing for this long is closed (a scraper or a health check
+/// sends its request at once; keep-alive connections are reopened by the client).
+pub const ADMIN_IDLE: Duration = Duration::from_secs(30);
+
+/// How long an HTTP request waits for the core's answer before it reports the server as not
+/// serving: far above a core turn, short enough for a health check's own timeout.
+pub const ADMIN_CORE_ANSWER: Duration = Duration::from_secs(5);
+
+/// `palisade backup` waits this long for the whole stream: a snapshot of millions of nodes
+/// takes minutes on a slow link, and a stalled server must not hold the command forever.
+pub const BACKUP_DEADLINE: Duration = Duration::from_secs(600);
+
+// Migration (src/migrate/).
+
+/// Node visits `import-zookeeper` spends on checking ZooKeeper's per-txn digests (about a
+/// second of work); the snapshot's digest and the last txn's are checked regardless.
+pub const IMPORT_DIGEST_CHECK_NODE_VISITS: u64 = 50_000_000;
+
+/// Snapshots ZooKeeper tries at start, newest first (FileTxnSnapLog): the import tries as many.
+pub const IMPORT_SNAPSHOTS_TRIED: usize = 100;
+
+/// The import writes Palisade's snapshot as the server's capture does: this many nodes a step,
+/// a block to the writer once this many bytes are captured.
+pub const IMPORT_CAPTURE_STEP: usize = 4096;
+pub const IMPORT_BLOCK: usize = 4 << 20;
+
+/// A snapshot's ACL indexes are dense from 0 (src/state/tree/load.rs); a larger one is damage,
+/// not a reason to allocate.
+pub const SNAPSHOT_MAX_ACL_INDEX: u32 = 1 << 24;
+
+// Metrics (src/metrics/).
+
+/// Observations a summary's percentiles are taken over: the newest ones, so a summary's memory
+/// is bounded however long the server runs (ZooKeeper samples a reservoir of similar size).
+pub const SUMMARY_WINDOW: usize = 1024;
+
+/// Namespaces the per-namespace metrics track, and the longest key kept: past them a read or
+/// write counts under the overflow key, so a client making up paths cannot grow the sets.
+pub const METRICS_NAMESPACES: usize = 1000;
+pub const METRICS_NAMESPACE_KEY_BYTES: usize = 128;
+
+/// Observations each namespace key's 0.5 quantile is taken over (the sets' only percentile).
+pub const METRICS_NAMESPACE_WINDOW: usize = 64;

@@ -1,7 +1,13 @@
 //! The server: recovers the data dir (WAL + snapshots), starts the log, snapshot and core
 //! threads, accepts connections (bounded per client IP), drives the session-expiry tick, and
 //! shuts down cleanly on SIGTERM/SIGINT — or with an error if the core stops on its own (a
-//! failed log write: no write may be acknowledged after it).
+//! failed log write: no write may be acknowledged after it). Serving the client ports is
+//! `server/clients.rs`.
+//!
+//! Owns: the process's threads and tasks, the client ports. May not touch: the state,
+//! sessions or watches (the core's), the log's and snapshots' files (durability's).
+
+mod clients;
 
 use crate::config::Config;
 use crate::core::{Core, CoreConfig, CoreMsg};
@@ -11,18 +17,10 @@ use crate::durability::recovery::{self, Restored};
 use crate::durability::snapshotter::{self, SnapDirs};
 use crate::durability::LogQueue;
 use crate::limits::MAX_TXN_BYTES;
-use crate::net::connection::{self, ConnParams};
-use crate::net::tls;
-use std::collections::HashMap;
+use clients::{bind_secure, client_tls, conn_params, serve_clients, Kind, Ports};
 use std::io;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
-
-/// How often the TLS store files are checked for changes (SIGHUP reloads at once).
-const TLS_RELOAD_CHECK: Duration = Duration::from_secs(1);
+use std::time::Duration;
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 /// The child tables' hash key (see state/tree): derived from the secret, so every process of
@@ -64,7 +62,7 @@ fn open_data(cfg: &Config, identity: u64) -> io::Result<(palisade_wal::Wal, Rest
         .map_err(|e| io::Error::other(format!("cannot recover the data dir: {e}")))?;
     let mut progress = crate::metrics::progress::Progress::new(
         log.report().last_txn_zxid,
-        crate::metrics::progress::EVERY,
+        crate::limits::RECOVERY_PROGRESS_EVERY,
     );
     let restored = recovery::recover_with_progress(&cfg.snap_dir(), &log, &mut |s, z, b| {
         progress.tick(s, z, b)
@@ -129,6 +127,11 @@ fn start_standalone(
     let mut core = Core::new(core_cfg, Box::new(LogQueue::new(log_tx)));
     core.restore(restored);
     core.enable_snapshots(snap_link, spare_rx, cfg.snap_count);
+    spawn_core(core, core_rx)
+}
+
+/// The core thread, and what says it has ended.
+fn spawn_core(core: Core, core_rx: mpsc::Receiver<CoreMsg>) -> io::Result<CoreThread> {
     let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()
         .name("palisade-core".into())
@@ -136,7 +139,6 @@ fn start_standalone(
             core.run(core_rx);
             let _ = core_done_tx.send(());
         })?;
-
     Ok((core_thread, core_done))
 }
 
@@ -152,41 +154,8 @@ async fn start_member(
     tokio::sync::oneshot::Receiver<()>,
     Option<crate::ensemble::raft::wiring::Running>,
 )> {
-    let text = std::fs::read_to_string(cfg.data_dir.join("myid")).map_err(|e| {
-        io::Error::other(format!(
-            "{}: {e} (an ensemble member needs dataDir/myid holding its server.N id)",
-            cfg.data_dir.join("myid").display()
-        ))
-    })?;
-    let myid = crate::ensemble::members::parse_myid(&text).map_err(io::Error::other)?;
-    let raft_dir = cfg.log_dir().join("raft");
-    let identity = datadir::load_identity(&cfg.data_dir, std::slice::from_ref(&raft_dir))?;
-    let listen = cfg
-        .members
-        .iter()
-        .find(|m| m.id == myid)
-        .and_then(crate::ensemble::raft::reconfig::peer_addr);
-    let security = crate::ensemble::link::Security::open(
-        myid,
-        listen,
-        &cfg.quorum,
-        cfg.sasl.jaas_file.as_deref(),
-    )
-    .map_err(io::Error::other)?;
-    let settings = crate::ensemble::raft::wiring::Settings {
-        security,
-        force_new_ensemble: cfg.force_new_ensemble,
-        identity,
-        members: cfg.members.clone(),
-        dir: raft_dir,
-        tick_time: cfg.tick_time,
-        init_limit: cfg.init_limit,
-        sync_limit: cfg.sync_limit,
-        snap_count: cfg.snap_count,
-        segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
-        spin_wait: cfg.spin_wait(),
-        reconfig: cfg.reconfig_enabled,
-    };
+    let myid = read_myid(cfg)?;
+    let settings = raft_settings(cfg, myid)?;
     let (propose_tx, propose_rx) = mpsc::unbounded_channel();
     let (leader_tx, leader_rx) = mpsc::channel(crate::limits::FORWARD_QUEUE);
     let (snapshot_tx, snapshot_rx) = mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS);
@@ -214,21 +183,15 @@ async fn start_member(
         snapshot: snapshot_tx,
         snap_count: cfg.snap_count,
         // ZooKeeper waits max(2 s, tickTime) before it calls itself partitioned.
-        read_only: cfg
-            .read_only_mode
-            .then(|| std::time::Duration::from_millis(cfg.tick_time.max(2000))),
+        read_only: cfg.read_only_mode.then(|| {
+            Duration::from_millis(cfg.tick_time.max(crate::limits::READ_ONLY_AFTER_MIN_MS))
+        }),
         members: cfg.members.clone(),
         desired: desired_tx,
         leadership: leadership_tx,
         alone: cfg.force_new_ensemble,
     });
-    let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
-    let core_thread = std::thread::Builder::new()
-        .name("palisade-core".into())
-        .spawn(move || {
-            core.run(core_rx);
-            let _ = core_done_tx.send(());
-        })?;
+    let (core_thread, core_done) = spawn_core(core, core_rx)?;
     let running = crate::ensemble::raft::wiring::spawn(
         settings,
         myid,
@@ -244,6 +207,50 @@ async fn start_member(
     )
     .await?;
     Ok((core_thread, core_done, Some(running)))
+}
+
+/// This member's id, from dataDir/myid.
+fn read_myid(cfg: &Config) -> io::Result<u64> {
+    let text = std::fs::read_to_string(cfg.data_dir.join("myid")).map_err(|e| {
+        io::Error::other(format!(
+            "{}: {e} (an ensemble member needs dataDir/myid holding its server.N id)",
+            cfg.data_dir.join("myid").display()
+        ))
+    })?;
+    crate::ensemble::members::parse_myid(&text).map_err(io::Error::other)
+}
+
+/// What the member's Raft takes from zoo.cfg: its data dir's identity (shared with the Raft
+/// log under `dataLogDir/raft`), how its peer links prove who they are, its timing.
+fn raft_settings(cfg: &Config, myid: u64) -> io::Result<crate::ensemble::raft::wiring::Settings> {
+    let raft_dir = cfg.log_dir().join("raft");
+    let identity = datadir::load_identity(&cfg.data_dir, std::slice::from_ref(&raft_dir))?;
+    let listen = cfg
+        .members
+        .iter()
+        .find(|m| m.id == myid)
+        .and_then(crate::ensemble::raft::reconcile::peer_addr);
+    let security = crate::ensemble::link::Security::open(
+        myid,
+        listen,
+        &cfg.quorum,
+        cfg.sasl.jaas_file.as_deref(),
+    )
+    .map_err(io::Error::other)?;
+    Ok(crate::ensemble::raft::wiring::Settings {
+        security,
+        force_new_ensemble: cfg.force_new_ensemble,
+        identity,
+        members: cfg.members.clone(),
+        dir: raft_dir,
+        tick_time: cfg.tick_time,
+        init_limit: cfg.init_limit,
+        sync_limit: cfg.sync_limit,
+        snap_count: cfg.snap_count,
+        segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024),
+        spin_wait: cfg.spin_wait(),
+        reconfig: cfg.reconfig_enabled,
+    })
 }
 
 /// Binds the AdminServer and the Prometheus endpoint when configured. A port that cannot be
@@ -306,102 +313,26 @@ async fn start_http(cfg: &Config, core: &crate::admin::http_slot::CoreSlot) {
     }
 }
 
-/// How a connection accepted on a listener is served.
-#[derive(Clone, Copy)]
-enum Kind {
-    Plain,
-    /// clientPort with client.portUnification: TLS if the first byte is 0x16.
-    Unified,
-    Tls,
-}
-
-async fn accept_opt(l: Option<&TcpListener>) -> io::Result<(TcpStream, SocketAddr)> {
-    match l {
-        Some(l) => l.accept().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Serves one accepted connection: plaintext, or TLS after the handshake.
-async fn serve_conn(
-    stream: TcpStream,
-    peer: SocketAddr,
-    kind: Kind,
-    tls: Option<Arc<tls::Acceptor>>,
-    conn: u64,
-    core_tx: mpsc::Sender<CoreMsg>,
-    params: Arc<ConnParams>,
-) {
-    let is_tls = match (kind, &tls) {
-        (Kind::Plain, _) | (_, None) => false,
-        (Kind::Tls, Some(_)) => true,
-        (Kind::Unified, Some(_)) => {
-            let mut b = [0u8; 1];
-            match tokio::time::timeout(params.handshake_timeout, stream.peek(&mut b)).await {
-                Ok(Ok(1)) => b[0] == tls::TLS_HANDSHAKE_BYTE,
-                _ => return,
-            }
-        }
-    };
-    let Some(acceptor) = tls.filter(|_| is_tls) else {
-        connection::serve(stream, peer, conn, core_tx, params).await;
-        return;
-    };
-    let _ = stream.set_nodelay(true);
-    let hs = tokio::time::timeout(params.handshake_timeout, acceptor.acceptor().accept(stream));
-    match hs.await {
-        Ok(Ok(s)) => {
-            let x509 = s
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|c| c.first())
-                .and_then(tls::x509_id)
-                .map(String::into_boxed_str);
-            let (rd, wr) = tokio::io::split(s);
-            connection::serve_halves(rd, wr, peer, conn, core_tx, params, x509).await;
-        }
-        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed; closing"),
-        Err(_) => tracing::debug!(%peer, "TLS handshake timed out; closing"),
-    }
-}
-
 /// Serves on `listener` (clientPort; `None` for a TLS-only config) and on secureClientPort.
 pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
     let core_slot = crate::admin::http_slot::CoreSlot::default();
     start_http(&cfg, &core_slot).await;
-    let tls = if cfg.secure_client_port.is_some() || cfg.port_unification {
-        let a = tls::Acceptor::new(cfg.tls.clone()).map_err(io::Error::other)?;
-        crate::acl::enable_x509();
-        tls::spawn_reloader(a.clone(), TLS_RELOAD_CHECK);
-        Some(a)
-    } else {
-        None
-    };
+    let tls = client_tls(&cfg)?;
     // SASL users from the JAAS file, and enforce.auth: refused here, before any port is
     // served, if the configuration is incomplete.
     let auth = cfg.sasl.resolve(tls.is_some()).map_err(io::Error::other)?;
     if auth.sasl.is_some() {
         crate::acl::enable_sasl();
     }
-    let secure = match cfg.secure_client_port {
-        Some(port) => {
-            let host = cfg
-                .secure_client_port_address
-                .as_deref()
-                .unwrap_or(&cfg.client_port_address);
-            let addr = format!("{host}:{port}");
-            let l = TcpListener::bind(&addr).await.map_err(|e| {
-                io::Error::other(format!("cannot listen on {addr} (secureClientPort): {e}"))
-            })?;
-            Some(l)
-        }
-        None => None,
-    };
-    let plain_kind = if cfg.port_unification {
-        Kind::Unified
-    } else {
-        Kind::Plain
+    let ports = Ports {
+        plain: listener,
+        secure: bind_secure(&cfg).await?,
+        plain_kind: if cfg.port_unification {
+            Kind::Unified
+        } else {
+            Kind::Plain
+        },
+        tls,
     };
     let secret = datadir::load_secret(&cfg.data_dir)?;
     crate::state::tree::set_hash_key(hash_key(&secret));
@@ -410,7 +341,48 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
         tracing::warn!("skipACL=yes: no ACL is checked");
     }
     crate::acl::set_skip(cfg.skip_acl);
-    let core_cfg = CoreConfig {
+    let core_cfg = core_config(&cfg, secret, spin_wait, auth);
+    let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(
+        cfg.global_outstanding_limit
+            .max(crate::limits::CORE_INBOX_MIN),
+    );
+    let (core_thread, mut core_done, member) = if cfg.members.len() > 1 {
+        start_member(&cfg, core_cfg, core_tx.clone(), core_rx).await?
+    } else {
+        let (t, d) = start_standalone(&cfg, core_cfg, core_tx.clone(), core_rx, spin_wait)?;
+        (t, d, None)
+    };
+    let _ = core_slot.set(core_tx.clone());
+    spawn_ticks(core_tx.clone(), cfg.tick_time);
+    let params = conn_params(&cfg);
+    ports.log(&cfg)?;
+    serve_clients(
+        &ports,
+        &mut core_done,
+        &core_tx,
+        params,
+        cfg.max_client_cnxns,
+    )
+    .await?;
+    tracing::info!("shutting down: no new connections; finishing in-flight writes");
+    drop(ports);
+    let _ = core_tx.send(CoreMsg::Shutdown).await;
+    // The core stops once its in-flight writes are applied; poll it off the runtime.
+    if let Some(m) = member {
+        m.shutdown().await;
+    }
+    let _ = tokio::task::spawn_blocking(move || core_thread.join()).await;
+    Ok(())
+}
+
+/// What the core takes from zoo.cfg.
+fn core_config(
+    cfg: &Config,
+    secret: [u8; 16],
+    spin_wait: Duration,
+    auth: crate::auth::AuthPolicy,
+) -> CoreConfig {
+    CoreConfig {
         tick_ms: cfg.tick_time,
         min_session_timeout: cfg.min_timeout(),
         max_session_timeout: cfg.max_timeout(),
@@ -435,129 +407,22 @@ pub async fn run(cfg: Config, listener: Option<TcpListener>) -> io::Result<()> {
         auth,
         reconfig_enabled: cfg.reconfig_enabled,
         standalone_enabled: cfg.standalone_enabled,
-    };
-    let (core_tx, core_rx) = mpsc::channel::<CoreMsg>(cfg.global_outstanding_limit.max(64));
-    let (core_thread, mut core_done, member) = if cfg.members.len() > 1 {
-        start_member(&cfg, core_cfg, core_tx.clone(), core_rx).await?
-    } else {
-        let (t, d) = start_standalone(&cfg, core_cfg, core_tx.clone(), core_rx, spin_wait)?;
-        (t, d, None)
-    };
+    }
+}
 
-    let _ = core_slot.set(core_tx.clone());
-    let tick_tx = core_tx.clone();
-    let tick_every = Duration::from_millis((cfg.tick_time / 2).clamp(50, 1000));
+/// The core's tick (session expiry, the reaper, liveness), every half tickTime within bounds.
+fn spawn_ticks(core_tx: mpsc::Sender<CoreMsg>, tick_time: u64) {
+    let every = Duration::from_millis((tick_time / 2).clamp(
+        crate::limits::CORE_TICK_MIN_MS,
+        crate::limits::CORE_TICK_MAX_MS,
+    ));
     tokio::spawn(async move {
-        let mut t = tokio::time::interval(tick_every);
+        let mut t = tokio::time::interval(every);
         loop {
             t.tick().await;
-            if tick_tx.send(CoreMsg::Tick).await.is_err() {
+            if core_tx.send(CoreMsg::Tick).await.is_err() {
                 return;
             }
         }
     });
-
-    let params = Arc::new(ConnParams {
-        max_buffer: cfg.jute_max_buffer,
-        max_outstanding: cfg.max_outstanding_per_connection.max(1),
-        handshake_timeout: Duration::from_millis(
-            cfg.tick_time
-                .max(1000)
-                .saturating_mul(crate::limits::HANDSHAKE_TICKS),
-        ),
-        output_budget: cfg.connection_output_budget(),
-        global: crate::core::GlobalBudget::new(cfg.global_output_budget()),
-    });
-    tracing::info!(
-        connection_output_budget = params.output_budget,
-        global_output_budget = cfg.global_output_budget(),
-        max_reply_size = ?cfg.max_reply_size(),
-        "output bounds"
-    );
-    let per_ip: Arc<parking_lot::Mutex<HashMap<IpAddr, usize>>> = Default::default();
-    let next_conn = AtomicU64::new(1);
-    if let Some(l) = &listener {
-        tracing::info!(addr = %l.local_addr()?, port_unification = cfg.port_unification, "serving");
-    }
-    if let Some(l) = &secure {
-        tracing::info!(addr = %l.local_addr()?, client_auth = ?cfg.tls.client_auth, "serving TLS (secureClientPort)");
-    }
-
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    // Accept errors (EMFILE, ENFILE) come back every 50 ms while they last: said once, then
-    // at most every 10 s with how many were not (once 20 lines a second filled the log).
-    let mut accept_errors: (Option<Instant>, u64) = (None, 0);
-    loop {
-        let accepted = tokio::select! {
-            r = accept_opt(listener.as_ref()) => r.map(|(s, p)| (s, p, plain_kind)),
-            r = accept_opt(secure.as_ref()) => r.map(|(s, p)| (s, p, Kind::Tls)),
-            _ = &mut shutdown => break,
-            _ = &mut core_done => {
-                return Err(io::Error::other("the core stopped (the log above says why); exiting so no write is acknowledged without being durable or applied from a diverged state"));
-            }
-        };
-        let (stream, peer, kind) = match accepted {
-            Ok(x) => x,
-            Err(e) => {
-                let (last, quiet) = &mut accept_errors;
-                if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-                    tracing::warn!(error = %e, not_logged = *quiet, "accept failed");
-                    (*last, *quiet) = (Some(Instant::now()), 0);
-                } else {
-                    *quiet += 1;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        {
-            let mut m = per_ip.lock();
-            let n = m.entry(peer.ip()).or_insert(0);
-            if cfg.max_client_cnxns > 0 && *n >= cfg.max_client_cnxns {
-                tracing::warn!(%peer, limit = cfg.max_client_cnxns, "too many connections from this address; closing");
-                crate::metrics::shared().connection_rejected();
-                continue;
-            }
-            *n += 1;
-        }
-        let conn = next_conn.fetch_add(1, Ordering::Relaxed);
-        let (core_tx, params, per_ip) = (core_tx.clone(), params.clone(), per_ip.clone());
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            serve_conn(stream, peer, kind, tls, conn, core_tx, params).await;
-            let mut m = per_ip.lock();
-            if let Some(n) = m.get_mut(&peer.ip()) {
-                *n -= 1;
-                if *n == 0 {
-                    m.remove(&peer.ip());
-                }
-            }
-        });
-    }
-    tracing::info!("shutting down: no new connections; finishing in-flight writes");
-    drop(listener);
-    drop(secure);
-    let _ = core_tx.send(CoreMsg::Shutdown).await;
-    // The core stops once its in-flight writes are applied; poll it off the runtime.
-    if let Some(m) = member {
-        m.shutdown().await;
-    }
-    let _ = tokio::task::spawn_blocking(move || core_thread.join()).await;
-    Ok(())
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
 }

@@ -141,6 +141,21 @@ impl Spinner {
         self.arrivals.observe(start.elapsed());
         v
     }
+
+    /// [`Spinner::wait`] on a std channel: its next message, or `None` once every sender is
+    /// gone.
+    pub fn recv<T>(&mut self, rx: &std::sync::mpsc::Receiver<T>) -> Option<T> {
+        use std::sync::mpsc::TryRecvError;
+        self.wait(
+            &mut &*rx,
+            |rx| match rx.try_recv() {
+                Ok(m) => Some(Some(m)),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => Some(None),
+            },
+            |rx| rx.recv().ok(),
+        )
+    }
 }
 
 /// Polls `try_once` until it returns `Some` or `budget` has passed (then `None`: the caller

@@ -3,6 +3,7 @@
 //! State::apply), recording the log, and a full dump of a tree to compare trees field by field.
 
 use crate::acl::{AuthId, Entry};
+use crate::ensemble::raft::state_machine::{StateApplier, StateMachine};
 use crate::prep::{Caller, Prepper};
 use crate::state::tree::{DataTree, NodeId, ROOT};
 use crate::state::State;
@@ -74,6 +75,16 @@ pub fn assert_same_tree(what: &str, got: &DataTree, want: &DataTree) {
         assert!(w.contains_key(path), "{what}: {path} should not exist");
     }
     assert_eq!(got.digest(), want.digest(), "{what}: digests differ");
+}
+
+/// A create of `path` with no data and world:anyone's every permission, as clients send one.
+pub fn open_create(path: &str, flags: i32) -> CreateRequest {
+    CreateRequest {
+        path: JStr::from(path),
+        data: None,
+        acl: Some(vec![acl(31, "world", "anyone")]),
+        flags,
+    }
 }
 
 fn acl(perms: i32, scheme: &str, id: &str) -> ACL {
@@ -318,5 +329,56 @@ impl Workload {
                 }
             }
         }
+    }
+}
+
+/// A member's state at the end of a schedule (ensemble/raft/chaos_test.rs, sim/schedules_test.rs): the acknowledged
+/// paths it lost, its zxid, digest and tree.
+pub struct MemberState {
+    id: u64,
+    lost: Vec<String>,
+    zxid: i64,
+    digest: u64,
+    nodes: BTreeMap<String, NodeDump>,
+}
+
+/// What member `id`'s state machine holds, and which of `acked` it lost.
+pub async fn member_state(
+    id: u64,
+    sm: &StateMachine<StateApplier>,
+    acked: Vec<String>,
+) -> MemberState {
+    sm.with_applier(move |a| MemberState {
+        id,
+        lost: acked
+            .into_iter()
+            .filter(|p| a.state.tree.lookup(p).is_none())
+            .collect(),
+        zxid: a.state.zxid(),
+        digest: a.state.tree.digest(),
+        nodes: dump(&a.state.tree),
+    })
+    .await
+}
+
+/// No member lost an acknowledged write, and all hold one state (zxid, digest, every node);
+/// `run` names the schedule in the messages.
+pub fn assert_one_state(states: &[MemberState], run: &str) {
+    for s in states {
+        assert!(
+            s.lost.is_empty(),
+            "{run}: member {} lost acknowledged writes {:?}",
+            s.id,
+            s.lost
+        );
+    }
+    let Some((first, rest)) = states.split_first() else {
+        return;
+    };
+    for s in rest {
+        let what = format!("{run}: member {} vs member {}", s.id, first.id);
+        assert_eq!(s.zxid, first.zxid, "{what}: zxid");
+        assert_eq!(s.digest, first.digest, "{what}: digest");
+        assert!(s.nodes == first.nodes, "{what}: trees differ");
     }
 }

@@ -3,11 +3,12 @@
 
 use super::auth::{self, Caller};
 use super::commands::{self, Info, Kind, Post};
-use super::listener::{self, Bounded, Security, IDLE, MAX_CONNECTIONS};
+use super::listener::{self, Bounded, Security};
 use super::{Json, Query};
 use crate::backup::rate::RateLimiter;
 use crate::core::member::LeadershipAsk;
 use crate::core::CoreMsg;
+use crate::limits::{ADMIN_CONNECTIONS, ADMIN_IDLE};
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::http::{HeaderMap, Uri};
@@ -20,10 +21,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
-
-/// How long a request waits for the core's answer before it reports the server as not
-/// serving: far above a core turn, short enough for a health check's own timeout.
-const CORE_ANSWER: Duration = Duration::from_secs(5);
 
 /// The core's inbox once it runs (the listeners start before recovery, so /ready can say
 /// "not yet" while the data dir is replayed).
@@ -70,7 +67,7 @@ async fn ask<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query)
     let tx = core.get()?.clone();
     let (reply, rx) = oneshot::channel();
     let q = make(reply);
-    tokio::time::timeout(CORE_ANSWER, async move {
+    tokio::time::timeout(crate::limits::ADMIN_CORE_ANSWER, async move {
         tx.send(CoreMsg::Admin(q)).await.ok()?;
         rx.await.ok()
     })
@@ -516,7 +513,7 @@ pub fn serve_admin(
         .route(&format!("{url}/{{name}}"), get(command).post(post_command))
         .route("/ready", get(ready))
         .with_state(st);
-    let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
+    let listener = Bounded::new(listener, ADMIN_CONNECTIONS, ADMIN_IDLE);
     tokio::spawn(listener::serve(listener, app, security));
 }
 
@@ -542,92 +539,10 @@ pub fn serve_metrics(listener: TcpListener, core: CoreSlot, security: Security) 
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(core);
-    let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE);
+    let listener = Bounded::new(listener, ADMIN_CONNECTIONS, ADMIN_IDLE);
     tokio::spawn(listener::serve(listener, app, security));
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    async fn get(addr: std::net::SocketAddr, path: &str) -> String {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.unwrap();
-        out
-    }
-
-    async fn admin(slot: CoreSlot) -> std::net::SocketAddr {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        serve_admin(
-            l,
-            slot,
-            Info::default(),
-            "/commands",
-            AdminOpts::default(),
-            Security::Plain,
-        );
-        addr
-    }
-
-    /// Before the core runs (recovery) and after it stopped: not ready, commands say so.
-    #[tokio::test]
-    async fn not_ready_without_a_core() {
-        let slot = CoreSlot::default();
-        let addr = admin(slot.clone()).await;
-        let r = get(addr, "/ready").await;
-        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
-        let r = get(addr, "/commands/monitor").await;
-        assert!(
-            r.starts_with("HTTP/1.1 200") && r.contains(NOT_SERVING),
-            "{r}"
-        );
-        // A core that has stopped: its inbox is closed.
-        let (tx, rx) = mpsc::channel(1);
-        drop(rx);
-        let _ = slot.set(tx);
-        let r = get(addr, "/ready").await;
-        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
-    }
-
-    /// A core that answers: ready as it says, in the role it says.
-    #[tokio::test]
-    async fn ready_follows_the_cores_serving_state_and_role() {
-        for (serving, role, has_leader, want) in [
-            (true, "leader", true, "HTTP/1.1 200"),
-            (true, "standalone", true, "HTTP/1.1 200"),
-            (false, "follower", false, "HTTP/1.1 503"),
-            (false, "read-only", false, "HTTP/1.1 503"),
-        ] {
-            let slot = CoreSlot::default();
-            let (tx, mut rx) = mpsc::channel::<CoreMsg>(4);
-            let _ = slot.set(tx);
-            tokio::spawn(async move {
-                while let Some(m) = rx.recv().await {
-                    if let CoreMsg::Admin(Query::Ready { reply }) = m {
-                        let _ = reply.send(super::super::Readiness {
-                            serving,
-                            role,
-                            has_leader,
-                        });
-                    }
-                }
-            });
-            let addr = admin(slot).await;
-            let r = get(addr, "/ready").await;
-            let status = if serving { "ok" } else { "fail" };
-            assert!(r.starts_with(want), "{r}");
-            let body = r.split("\r\n\r\n").nth(1).unwrap_or("");
-            let v: Value = serde_json::from_str(body).unwrap();
-            assert_eq!(
-                v,
-                json!({"status": status, "details": {"role": role, "hasLeader": has_leader}}),
-                "{r}"
-            );
-        }
-    }
-}
+#[path = "http_test.rs"]
+mod tests;

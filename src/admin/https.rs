@@ -17,17 +17,13 @@ use super::listener::Security;
 use crate::config::{AdminConfig, Config};
 use crate::net::tls::{self, ClientAuth, TlsConfig};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How often the store files are checked for changes (as the client port's).
-const RELOAD_CHECK: Duration = Duration::from_secs(60);
 
 fn acceptor(cfg: TlsConfig, what: &str) -> Result<Arc<tls::Acceptor>, String> {
     if cfg.key_store.location.is_none() {
         return Err(format!("{what} needs a key store"));
     }
     let a = tls::Acceptor::new(cfg).map_err(|e| format!("{what}: {e}"))?;
-    tls::spawn_reloader(a.clone(), RELOAD_CHECK);
+    tls::spawn_reloader(a.clone(), crate::limits::ADMIN_TLS_RELOAD_CHECK);
     Ok(a)
 }
 

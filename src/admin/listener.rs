@@ -1,4 +1,4 @@
-//! The HTTP listeners' bounds. Each request must send its headers within [`HEADER_DEADLINE`]
+//! The HTTP listeners' bounds. Each request must send its headers within `ADMIN_HEADER_DEADLINE`
 //! of its connection being accepted, or of the previous response on it: a client that drips
 //! its headers (or sends nothing) is closed then, whatever the other connections do, so slow
 //! clients cannot hold a listener's slots from the health checks and scrapes behind them. A
@@ -17,19 +17,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
-
-/// Connections each HTTP listener serves at once (each a task, a socket and hyper's buffers,
-/// a few KiB while its request is small). Was 64: a hundred slow-drip connections took them
-/// all, and `ruok` and `/metrics` went unanswered for seconds (issue 37).
-pub const MAX_CONNECTIONS: usize = 1024;
-/// How long a request may take to send its headers, from its connection's accept or the
-/// previous response on it (hyper's header_read_timeout). A health check or a scrape sends
-/// its few hundred bytes at once; keep-alive connections idle past it are closed, and their
-/// clients reopen them.
-pub const HEADER_DEADLINE: Duration = Duration::from_secs(5);
-/// A connection that sends nothing for this long is closed (a scraper or a health check
-/// sends its request at once; keep-alive connections are reopened by the client).
-pub const IDLE: Duration = Duration::from_secs(30);
 
 pub struct Bounded {
     inner: TcpListener,
@@ -80,7 +67,7 @@ impl axum::serve::Listener for Bounded {
                     );
                 }
                 // Out of descriptors and the like: wait, as axum's own listener does.
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(_) => tokio::time::sleep(crate::limits::ACCEPT_RETRY).await,
             }
         }
     }
@@ -101,9 +88,15 @@ pub enum Security {
 }
 
 /// Serves `app` on `listener` until the runtime stops: each connection a task of its own,
-/// HTTP/1 with [`HEADER_DEADLINE`] for every request's headers (and for a TLS handshake).
+/// HTTP/1 with `ADMIN_HEADER_DEADLINE` for every request's headers (and for a TLS handshake).
 pub async fn serve(listener: Bounded, app: axum::Router, security: Security) {
-    serve_within(listener, app, HEADER_DEADLINE, security).await
+    serve_within(
+        listener,
+        app,
+        crate::limits::ADMIN_HEADER_DEADLINE,
+        security,
+    )
+    .await
 }
 
 async fn serve_within(

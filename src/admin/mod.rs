@@ -4,6 +4,11 @@
 //! endpoint (`metricsProvider.*`), which shares the plumbing: anything that needs the core's
 //! data is asked of the core through `CoreMsg::Admin`, answered between two messages, as a
 //! four-letter word is.
+//!
+//! Owns: the HTTP listeners (AdminServer, /metrics), their connection bounds, and who may run
+//! a command with side effects. May not touch: the state, sessions, client connections or the
+//! log — what it knows of them it asks the core (`CoreMsg::Admin`), and it answers with what
+//! comes back.
 
 mod auth;
 pub mod commands;

@@ -110,20 +110,13 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>, String> {
 
 /// Parses the whole file; errors name the line.
 pub fn parse(text: &str) -> Result<Vec<Section>, String> {
-    let toks = lex(text)?;
-    let mut it = toks.into_iter().peekable();
-    let mut sections: Vec<Section> = Vec::new();
-    let mut last_line = 1;
-    let mut next = |what: &str| -> Result<(Tok, usize), String> {
-        it.next()
-            .map(|(t, l)| {
-                last_line = l;
-                (t, l)
-            })
-            .ok_or_else(|| format!("line {last_line}: {what} expected, end of file found"))
+    let mut p = Parser {
+        toks: lex(text)?.into_iter(),
+        last_line: 1,
     };
+    let mut sections: Vec<Section> = Vec::new();
     loop {
-        let (name, line) = match next("a section name") {
+        let (name, line) = match p.next("a section name") {
             Err(_) => break,
             Ok((Tok::Word(w) | Tok::Quoted(w), l)) => (w, l),
             Ok((t, l)) => return Err(format!("line {l}: section name expected, {t:?} found")),
@@ -131,13 +124,40 @@ pub fn parse(text: &str) -> Result<Vec<Section>, String> {
         if sections.iter().any(|s| s.name == name) {
             return Err(format!("line {line}: section {name:?} given twice"));
         }
-        match next("'{'")? {
+        let modules = p.section_body()?;
+        sections.push(Section { name, modules });
+    }
+    Ok(sections)
+}
+
+/// The tokens of a file, and the line of the last one taken (for an unexpected end).
+struct Parser {
+    toks: std::vec::IntoIter<(Tok, usize)>,
+    last_line: usize,
+}
+
+impl Parser {
+    /// The next token, or an error saying `what` was expected at the end of the file.
+    fn next(&mut self, what: &str) -> Result<(Tok, usize), String> {
+        let last_line = &mut self.last_line;
+        self.toks
+            .next()
+            .map(|(t, l)| {
+                *last_line = l;
+                (t, l)
+            })
+            .ok_or_else(|| format!("line {last_line}: {what} expected, end of file found"))
+    }
+
+    /// `{ module flag options ; ... };` after a section's name.
+    fn section_body(&mut self) -> Result<Vec<Module>, String> {
+        match self.next("'{'")? {
             (Tok::Punct('{'), _) => {}
             (t, l) => return Err(format!("line {l}: '{{' expected, {t:?} found")),
         }
         let mut modules = Vec::new();
         loop {
-            let class = match next("a login module or '}'")? {
+            let class = match self.next("a login module or '}'")? {
                 (Tok::Punct('}'), _) => break,
                 (Tok::Word(w), _) => w,
                 (t, l) => {
@@ -146,57 +166,62 @@ pub fn parse(text: &str) -> Result<Vec<Section>, String> {
                     ))
                 }
             };
-            let flag = match next("a control flag")? {
-                (Tok::Word(w), l) => {
-                    let f = w.to_ascii_lowercase();
-                    if !["required", "requisite", "sufficient", "optional"].contains(&f.as_str()) {
-                        return Err(format!("line {l}: invalid control flag {w:?}"));
-                    }
-                    f
-                }
-                (t, l) => return Err(format!("line {l}: control flag expected, {t:?} found")),
-            };
-            let mut options = Vec::new();
-            loop {
-                let key = match next("an option or ';'")? {
-                    (Tok::Punct(';'), _) => break,
-                    (Tok::Word(w), _) => w,
-                    (t, l) => return Err(format!("line {l}: option name expected, {t:?} found")),
-                };
-                match next("'='")? {
-                    (Tok::Punct('='), _) => {}
-                    (t, l) => {
-                        return Err(format!("line {l}: '=' expected after {key}, {t:?} found"))
-                    }
-                }
-                let value = match next("an option value")? {
-                    (Tok::Word(w) | Tok::Quoted(w), l) => {
-                        if w.contains("${") {
-                            return Err(format!(
-                                "line {l}: option {key}: ${{property}} expansion is not supported"
-                            ));
-                        }
-                        w
-                    }
-                    (t, l) => {
-                        return Err(format!("line {l}: value expected for {key}, {t:?} found"))
-                    }
-                };
-                options.push((key, value));
-            }
+            let flag = self.control_flag()?;
+            let options = self.options()?;
             modules.push(Module {
                 class,
                 flag,
                 options,
             });
         }
-        match next("';' after '}'")? {
-            (Tok::Punct(';'), _) => {}
-            (t, l) => return Err(format!("line {l}: ';' expected after '}}', {t:?} found")),
+        match self.next("';' after '}'")? {
+            (Tok::Punct(';'), _) => Ok(modules),
+            (t, l) => Err(format!("line {l}: ';' expected after '}}', {t:?} found")),
         }
-        sections.push(Section { name, modules });
     }
-    Ok(sections)
+
+    /// A login module's control flag, lower case.
+    fn control_flag(&mut self) -> Result<String, String> {
+        match self.next("a control flag")? {
+            (Tok::Word(w), l) => {
+                let f = w.to_ascii_lowercase();
+                if !["required", "requisite", "sufficient", "optional"].contains(&f.as_str()) {
+                    return Err(format!("line {l}: invalid control flag {w:?}"));
+                }
+                Ok(f)
+            }
+            (t, l) => Err(format!("line {l}: control flag expected, {t:?} found")),
+        }
+    }
+
+    /// A login module's `key=value` options, up to its ';'.
+    fn options(&mut self) -> Result<Vec<(String, String)>, String> {
+        let mut options = Vec::new();
+        loop {
+            let key = match self.next("an option or ';'")? {
+                (Tok::Punct(';'), _) => break,
+                (Tok::Word(w), _) => w,
+                (t, l) => return Err(format!("line {l}: option name expected, {t:?} found")),
+            };
+            match self.next("'='")? {
+                (Tok::Punct('='), _) => {}
+                (t, l) => return Err(format!("line {l}: '=' expected after {key}, {t:?} found")),
+            }
+            let value = match self.next("an option value")? {
+                (Tok::Word(w) | Tok::Quoted(w), l) => {
+                    if w.contains("${") {
+                        return Err(format!(
+                            "line {l}: option {key}: ${{property}} expansion is not supported"
+                        ));
+                    }
+                    w
+                }
+                (t, l) => return Err(format!("line {l}: value expected for {key}, {t:?} found")),
+            };
+            options.push((key, value));
+        }
+        Ok(options)
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,10 @@
 //! bytes), so the core runs an exchange as one more session-local request, in the
 //! connection's order, and adds the `sasl` identity to the connection it owns. Imports
 //! nothing of the crate.
+//!
+//! Owns: the DIGEST-MD5 mechanism (server and client side), the JAAS file's sections, the
+//! enforce-auth settings. May not touch: connections, sessions, the state (the core holds a
+//! connection's identities).
 
 pub mod digest_md5;
 pub mod digest_md5_client;
@@ -13,7 +17,7 @@ pub mod directives;
 pub mod jaas;
 mod settings;
 
-pub use settings::SaslSettings;
+pub use settings::{java_bool, SaslSettings};
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -28,7 +28,9 @@ pub struct SaslSettings {
     pub allow_failed: bool,
 }
 
-fn java_bool(key: &str, v: &str) -> Result<bool, String> {
+/// A boolean of the keys ZooKeeper reads as Java system properties (the SASL and quorum
+/// security ones): `true` or `false`, any case.
+pub fn java_bool(key: &str, v: &str) -> Result<bool, String> {
     match v.trim().to_ascii_lowercase().as_str() {
         "true" => Ok(true),
         "false" => Ok(false),

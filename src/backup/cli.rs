@@ -10,14 +10,13 @@
 //!   3.x snapshot file) into a new Palisade data dir, offline, through `import-zookeeper`'s
 //!   checks (the server's node rules, ZooKeeper's digest); then start the server on DIR.
 //!   `--config zoo.cfg` instead of `--data-dir`: into the data dir that zoo.cfg names; for an
-//!   ensemble member (server.N lines, `myid` in its data dir), its Raft snapshot (member.rs),
+//!   ensemble member (server.N lines, `myid` in its data dir), its Raft snapshot (member_restore.rs),
 //!   to start with `--force-new-ensemble`.
 
 use super::client;
 use palisade_zkdisk::adler32::adler32;
 use palisade_zkdisk::snap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const USAGE: &str = "usage:\n  palisade backup --url http[s]://HOST:PORT/commands [--auth 'digest USER:PASSWORD'|ip|x509] --out FILE|DIR\n                  [--cacert CA.pem] [--cert CERT_AND_KEY.pem|.p12 [--cert-password PW]]\n  palisade restore --file SNAPSHOT --data-dir NEW_DIR|--config MEMBER_ZOO_CFG [--zxid HEX]";
 
@@ -134,7 +133,14 @@ fn backup(
 ) -> Result<String, String> {
     let url = format!("{}/snapshot?streaming=true", url.trim_end_matches('/'));
     let headers: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
-    let reply = client::request("GET", &url, &headers, &[], Duration::from_secs(600), tls)?;
+    let reply = client::request(
+        "GET",
+        &url,
+        &headers,
+        &[],
+        crate::limits::BACKUP_DEADLINE,
+        tls,
+    )?;
     if reply.status != 200 {
         return Err(format!(
             "{url}: HTTP {}: {}",
@@ -169,7 +175,7 @@ enum RestoreTo {
     /// A standalone server's new data dir.
     DataDir(PathBuf),
     /// The data dir of the ensemble member a zoo.cfg describes.
-    Member(super::member::Target),
+    Member(super::member_restore::Target),
 }
 
 /// The restore's target from a zoo.cfg: its data dir, or, with server.N lines, its member's.
@@ -178,7 +184,7 @@ fn config(path: &Path) -> Result<RestoreTo, String> {
     let mut cfg = crate::config::Config::default();
     cfg.apply_zoo_cfg(&text)?;
     if cfg.members.len() > 1 {
-        super::member::Target::of(&cfg).map(RestoreTo::Member)
+        super::member_restore::Target::of(&cfg).map(RestoreTo::Member)
     } else {
         Ok(RestoreTo::DataDir(cfg.data_dir))
     }
@@ -233,7 +239,7 @@ fn restore(file: &Path, into: &RestoreTo, zxid: Option<&str>) -> Result<String, 
         .map(|s| s.text()),
         RestoreTo::Member(t) => {
             let (s, state) = crate::migrate::import::read(&staging, None, None)?;
-            let term = super::member::write(&state, t)?;
+            let term = super::member_restore::write(&state, t)?;
             Ok(format!(
                 "{}member {}: a Raft snapshot at term {term}, index 1, membership: itself \
                  alone; start it with --force-new-ensemble (reconfigEnabled=true), then the \

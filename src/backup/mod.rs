@@ -8,9 +8,14 @@
 //! sealed by the running Adler32. ZooKeeper 3.9 restores it; ZooKeeper 3.8 loads it as a
 //! snapshot file (it stops reading after the digest's seal); Palisade's `restore` and
 //! `import-zookeeper` read both forms.
+//!
+//! Owns: the stream format, the rate limiter, the two commands and their HTTP client, and the
+//! member data dir a restore writes (`member_restore.rs`). May not touch: a running server's
+//! state or files — a running server's backup and restore are the core's (`CoreMsg::Admin`),
+//! answered through the AdminServer.
 
 pub mod cli;
 pub mod client;
-pub mod member;
+pub mod member_restore;
 pub mod rate;
 pub mod stream;

@@ -40,7 +40,7 @@ pub fn check(path: &str, server_jvmflags: &str, jvmflags: &str) -> Result<Checke
             .members
             .iter()
             .find(|m| m.id == myid)
-            .and_then(crate::ensemble::raft::reconfig::peer_addr);
+            .and_then(crate::ensemble::raft::reconcile::peer_addr);
         if listen.is_none() {
             warnings.push(format!(
                 "myid {myid} has no server.{myid} line: this member only dials out"

@@ -119,20 +119,7 @@ fn recovery_from_a_fuzzy_capture_equals_a_full_replay() {
 fn replayed_create2_over_a_capture_raises_the_counter() {
     let mut w = Workload::new(7);
     let s = *w.sessions().keys().next().unwrap_or(&0);
-    let mk = |path: &str, flags| {
-        Request::Create2(CreateRequest {
-            path: JStr::from(path),
-            data: None,
-            acl: Some(vec![ACL {
-                perms: 31,
-                id: Id {
-                    scheme: "world".into(),
-                    id: "anyone".into(),
-                },
-            }]),
-            flags,
-        })
-    };
+    let mk = |path: &str, flags| Request::Create2(crate::testkit::open_create(path, flags));
     w.write(s, mk("/lock", 0));
     let start = w.zxid();
     for _ in 0..3 {

@@ -31,11 +31,7 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
         .mode(DIR_MODE)
         .create(dir)
         .map_err(|e| with_path(dir, e))?;
-    let mode = fs::metadata(dir)
-        .map_err(|e| with_path(dir, e))?
-        .permissions()
-        .mode();
-    if mode & 0o077 != 0 {
+    if let Some(mode) = open_to_others(dir)? {
         tracing::warn!(dir = %dir.display(), mode = format_args!("{:o}", mode & 0o777),
             "the data directory is accessible to group or others; Palisade creates its files 0600");
     }
@@ -96,13 +92,18 @@ pub fn load_secret(data_dir: &Path) -> io::Result<[u8; 16]> {
     Ok(secret)
 }
 
-/// Makes an existing file owner-only if group or others may read or write it.
-fn tighten(path: &Path) -> io::Result<()> {
+/// The mode of `path` if group or others have any permission on it.
+fn open_to_others(path: &Path) -> io::Result<Option<u32>> {
     let mode = fs::metadata(path)
         .map_err(|e| with_path(path, e))?
         .permissions()
         .mode();
-    if mode & 0o077 != 0 {
+    Ok((mode & 0o077 != 0).then_some(mode))
+}
+
+/// Makes an existing file owner-only if group or others may read or write it.
+fn tighten(path: &Path) -> io::Result<()> {
+    if let Some(mode) = open_to_others(path)? {
         tracing::warn!(path = %path.display(), was = format_args!("{:o}", mode & 0o777),
             "secret was readable by group or others (any local user could derive every session's password); made it 0600");
         fs::set_permissions(path, fs::Permissions::from_mode(FILE_MODE))

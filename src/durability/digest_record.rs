@@ -2,8 +2,8 @@
 //! [`DIGEST_EVERY`] txns as a WAL Meta record, so that replay can prove it rebuilt the tree the
 //! live server had.
 
-/// A digest record goes to the log after every this many txns.
-pub const DIGEST_EVERY: i64 = 256;
+/// A digest record goes to the log after every this many txns (src/limits.rs).
+pub use crate::limits::DIGEST_EVERY;
 
 /// The payload of a digest record in the log (a WAL Meta record): the tree digest right after
 /// the txn `zxid` was applied. Tag byte 1, then zxid and digest, big-endian.

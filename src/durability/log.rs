@@ -86,8 +86,45 @@ pub fn spawn_writer(
     mut sink: Box<dyn LogSink>,
     spin_wait: Duration,
     durable: impl Fn(Result<i64, io::Error>) + Send + 'static,
-    mut remove: impl FnMut(&[PathBuf]) -> io::Result<()> + Send + 'static,
+    remove: impl FnMut(&[PathBuf]) -> io::Result<()> + Send + 'static,
 ) -> io::Result<mpsc::Sender<LogMsg>> {
+    let doomed = spawn_purger(remove)?;
+    let (tx, rx) = mpsc::channel::<LogMsg>();
+    std::thread::Builder::new()
+        .name("palisade-log".into())
+        .spawn(move || {
+            let mut spinner = spin::Spinner::lenient(spin_wait);
+            while let Some(first) = spinner.recv(&rx) {
+                let turn = append_waiting(&mut *sink, first, &rx);
+                if turn.appended {
+                    crate::durability::crashpoint::hit("log.before_sync");
+                    match turn.result.and_then(|_| sink.sync()) {
+                        Ok(()) => {
+                            crate::durability::crashpoint::hit("log.before_ack");
+                            if let Some(z) = turn.last_txn {
+                                durable(Ok(z));
+                            }
+                        }
+                        Err(e) => {
+                            durable(Err(e));
+                            return;
+                        }
+                    }
+                }
+                // After the sync: a purge never races the batch it shares a wake-up with.
+                if let Some(keep_from) = turn.purge {
+                    purge(&mut *sink, keep_from, &doomed);
+                }
+            }
+        })?;
+    Ok(tx)
+}
+
+/// The thread that deletes the segments a purge lists, so that the log thread never waits on
+/// the file system's unlinks.
+fn spawn_purger(
+    mut remove: impl FnMut(&[PathBuf]) -> io::Result<()> + Send + 'static,
+) -> io::Result<mpsc::Sender<Vec<PathBuf>>> {
     let (doomed_tx, doomed) = mpsc::channel::<Vec<PathBuf>>();
     std::thread::Builder::new()
         .name("palisade-purge".into())
@@ -99,78 +136,62 @@ pub fn spawn_writer(
                 }
             }
         })?;
-    let (tx, rx) = mpsc::channel::<LogMsg>();
-    std::thread::Builder::new()
-        .name("palisade-log".into())
-        .spawn(move || {
-            let mut spinner = spin::Spinner::lenient(spin_wait);
-            let mut next = || {
-                spinner.wait(
-                    &mut &rx,
-                    |rx| match rx.try_recv() {
-                        Ok(b) => Some(Some(b)),
-                        Err(mpsc::TryRecvError::Empty) => None,
-                        Err(mpsc::TryRecvError::Disconnected) => Some(None),
-                    },
-                    |rx| rx.recv().ok(),
-                )
-            };
-            while let Some(first) = next() {
-                let mut last_txn = None;
-                let mut result = Ok(());
-                let mut appended = false;
-                let mut purge = None;
-                for msg in std::iter::once(first).chain(rx.try_iter()) {
-                    let batch = match msg {
-                        LogMsg::Batch(b) => b,
-                        LogMsg::Purge { keep_from } => {
-                            purge = Some(keep_from);
-                            continue;
-                        }
-                    };
-                    appended = true;
-                    for rec in &batch.records {
-                        if result.is_ok() {
-                            result = sink.append(rec);
-                        }
-                        if rec.kind == RecordKind::Txn {
-                            last_txn = Some(rec.zxid);
-                        }
-                    }
-                }
-                if appended {
-                    crate::durability::crashpoint::hit("log.before_sync");
-                    match result.and_then(|_| sink.sync()) {
-                        Ok(()) => {
-                            crate::durability::crashpoint::hit("log.before_ack");
-                            if let Some(z) = last_txn {
-                                durable(Ok(z));
-                            }
-                        }
-                        Err(e) => {
-                            durable(Err(e));
-                            return;
-                        }
-                    }
-                }
-                // After the sync: a purge never races the batch it shares a wake-up with.
-                if let Some(keep_from) = purge {
-                    match sink.purgeable(keep_from) {
-                        Ok(paths) if paths.is_empty() => {}
-                        Ok(paths) => {
-                            tracing::info!(
-                                segments = paths.len(),
-                                keep_from = format_args!("{keep_from:#x}"),
-                                "purging log segments no retained snapshot needs"
-                            );
-                            let _ = doomed_tx.send(paths);
-                        }
-                        Err(e) => tracing::warn!(error = %e, "could not purge old log segments"),
-                    }
-                }
+    Ok(doomed_tx)
+}
+
+/// What one wake-up of the log thread did: appended (the first error kept, what follows it
+/// not written), the last txn among them, a purge asked for.
+struct Turn {
+    appended: bool,
+    result: io::Result<()>,
+    last_txn: Option<i64>,
+    purge: Option<i64>,
+}
+
+/// Appends `first` and every batch queued behind it (group commit), unsynced.
+fn append_waiting(sink: &mut dyn LogSink, first: LogMsg, rx: &mpsc::Receiver<LogMsg>) -> Turn {
+    let mut turn = Turn {
+        appended: false,
+        result: Ok(()),
+        last_txn: None,
+        purge: None,
+    };
+    for msg in std::iter::once(first).chain(rx.try_iter()) {
+        let batch = match msg {
+            LogMsg::Batch(b) => b,
+            LogMsg::Purge { keep_from } => {
+                turn.purge = Some(keep_from);
+                continue;
             }
-        })?;
-    Ok(tx)
+        };
+        turn.appended = true;
+        for rec in &batch.records {
+            if turn.result.is_ok() {
+                turn.result = sink.append(rec);
+            }
+            if rec.kind == RecordKind::Txn {
+                turn.last_txn = Some(rec.zxid);
+            }
+        }
+    }
+    turn
+}
+
+/// Lists the segments no retained snapshot needs (from `keep_from`) and hands them to the
+/// purge thread.
+fn purge(sink: &mut dyn LogSink, keep_from: i64, doomed: &mpsc::Sender<Vec<PathBuf>>) {
+    match sink.purgeable(keep_from) {
+        Ok(paths) if paths.is_empty() => {}
+        Ok(paths) => {
+            tracing::info!(
+                segments = paths.len(),
+                keep_from = format_args!("{keep_from:#x}"),
+                "purging log segments no retained snapshot needs"
+            );
+            let _ = doomed.send(paths);
+        }
+        Err(e) => tracing::warn!(error = %e, "could not purge old log segments"),
+    }
 }
 
 #[cfg(test)]

@@ -55,10 +55,6 @@ pub struct Restored {
     pub digests_checked: u64,
 }
 
-/// How many recent (zxid, digest) pairs replay keeps to check digest records against: a
-/// digest record is logged when its txn is applied, behind at most the txns then in flight.
-const RECENT: usize = 1 << 16;
-
 /// Replays txns over a starting tree (fresh, or loaded from a snapshot).
 pub struct Replayer {
     state: State,
@@ -193,7 +189,7 @@ impl Replayer {
             Some((end, _)) if z < end => return Ok(()),
             _ => {}
         }
-        if self.recent.len() == RECENT {
+        if self.recent.len() == crate::limits::RECOVERY_DIGESTS_KEPT {
             self.recent.pop_front();
         }
         self.recent.push_back((z, digest));

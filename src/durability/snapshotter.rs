@@ -31,9 +31,8 @@ pub struct SnapDirs {
     pub log: mpsc::Sender<LogMsg>,
 }
 
-/// Chunks queued to the writer at most: past this the capture pauses, so a slow disk slows
-/// the capture rather than filling memory.
-pub const QUEUE: usize = 8;
+/// Chunks queued to the writer at most (src/limits.rs).
+pub use crate::limits::SNAPSHOT_QUEUE as QUEUE;
 
 /// The core's end of the writer thread.
 pub struct SnapLink {

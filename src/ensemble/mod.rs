@@ -5,6 +5,10 @@
 //! seam (`src/seam.rs`: what the core proposes and forwards, what it is told: committed
 //! entries and its role), the only way `raft/` reaches the core, so a move to openraft 0.10
 //! touches `raft/` only. Plan: docs/design/ENSEMBLE.md.
+//!
+//! Owns: openraft and its files (`<dataLogDir>/raft`), the peer port and its links. May not
+//! touch: client connections, the core's insides (only the seam and `CoreMsg`), the tree
+//! (changed only by committed entries the core applies).
 
 pub mod link;
 pub mod raft;

@@ -6,6 +6,10 @@
 //! summaries); the core's own numbers (latencies, packets) stay in the core's `Stats`.
 //! `prometheus.rs` turns a sample into the Prometheus text format with the `prometheus`
 //! crate's encoder; `zk.rs` lists ZooKeeper's names and where each value comes from.
+//!
+//! Owns: the log and snapshot threads' counters, ZooKeeper's metric names, the two output
+//! formats. May not touch: anything of the crate but its bounds (`limits`): the core fills a
+//! sample, the admin listener serves it.
 
 pub mod monitor;
 pub mod namespace;

@@ -5,24 +5,17 @@
 //! path's length and the data it sets. Lengths are Java's `String.length()` (UTF-16 units).
 //!
 //! ZooKeeper keeps a summary for every top-level node ever read or written, forever. Here a
-//! set keeps at most [`MAX_NAMESPACES`] keys of at most [`MAX_KEY_BYTES`] bytes; anything
-//! past that is counted under [`OVERFLOW`], which no znode name can be (it holds a '/'), so
-//! a client creating top-level nodes by the million costs a bounded table and scrape.
+//! set keeps at most [`METRICS_NAMESPACES`] keys of at most [`METRICS_NAMESPACE_KEY_BYTES`]
+//! bytes (src/limits.rs); anything past that is counted under [`OVERFLOW`], which no znode
+//! name can be (it holds a '/'), so a client creating top-level nodes by the million costs a
+//! bounded table and scrape.
 
 use super::Summary;
+use crate::limits::{METRICS_NAMESPACES, METRICS_NAMESPACE_KEY_BYTES, METRICS_NAMESPACE_WINDOW};
 use std::collections::HashMap;
 
-/// Keys a set keeps before new namespaces are counted under [`OVERFLOW`].
-pub const MAX_NAMESPACES: usize = 1000;
-/// A longer first component is counted under [`OVERFLOW`] (a name may be ~1 MB long).
-pub const MAX_KEY_BYTES: usize = 128;
 /// The key of what the bounds turned away.
 pub const OVERFLOW: &str = "/*";
-/// What ZooKeeper adds to every read for the Stat (DataTree.STAT_OVERHEAD_BYTES: 6 longs
-/// and 5 ints).
-pub const STAT_OVERHEAD_BYTES: u64 = 6 * 8 + 5 * 4;
-/// Observations each key's 0.5 quantile is taken over (the sets' only percentile).
-const WINDOW: usize = 64;
 
 /// The first component of a path ("/a/b" → "a"); None for "/" and for what does not start
 /// with '/' (ZooKeeper's PathUtils.getTopNamespace on a valid path).
@@ -60,13 +53,13 @@ impl NamespaceSet {
             s.observe(bytes);
             return;
         }
-        let s = if self.keys.len() < MAX_NAMESPACES && ns.len() <= MAX_KEY_BYTES {
+        let s = if self.keys.len() < METRICS_NAMESPACES && ns.len() <= METRICS_NAMESPACE_KEY_BYTES {
             self.keys
                 .entry(ns.into())
-                .or_insert_with(|| Summary::with_window(WINDOW))
+                .or_insert_with(|| Summary::with_window(METRICS_NAMESPACE_WINDOW))
         } else {
             self.overflow
-                .get_or_insert_with(|| Summary::with_window(WINDOW))
+                .get_or_insert_with(|| Summary::with_window(METRICS_NAMESPACE_WINDOW))
         };
         s.observe(bytes);
     }
@@ -77,7 +70,7 @@ impl NamespaceSet {
             path,
             java_len(path)
                 .saturating_add(bytes)
-                .saturating_add(STAT_OVERHEAD_BYTES),
+                .saturating_add(crate::limits::STAT_BYTES as u64),
         );
     }
 
@@ -150,15 +143,15 @@ mod tests {
     #[test]
     fn bounded_in_keys_and_key_length() {
         let mut s = NamespaceSet::default();
-        for i in 0..MAX_NAMESPACES + 500 {
+        for i in 0..METRICS_NAMESPACES + 500 {
             s.write(&format!("/n{i}/x"), 1);
         }
-        let long = format!("/{}", "k".repeat(MAX_KEY_BYTES + 1));
+        let long = format!("/{}", "k".repeat(METRICS_NAMESPACE_KEY_BYTES + 1));
         let mut t = NamespaceSet::default();
         t.write(&long, 0);
         assert_eq!(t.entries()[0].0, OVERFLOW);
         let e = s.entries();
-        assert_eq!(e.len(), MAX_NAMESPACES + 1);
+        assert_eq!(e.len(), METRICS_NAMESPACES + 1);
         let (k, over) = e
             .last()
             .map(|(k, s)| (k.clone(), s.clone()))

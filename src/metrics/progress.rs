@@ -3,9 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-/// How often a progress line is logged while the log is replayed.
-pub const EVERY: Duration = Duration::from_secs(2);
-
 /// One progress line's numbers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Line {

@@ -3,10 +3,6 @@
 
 use std::collections::VecDeque;
 
-/// Observations the percentiles are taken over: the newest ones, so a summary's memory is
-/// bounded however long the server runs (ZooKeeper samples a reservoir of similar size).
-pub const WINDOW: usize = 1024;
-
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
     count: u64,
@@ -14,7 +10,7 @@ pub struct Summary {
     min: u64,
     max: u64,
     recent: VecDeque<u64>,
-    /// Observations kept for the percentiles; 0 is [`WINDOW`].
+    /// Observations kept for the percentiles; 0 is `SUMMARY_WINDOW`.
     window: usize,
 }
 
@@ -44,7 +40,7 @@ impl Summary {
         self.count = self.count.saturating_add(1);
         self.sum = self.sum.saturating_add(v);
         let window = if self.window == 0 {
-            WINDOW
+            crate::limits::SUMMARY_WINDOW
         } else {
             self.window
         };
@@ -137,11 +133,11 @@ mod tests {
     #[test]
     fn window_is_bounded() {
         let mut s = Summary::default();
-        for v in 0..(WINDOW as u64 * 3) {
+        for v in 0..(crate::limits::SUMMARY_WINDOW as u64 * 3) {
             s.observe(v);
         }
-        assert_eq!(s.recent.len(), WINDOW);
-        assert_eq!(s.count(), WINDOW as u64 * 3);
-        assert!(s.quantile(0.0) >= WINDOW as u64 * 2);
+        assert_eq!(s.recent.len(), crate::limits::SUMMARY_WINDOW);
+        assert_eq!(s.count(), crate::limits::SUMMARY_WINDOW as u64 * 3);
+        assert!(s.quantile(0.0) >= crate::limits::SUMMARY_WINDOW as u64 * 2);
     }
 }

@@ -18,8 +18,8 @@ use super::Summary;
 use super::{rules, zktree};
 use crate::config::Config;
 use crate::state::State;
-use palisade_proto::{ErrorCode, ErrorTxn, TxnBody, TxnDigest};
-use palisade_zkdisk::{self as zkdisk, LogEnd, Quirk, ZkError, ZkSnapshot};
+use palisade_proto::{TxnBody, TxnDigest};
+use palisade_zkdisk::{self as zkdisk, LogEnd, ZkError, ZkSnapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -32,10 +32,6 @@ pub struct ImportOpts {
     /// file's size, at least 64 MiB; `palisade_zkdisk::snap::inflation_bound`).
     pub max_snapshot_bytes: Option<u64>,
 }
-
-/// Node visits spent on checking ZooKeeper's per-txn digests (about a second of work); the
-/// snapshot's digest and the last txn's are checked regardless.
-const DIGEST_CHECK_NODE_VISITS: u64 = 50_000_000;
 
 fn epoch(z: i64) -> i64 {
     z >> 32
@@ -68,144 +64,26 @@ fn check_digest(state: &State, recorded: i64, what: &str) -> Result<(), String> 
     Ok(())
 }
 
-/// ZooKeeper logs a failed multi with the sub-txns before the failing op as they were
-/// prepared, then ErrorTxns (PrepRequestProcessor), and applies it as nothing but errors
-/// (DataTree.processTxn: once any sub-txn is an error, every other becomes ErrorTxn 0 before
-/// the first error and RUNTIMEINCONSISTENCY after it). Palisade logs failed multis in that
-/// applied form already; this turns ZooKeeper's form into it.
-fn failed_multi(subs: &mut [TxnBody]) {
-    if !subs.iter().any(|b| matches!(b, TxnBody::Error(_))) {
-        return;
-    }
-    let mut post_failed = false;
-    for b in subs.iter_mut() {
-        if matches!(b, TxnBody::Error(_)) {
-            post_failed = true;
-            continue;
-        }
-        let err = if post_failed {
-            ErrorCode::RuntimeInconsistency.code()
-        } else {
-            ErrorCode::Ok.code()
-        };
-        *b = TxnBody::Error(ErrorTxn { err });
-    }
-}
-
 /// Replays the logs over `state` (at `snap_zxid`), checking order, gaps, digests and the
 /// server's rules (each txn's, and the tree's at the end).
 fn replay(
-    mut state: State,
+    state: State,
     logs: &[(i64, PathBuf)],
     snap_digest: Option<(i64, i64)>,
     notes: &mut Vec<String>,
 ) -> Result<(State, u64, u64), String> {
-    // Where each create was logged (zxid → file, offset), to name the txn behind a node the
-    // tree's final check refuses.
-    let mut created: std::collections::HashMap<i64, (&Path, u64)> = Default::default();
-    let snap_zxid = state.zxid();
-    let mut replayed = 0u64;
-    let mut checked = 0u64;
-    let mut pending_digest = snap_digest.filter(|&(z, _)| z > 0 && z >= snap_zxid);
-    // A digest at the snapshot's own zxid describes the tree before the first txn of the fuzzy
-    // window, but ZooKeeper may have been applying that txn while it wrote the file, so the
-    // file can hold part of it: the digest is comparable only if no txn follows. ZooKeeper
-    // compares it only when it applies a txn of that zxid, which a replay never does.
-    let mut at_start = None;
-    if let Some((z, d)) = pending_digest {
-        if z == snap_zxid {
-            at_start = Some(d);
-            pending_digest = None;
-        }
-    }
-    let mut last_digest: Option<TxnDigest> = None;
-    let mut budget = DIGEST_CHECK_NODE_VISITS;
+    let mut r = Replay::new(state, snap_digest);
     // Only the logs that can hold txns after the snapshot: a log's txns end where the next
     // log's name begins.
     let first = logs
         .iter()
-        .rposition(|(start, _)| *start <= snap_zxid.saturating_add(1))
+        .rposition(|(start, _)| *start <= r.snap_zxid.saturating_add(1))
         .unwrap_or(0);
     let wanted = logs.get(first..).unwrap_or_default();
     for (i, (_, path)) in wanted.iter().enumerate() {
         let log = zkdisk::read_log(path).map_err(|e| e.to_string())?;
         for e in &log.entries {
-            let mut txn = e.txn.clone();
-            let z = txn.header.zxid;
-            let cur = state.zxid();
-            if z <= snap_zxid {
-                continue;
-            }
-            if z <= cur {
-                return Err(format!(
-                    "{}: at byte {}: zxid {z:#x} after {cur:#x} (out of order)",
-                    path.display(),
-                    e.offset
-                ));
-            }
-            let next_epoch = epoch(z) > epoch(cur) && z & 0xffff_ffff >= 1;
-            if Some(z) != cur.checked_add(1) && !next_epoch {
-                return Err(format!(
-                    "{}: at byte {}: the logs jump from zxid {cur:#x} to {z:#x}: txns {:#x}..{:#x} are missing (a log file is missing or damaged)",
-                    path.display(),
-                    e.offset,
-                    cur.saturating_add(1),
-                    z.saturating_sub(1)
-                ));
-            }
-            rules::txn(&txn.body).map_err(|why| {
-                format!(
-                    "{}: at byte {}: zxid {z:#x}: {why}; the server would never have logged it, so the import refuses it",
-                    path.display(),
-                    e.offset
-                )
-            })?;
-            if creates(&txn.body) {
-                created.insert(z, (path.as_path(), e.offset));
-            }
-            match (&mut txn.body, e.quirk) {
-                (TxnBody::CloseSession(c), Quirk::CloseWithoutPaths) => {
-                    let tree = &state.tree;
-                    let paths = tree
-                        .ephemerals_of(txn.header.client_id)
-                        .map(|id| tree.path_of(id).into())
-                        .collect();
-                    c.paths2_delete = Some(paths);
-                }
-                (TxnBody::Create(c), Quirk::CreateV0) => {
-                    let p = c.path.as_str().unwrap_or("");
-                    let parent = crate::path::parent(p).and_then(|pp| state.tree.lookup(pp));
-                    c.parent_c_version = parent
-                        .and_then(|id| state.tree.node(id))
-                        .map_or(0, |n| n.child_creates.saturating_add(1));
-                }
-                (TxnBody::Multi(subs), _) => failed_multi(subs),
-                _ => {}
-            }
-            state.apply(&txn);
-            replayed += 1;
-            if let Some((dz, d)) = pending_digest {
-                if z == dz {
-                    check_digest(&state, d, "recorded in the snapshot")?;
-                    checked += 1;
-                    pending_digest = None;
-                }
-            }
-            // Past the fuzzy window every txn's recorded digest must match; each check walks
-            // the tree, so they are checked while a budget of node visits lasts.
-            if let Some(d) = e
-                .digest
-                .as_ref()
-                .filter(|d| d.version == zkdisk::snap::DIGEST_VERSION)
-            {
-                let nodes = state.tree.znode_count() as u64;
-                if pending_digest.is_none() && budget >= nodes {
-                    budget -= nodes;
-                    check_digest(&state, d.tree_digest, "recorded with its txn")?;
-                    checked += 1;
-                }
-            }
-            last_digest = e.digest.clone();
+            r.entry(path, e)?;
         }
         if let LogEnd::Torn { offset, reason } = &log.end {
             let last = i + 1 == wanted.len();
@@ -220,43 +98,176 @@ fn replay(
             ));
         }
     }
-    if let Some((dz, _)) = pending_digest {
-        return Err(format!(
-            "the snapshot's capture saw txns up to zxid {dz:#x} but the logs end at {:#x}: txns are missing",
-            state.zxid()
-        ));
+    r.finish(notes)
+}
+
+/// A replay of ZooKeeper's logs over a snapshot's state, and what it has checked.
+struct Replay<'a> {
+    state: State,
+    snap_zxid: i64,
+    replayed: u64,
+    checked: u64,
+    /// The snapshot's digest, to check once the replay reaches its zxid.
+    pending_digest: Option<(i64, i64)>,
+    /// The snapshot's digest when it stands at the snapshot's own zxid (see `new`).
+    at_start: Option<i64>,
+    last_digest: Option<TxnDigest>,
+    /// Node visits left for checking the txns' digests.
+    budget: u64,
+    /// Where each create was logged (zxid → file, offset), to name the txn behind a node the
+    /// tree's final check refuses.
+    created: std::collections::HashMap<i64, (&'a Path, u64)>,
+}
+
+impl<'a> Replay<'a> {
+    fn new(state: State, snap_digest: Option<(i64, i64)>) -> Self {
+        let snap_zxid = state.zxid();
+        let mut pending_digest = snap_digest.filter(|&(z, _)| z > 0 && z >= snap_zxid);
+        // A digest at the snapshot's own zxid describes the tree before the first txn of the
+        // fuzzy window, but ZooKeeper may have been applying that txn while it wrote the file,
+        // so the file can hold part of it: the digest is comparable only if no txn follows.
+        // ZooKeeper compares it only when it applies a txn of that zxid, which a replay never
+        // does.
+        let mut at_start = None;
+        if let Some((z, d)) = pending_digest {
+            if z == snap_zxid {
+                at_start = Some(d);
+                pending_digest = None;
+            }
+        }
+        Replay {
+            state,
+            snap_zxid,
+            replayed: 0,
+            checked: 0,
+            pending_digest,
+            at_start,
+            last_digest: None,
+            budget: crate::limits::IMPORT_DIGEST_CHECK_NODE_VISITS,
+            created: Default::default(),
+        }
     }
-    if let Some(d) = at_start {
-        if state.zxid() == snap_zxid {
-            check_digest(&state, d, "the snapshot's")?;
-            checked += 1;
-        } else {
-            notes.push(format!(
-                "the snapshot's digest is at its own zxid {snap_zxid:#x}, before its fuzzy window; checked against the txns' digests instead"
+
+    /// One logged txn: checked (order, gaps, the server's rules), brought to the form the
+    /// server applies, applied, and its digests checked.
+    fn entry(&mut self, path: &'a Path, e: &zkdisk::ZkEntry) -> Result<(), String> {
+        let mut txn = e.txn.clone();
+        let z = txn.header.zxid;
+        if z <= self.snap_zxid {
+            return Ok(());
+        }
+        self.check_order(z, path, e.offset)?;
+        rules::txn(&txn.body).map_err(|why| {
+            format!(
+                "{}: at byte {}: zxid {z:#x}: {why}; the server would never have logged it, so the import refuses it",
+                path.display(),
+                e.offset
+            )
+        })?;
+        if creates(&txn.body) {
+            self.created.insert(z, (path, e.offset));
+        }
+        super::applied::as_applied(&self.state, &mut txn, e.quirk);
+        self.state.apply(&txn);
+        self.replayed += 1;
+        self.check_digests(z, e)
+    }
+
+    /// Zxids rise by one, or start a later epoch.
+    fn check_order(&self, z: i64, path: &Path, offset: u64) -> Result<(), String> {
+        let cur = self.state.zxid();
+        if z <= cur {
+            return Err(format!(
+                "{}: at byte {}: zxid {z:#x} after {cur:#x} (out of order)",
+                path.display(),
+                offset
             ));
         }
-    }
-    if let Some(d) = last_digest.filter(|d| d.version == zkdisk::snap::DIGEST_VERSION) {
-        if state.zxid() > snap_zxid {
-            check_digest(&state, d.tree_digest, "recorded with the last txn")?;
-            checked += 1;
+        let next_epoch = epoch(z) > epoch(cur) && z & 0xffff_ffff >= 1;
+        if Some(z) != cur.checked_add(1) && !next_epoch {
+            return Err(format!(
+                "{}: at byte {}: the logs jump from zxid {cur:#x} to {z:#x}: txns {:#x}..{:#x} are missing (a log file is missing or damaged)",
+                path.display(),
+                offset,
+                cur.saturating_add(1),
+                z.saturating_sub(1)
+            ));
         }
+        Ok(())
     }
-    if let Some(bad) = rules::ephemeral_parent(&state.tree) {
-        let what = format!(
-            "{:?} is a child of the ephemeral node {:?} (session {:#x}); the server never creates one (NOCHILDRENFOREPHEMERALS) and the import refuses it",
-            bad.child, bad.parent, bad.session
-        );
-        return Err(match created.get(&bad.child_czxid) {
-            Some((log, offset)) => format!(
-                "{}: at byte {offset}: zxid {:#x}: {what}",
-                log.display(),
-                bad.child_czxid
-            ),
-            None => format!("the snapshot (czxid {:#x}): {what}", bad.child_czxid),
-        });
+
+    /// The snapshot's digest once the replay reaches its zxid; past the fuzzy window every
+    /// txn's recorded digest, while a budget of node visits lasts (each check walks the tree).
+    fn check_digests(&mut self, z: i64, e: &zkdisk::ZkEntry) -> Result<(), String> {
+        if let Some((dz, d)) = self.pending_digest {
+            if z == dz {
+                check_digest(&self.state, d, "recorded in the snapshot")?;
+                self.checked += 1;
+                self.pending_digest = None;
+            }
+        }
+        if let Some(d) = e
+            .digest
+            .as_ref()
+            .filter(|d| d.version == zkdisk::snap::DIGEST_VERSION)
+        {
+            let nodes = self.state.tree.znode_count() as u64;
+            if self.pending_digest.is_none() && self.budget >= nodes {
+                self.budget -= nodes;
+                check_digest(&self.state, d.tree_digest, "recorded with its txn")?;
+                self.checked += 1;
+            }
+        }
+        self.last_digest = e.digest.clone();
+        Ok(())
     }
-    Ok((state, replayed, checked))
+
+    /// The checks at the end: the snapshot's digest reached, the last digests, and the tree's
+    /// rules (a node under an ephemeral names the txn that created it).
+    fn finish(mut self, notes: &mut Vec<String>) -> Result<(State, u64, u64), String> {
+        let (state, snap_zxid) = (&self.state, self.snap_zxid);
+        if let Some((dz, _)) = self.pending_digest {
+            return Err(format!(
+                "the snapshot's capture saw txns up to zxid {dz:#x} but the logs end at {:#x}: txns are missing",
+                state.zxid()
+            ));
+        }
+        if let Some(d) = self.at_start {
+            if state.zxid() == snap_zxid {
+                check_digest(state, d, "the snapshot's")?;
+                self.checked += 1;
+            } else {
+                notes.push(format!(
+                    "the snapshot's digest is at its own zxid {snap_zxid:#x}, before its fuzzy window; checked against the txns' digests instead"
+                ));
+            }
+        }
+        if let Some(d) = self
+            .last_digest
+            .as_ref()
+            .filter(|d| d.version == zkdisk::snap::DIGEST_VERSION)
+        {
+            if state.zxid() > snap_zxid {
+                check_digest(state, d.tree_digest, "recorded with the last txn")?;
+                self.checked += 1;
+            }
+        }
+        if let Some(bad) = rules::ephemeral_parent(&state.tree) {
+            let what = format!(
+                "{:?} is a child of the ephemeral node {:?} (session {:#x}); the server never creates one (NOCHILDRENFOREPHEMERALS) and the import refuses it",
+                bad.child, bad.parent, bad.session
+            );
+            return Err(match self.created.get(&bad.child_czxid) {
+                Some((log, offset)) => format!(
+                    "{}: at byte {offset}: zxid {:#x}: {what}",
+                    log.display(),
+                    bad.child_czxid
+                ),
+                None => format!("the snapshot (czxid {:#x}): {what}", bad.child_czxid),
+            });
+        }
+        Ok((self.state, self.replayed, self.checked))
+    }
 }
 
 /// Whether a txn creates a node (a multi, if any of its ops does).
@@ -273,7 +284,10 @@ fn creates(body: &TxnBody) -> bool {
 
 /// Whether a snapshot older than `zxid` is listed (the list is newest first).
 fn older_exists(snaps: &[zkdisk::SnapFile], zxid: i64) -> bool {
-    snaps.iter().take(100).any(|s| s.zxid < zxid)
+    snaps
+        .iter()
+        .take(crate::limits::IMPORT_SNAPSHOTS_TRIED)
+        .any(|s| s.zxid < zxid)
 }
 
 fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path, bound: Option<u64>) -> Result<Rebuilt, String> {
@@ -287,7 +301,11 @@ fn rebuild(zk_snap_dir: &Path, zk_log_dir: &Path, bound: Option<u64>) -> Result<
     }
     let mut notes = Vec::new();
     // ZooKeeper tries up to 100 snapshots, newest first.
-    for f in snaps.snapshots.iter().take(100) {
+    for f in snaps
+        .snapshots
+        .iter()
+        .take(crate::limits::IMPORT_SNAPSHOTS_TRIED)
+    {
         let snap = match zkdisk::snap::read_snapshot_within(&f.path, bound) {
             Ok(s) => s,
             Err(e @ ZkError::Io { .. }) => return Err(e.to_string()),
@@ -463,8 +481,8 @@ pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
         &mut buf,
     );
     loop {
-        let done = c.step(&state.tree, 4096, &mut buf);
-        if done || buf.len() >= 4 << 20 {
+        let done = c.step(&state.tree, crate::limits::IMPORT_CAPTURE_STEP, &mut buf);
+        if done || buf.len() >= crate::limits::IMPORT_BLOCK {
             w.write_block(&buf).map_err(|e| e.to_string())?;
             buf.clear();
         }

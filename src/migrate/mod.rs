@@ -2,6 +2,10 @@
 //! `palisade import-zookeeper` ([`import`]) and `palisade export-zookeeper` ([`export`]).
 //! ZooKeeper's files are read and written by the zkdisk crate; Palisade's through the
 //! snapshot and WAL crates' writers and `State::apply`.
+//!
+//! Owns: the translation between ZooKeeper's data dir and Palisade's, for a server that is not
+//! running. May not touch: sockets, the core, a data dir that holds anything (the import
+//! refuses one).
 
 mod applied;
 pub mod export;

@@ -64,53 +64,13 @@ pub fn load(snap: &ZkSnapshot) -> Result<DataTree, String> {
         let seq = u32::try_from(i).map_err(|_| "too many nodes".to_string())?;
         let path = zn.path.as_str();
         let at = zn.offset;
-        let (parent, name) = if i == 0 {
-            if !path.is_empty() {
-                return Err(format!(
-                    "at byte {at}: the first node is {path:?}, not the root"
-                ));
-            }
-            (NO_PARENT, "")
-        } else {
-            let Some(slash) = path.rfind('/') else {
-                return Err(format!("at byte {at}: node {path:?}: not an absolute path"));
-            };
-            let (pp, name) = (
-                path.get(..slash).unwrap_or(""),
-                path.get(slash + 1..).unwrap_or(""),
-            );
-            let &(parent, parent_owner) = seq_of.get(pp).ok_or_else(|| {
-                format!(
-                    "at byte {at}: Invalid Datatree, unable to find parent {pp:?} of path {path:?}"
-                )
-            })?;
-            if !crate::path::is_valid(path) {
-                return Err(format!(
-                    "at byte {at}: node {path:?}: not a valid path (an empty, \".\" or \"..\" name, or a character ZooKeeper forbids); the server refuses it"
-                ));
-            }
-            if let NodeKind::Ephemeral(owner) = kind_of(parent_owner) {
-                return Err(format!(
-                    "at byte {at}: node {path:?}: a child of an ephemeral node (session {owner:#x}); the server refuses it (NOCHILDRENFOREPHEMERALS)"
-                ));
-            }
-            (parent, name)
-        };
-        let acl = match acl_index.get(&zn.node.acl) {
-            Some(&a) => a,
-            None if zn.node.acl == OPEN_ACL_INDEX => {
-                let local = u32::try_from(acl_index.len()).map_err(|_| "too many ACL lists")?;
-                loader.acl(local, world_anyone())?;
-                acl_index.insert(OPEN_ACL_INDEX, local);
-                local
-            }
-            None => {
-                return Err(format!(
-                    "at byte {at}: node {path:?}: ACL index {} is not in the table",
-                    zn.node.acl
-                ))
-            }
-        };
+        let (parent, name) = place(i, path, at, &seq_of)?;
+        let acl = local_acl(zn.node.acl, &mut acl_index, &mut loader).ok_or_else(|| {
+            format!(
+                "at byte {at}: node {path:?}: ACL index {} is not in the table",
+                zn.node.acl
+            )
+        })??;
         let st = &zn.node.stat;
         loader
             .node(&NodeItem {
@@ -132,6 +92,69 @@ pub fn load(snap: &ZkSnapshot) -> Result<DataTree, String> {
         seq_of.insert(path, (seq, st.ephemeral_owner));
     }
     loader.finish()
+}
+
+/// The parent (by its number) and name of the `i`th node of a snapshot, at byte `at`: the
+/// root first, every parent before its children, a path a client could create, no child of
+/// an ephemeral node. `seq_of`: the nodes so far, by path.
+fn place<'a>(
+    i: usize,
+    path: &'a str,
+    at: u64,
+    seq_of: &HashMap<&str, (u32, i64)>,
+) -> Result<(u32, &'a str), String> {
+    if i == 0 {
+        if !path.is_empty() {
+            return Err(format!(
+                "at byte {at}: the first node is {path:?}, not the root"
+            ));
+        }
+        return Ok((NO_PARENT, ""));
+    }
+    let Some(slash) = path.rfind('/') else {
+        return Err(format!("at byte {at}: node {path:?}: not an absolute path"));
+    };
+    let (pp, name) = (
+        path.get(..slash).unwrap_or(""),
+        path.get(slash + 1..).unwrap_or(""),
+    );
+    let &(parent, parent_owner) = seq_of.get(pp).ok_or_else(|| {
+        format!("at byte {at}: Invalid Datatree, unable to find parent {pp:?} of path {path:?}")
+    })?;
+    if !crate::path::is_valid(path) {
+        return Err(format!(
+            "at byte {at}: node {path:?}: not a valid path (an empty, \".\" or \"..\" name, or a character ZooKeeper forbids); the server refuses it"
+        ));
+    }
+    if let NodeKind::Ephemeral(owner) = kind_of(parent_owner) {
+        return Err(format!(
+            "at byte {at}: node {path:?}: a child of an ephemeral node (session {owner:#x}); the server refuses it (NOCHILDRENFOREPHEMERALS)"
+        ));
+    }
+    Ok((parent, name))
+}
+
+/// The loader's ACL id for a node's snapshot ACL index: one of the table's, or ZooKeeper's
+/// -1 (open ACL unsafe, world:anyone), added to the loader the first time it is met. None: an
+/// index the table does not hold.
+fn local_acl(
+    index: i64,
+    acl_index: &mut HashMap<i64, u32>,
+    loader: &mut TreeLoader,
+) -> Option<Result<u32, String>> {
+    match acl_index.get(&index) {
+        Some(&a) => Some(Ok(a)),
+        None if index == OPEN_ACL_INDEX => Some(add_open_acl(acl_index, loader)),
+        None => None,
+    }
+}
+
+/// Adds world:anyone for ZooKeeper's ACL index -1.
+fn add_open_acl(acl_index: &mut HashMap<i64, u32>, loader: &mut TreeLoader) -> Result<u32, String> {
+    let local = u32::try_from(acl_index.len()).map_err(|_| "too many ACL lists")?;
+    loader.acl(local, world_anyone())?;
+    acl_index.insert(OPEN_ACL_INDEX, local);
+    Ok(local)
 }
 
 /// Visits every node in pre-order with ZooKeeper's path for it ("" for the root). One path

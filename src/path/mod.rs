@@ -1,5 +1,8 @@
 //! ZooKeeper's path rules (PathUtils.validatePath) and path helpers; [`trie`] finds the
 //! stored paths covering a path in one pass.
+//!
+//! Owns: what a valid path is, and path splitting. May not touch: anything of the crate (a
+//! leaf): the tree and the watch tables use it.
 
 pub mod trie;
 

@@ -31,6 +31,59 @@ struct Create<'r> {
     ttl: i64,
 }
 
+/// What a create's txn carries, whichever of the four creates it is.
+struct Created {
+    path: JStr,
+    data: Option<bytes::Bytes>,
+    acl: Vec<ACL>,
+    ephemeral: bool,
+    parent_c_version: i32,
+    ttl: i64,
+}
+
+impl Created {
+    fn into_txn(self, op: OpCode) -> TxnBody {
+        let Created {
+            path,
+            data,
+            acl,
+            ephemeral,
+            parent_c_version,
+            ttl,
+        } = self;
+        let acl = Some(acl);
+        match op {
+            OpCode::CreateContainer => TxnBody::CreateContainer(CreateContainerTxn {
+                path,
+                data,
+                acl,
+                parent_c_version,
+            }),
+            OpCode::CreateTTL => TxnBody::CreateTtl(CreateTTLTxn {
+                path,
+                data,
+                acl,
+                parent_c_version,
+                ttl,
+            }),
+            OpCode::Create2 => TxnBody::Create2(CreateTxn {
+                path,
+                data,
+                acl,
+                ephemeral,
+                parent_c_version,
+            }),
+            _ => TxnBody::Create(CreateTxn {
+                path,
+                data,
+                acl,
+                ephemeral,
+                parent_c_version,
+            }),
+        }
+    }
+}
+
 impl Check<'_> {
     fn view(&self, p: &str) -> Option<NodeView> {
         if let Some(pending) = self.overlay.get(p) {
@@ -168,6 +221,55 @@ impl Check<'_> {
             flags,
             ttl,
         } = c;
+        let mode = self.create_mode(flags, ttl)?;
+        let p = p.ok_or(ErrorCode::BadArguments)?;
+        if p.contains('\0') {
+            return Err(ErrorCode::BadArguments);
+        }
+        let parent_path = path::parent(p).ok_or(ErrorCode::BadArguments)?;
+        let acl = acl::fixup(acl_list, self.auth)?;
+        let parent = self.view(parent_path).ok_or(ErrorCode::NoNode)?;
+        self.check_perm(&parent.acl, acl::CREATE)?;
+        let full = self.child_path(p, parent_path, &parent, mode)?;
+        let new_c = parent.child_creates.saturating_add(1);
+        let ephemeral = matches!(
+            mode,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        );
+        let owner = match op {
+            OpCode::CreateContainer => tree::CONTAINER_OWNER,
+            OpCode::CreateTTL => tree::ttl_owner(ttl),
+            _ if ephemeral => self.session,
+            _ => 0,
+        };
+        let wire_acl: Vec<ACL> = acl.iter().map(Entry::to_wire).collect();
+        let mut parent_after = parent;
+        parent_after.child_creates = new_c;
+        parent_after.num_children += 1;
+        self.record(parent_path, Some(parent_after), undo);
+        let child = NodeView {
+            version: 0,
+            aversion: 0,
+            child_creates: 0,
+            num_children: 0,
+            owner,
+            acl: acl.into(),
+        };
+        self.record(&full, Some(child), undo);
+        let created = Created {
+            path: JStr::from(full),
+            data: data.clone(),
+            acl: wire_acl,
+            ephemeral,
+            parent_c_version: new_c,
+            ttl,
+        };
+        Ok(created.into_txn(op))
+    }
+
+    /// The create's mode from its flags, and whether its TTL fits it (TTL nodes only when
+    /// extended types are enabled).
+    fn create_mode(&self, flags: i32, ttl: i64) -> PResult<CreateMode> {
         let mode = CreateMode::from_i32(flags).ok_or(ErrorCode::BadArguments)?;
         let is_ttl = matches!(
             mode,
@@ -184,14 +286,18 @@ impl Check<'_> {
         if !ttl_ok {
             return Err(ErrorCode::BadArguments);
         }
-        let p = p.ok_or(ErrorCode::BadArguments)?;
-        if p.contains('\0') {
-            return Err(ErrorCode::BadArguments);
-        }
-        let parent_path = path::parent(p).ok_or(ErrorCode::BadArguments)?;
-        let acl = acl::fixup(acl_list, self.auth)?;
-        let parent = self.view(parent_path).ok_or(ErrorCode::NoNode)?;
-        self.check_perm(&parent.acl, acl::CREATE)?;
+        Ok(mode)
+    }
+
+    /// The path the node gets (with its sequential suffix), checked: valid, not taken, and
+    /// under a parent that may have children.
+    fn child_path(
+        &self,
+        p: &str,
+        parent_path: &str,
+        parent: &NodeView,
+        mode: CreateMode,
+    ) -> PResult<String> {
         let sequential = matches!(
             mode,
             CreateMode::PersistentSequential
@@ -223,63 +329,7 @@ impl Check<'_> {
         if matches!(tree::kind_of(parent.owner), NodeKind::Ephemeral(_)) {
             return Err(ErrorCode::NoChildrenForEphemerals);
         }
-        let new_c = parent.child_creates.saturating_add(1);
-        let ephemeral = matches!(
-            mode,
-            CreateMode::Ephemeral | CreateMode::EphemeralSequential
-        );
-        let owner = match op {
-            OpCode::CreateContainer => tree::CONTAINER_OWNER,
-            OpCode::CreateTTL => tree::ttl_owner(ttl),
-            _ if ephemeral => self.session,
-            _ => 0,
-        };
-        let wire_acl: Vec<ACL> = acl.iter().map(Entry::to_wire).collect();
-        let mut parent_after = parent;
-        parent_after.child_creates = new_c;
-        parent_after.num_children += 1;
-        self.record(parent_path, Some(parent_after), undo);
-        let child = NodeView {
-            version: 0,
-            aversion: 0,
-            child_creates: 0,
-            num_children: 0,
-            owner,
-            acl: acl.into(),
-        };
-        self.record(&full, Some(child), undo);
-        let jpath = JStr::from(full);
-        let data = data.clone();
-        let body = match op {
-            OpCode::CreateContainer => TxnBody::CreateContainer(CreateContainerTxn {
-                path: jpath,
-                data,
-                acl: Some(wire_acl),
-                parent_c_version: new_c,
-            }),
-            OpCode::CreateTTL => TxnBody::CreateTtl(CreateTTLTxn {
-                path: jpath,
-                data,
-                acl: Some(wire_acl),
-                parent_c_version: new_c,
-                ttl,
-            }),
-            OpCode::Create2 => TxnBody::Create2(CreateTxn {
-                path: jpath,
-                data,
-                acl: Some(wire_acl),
-                ephemeral,
-                parent_c_version: new_c,
-            }),
-            _ => TxnBody::Create(CreateTxn {
-                path: jpath,
-                data,
-                acl: Some(wire_acl),
-                ephemeral,
-                parent_c_version: new_c,
-            }),
-        };
-        Ok(body)
+        Ok(full)
     }
 
     fn delete(

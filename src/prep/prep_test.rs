@@ -23,18 +23,7 @@ fn caller(session: i64) -> Caller<'static> {
 }
 
 fn create(path: &str, flags: i32) -> Request {
-    Request::Create(CreateRequest {
-        path: JStr::from(path),
-        data: None,
-        acl: Some(vec![ACL {
-            perms: 31,
-            id: Id {
-                scheme: "world".into(),
-                id: "anyone".into(),
-            },
-        }]),
-        flags,
-    })
+    Request::Create(crate::testkit::open_create(path, flags))
 }
 
 fn created_path(t: &Txn) -> Option<&str> {

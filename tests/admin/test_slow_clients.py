@@ -5,7 +5,7 @@
 probe times `GET /commands/ruok` and `GET /metrics`, each on a new connection. Before, the 64
 connection slots of each listener were taken by the drip and the probe went unanswered for
 seconds (ZooKeeper 3.8's Jetty answered in about 10 ms under the same load). Now every request
-has a deadline for its headers (src/admin/listener.rs, `HEADER_DEADLINE`), independent of the
+has a deadline for its headers (src/limits.rs, `ADMIN_HEADER_DEADLINE`), independent of the
 other connections, and a listener serves far more connections than this attack opens.
 
 Ports: ADMIN_DRIP_PORT_BASE (default 23553) and the next two (client, admin, metrics); the

@@ -10,11 +10,6 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
-/// What a frame's announced length may reserve in its buffer before its bytes arrive (the
-/// rest grows as they do). From nothing, the buffer grew 32, 64, 128… bytes, one read call
-/// each: five calls for a one-entry append.
-const FRAME_RESERVE: usize = 64 << 10;
-
 /// The budget's unit: a frame reserves its length rounded up to KiB.
 const UNIT: usize = 1 << 10;
 
@@ -90,7 +85,7 @@ pub async fn read_frame<R: AsyncRead + Unpin, T: for<'a> Deserialize<'a>>(
             .acquire_many_owned(units)
             .await
             .map_err(|_| io::Error::other("frame budget closed"))?;
-        let mut body = Vec::with_capacity(size.min(FRAME_RESERVE));
+        let mut body = Vec::with_capacity(size.min(crate::limits::PEER_FRAME_RESERVE));
         let got = r.take(u64::from(len)).read_to_end(&mut body).await?;
         if got != size {
             return Err(io::Error::from(io::ErrorKind::UnexpectedEof));

@@ -9,6 +9,7 @@
 //!   `quorum.auth.serverRequireSasl`, `quorum.auth.learner.saslLoginContext` (JAAS section
 //!   `QuorumLearner`), `quorum.auth.server.saslLoginContext` (`QuorumServer`).
 
+use crate::auth::java_bool;
 use crate::net::tls::TlsConfig;
 
 #[derive(Debug, Clone)]
@@ -49,14 +50,6 @@ impl Default for QuorumSettings {
             learner_context: "QuorumLearner".into(),
             server_context: "QuorumServer".into(),
         }
-    }
-}
-
-fn java_bool(key: &str, v: &str) -> Result<bool, String> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(format!("invalid value for {key}: {v:?} (true or false)")),
     }
 }
 

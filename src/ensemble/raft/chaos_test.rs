@@ -12,7 +12,7 @@
 use super::state_machine::{proposal, StateApplier, StateMachine};
 use super::storage;
 use super::types::{NodeId, TypeConfig};
-use crate::testkit::{dump, Workload};
+use crate::testkit::{assert_one_state, member_state, Workload};
 use openraft::error::Unreachable;
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
@@ -373,34 +373,9 @@ async fn schedule(n: u64, seed: u64, steps: usize) -> (usize, usize) {
     // Every member: every acknowledged create, and one state.
     let mut states = Vec::new();
     for (id, m) in &c.members {
-        let acked = acked.clone();
-        let (lost, zxid, digest, nodes) =
-            m.sm.with_applier(move |a| {
-                let lost: Vec<String> = acked
-                    .into_iter()
-                    .filter(|p| a.state.tree.lookup(p).is_none())
-                    .collect();
-                (
-                    lost,
-                    a.state.zxid(),
-                    a.state.tree.digest(),
-                    dump(&a.state.tree),
-                )
-            })
-            .await;
-        assert!(
-            lost.is_empty(),
-            "seed {seed}: member {id} lost acknowledged creates {lost:?}"
-        );
-        states.push((*id, zxid, digest, nodes));
+        states.push(member_state(*id, &m.sm, acked.clone()).await);
     }
-    let (first_id, zxid, digest, nodes) = &states[0];
-    for (id, z, d, ns) in &states[1..] {
-        let what = format!("seed {seed}: member {id} vs member {first_id}");
-        assert_eq!(z, zxid, "{what}: zxid");
-        assert_eq!(d, digest, "{what}: digest");
-        assert!(ns == nodes, "{what}: trees differ");
-    }
+    assert_one_state(&states, &format!("seed {seed}"));
     let ids: Vec<NodeId> = c.members.keys().copied().collect();
     for id in ids {
         c.crash(id).await;

@@ -243,26 +243,7 @@ fn assert_same_state(what: &str, got: &State, want: &State) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_members_elect_replicate_and_agree() {
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut listeners = Vec::new();
-    let mut nodes = BTreeMap::new();
-    for id in 1..=3u64 {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        nodes.insert(id, BasicNode::new(l.local_addr().unwrap().to_string()));
-        listeners.push(l);
-    }
-    let mut members = Vec::new();
-    for (i, l) in listeners.into_iter().enumerate() {
-        let id = i as u64 + 1;
-        members.push(start(id, dirs[i].path(), l, config(), &nodes).await);
-    }
-    members[0].raft.initialize(nodes.clone()).await.unwrap();
-    let m = members[0]
-        .raft
-        .wait(WAIT)
-        .metrics(|m| m.current_leader.is_some(), "a leader")
-        .await
-        .unwrap();
-    let leader = m.current_leader.unwrap();
+    let (mut members, nodes, leader) = form(&dirs, config()).await;
 
     let mut w = Workload::new(11);
     while w.log.len() < 120 {

@@ -23,21 +23,11 @@ use std::io;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// The lease's ceiling in ms. A ZooKeeper follower notices a *killed* leader at once (its
-/// connection closes) and elects in a few hundred ms whatever tickTime says; Raft notices
-/// only by silence, so the silence it waits for is kept as short: a Palisade leader has no
-/// garbage-collection pauses to ride out, and its heartbeats are sent by tasks that the core's
-/// work does not hold up.
-const LEASE_CEILING_MS: u64 = 300;
-
-/// The shortest lease: six heartbeats of 10 ms or more.
-const LEASE_FLOOR_MS: u64 = 60;
-
 /// Raft's timing from tickTime and syncLimit (docs/design/ENSEMBLE.md): election timeout max (the
 /// lease) syncLimit·tickTime / 2 within 60..300 ms, min half of that; heartbeat a sixth of
 /// the lease, so that a lease outlasts five lost heartbeats (openraft 0.9 also gives every
 /// append-entries call one heartbeat interval to answer: the peer link keeps them small,
-/// network.rs `APPEND_BYTES`); install-snapshot timeout
+/// limits.rs `PEER_APPEND_BYTES`); install-snapshot timeout
 /// initLimit·tickTime; snapshots when the core asks (`core::member`: every snapCount/2 ..
 /// snapCount txns), and the log kept snapCount entries behind one.
 pub fn raft_config(
@@ -47,7 +37,10 @@ pub fn raft_config(
     snap_count: u64,
 ) -> io::Result<openraft::Config> {
     let tick = tick_time.max(2);
-    let lease = (sync_limit.saturating_mul(tick) / 2).clamp(LEASE_FLOOR_MS, LEASE_CEILING_MS);
+    let lease = (sync_limit.saturating_mul(tick) / 2).clamp(
+        crate::limits::LEASE_FLOOR_MS,
+        crate::limits::LEASE_CEILING_MS,
+    );
     openraft::Config {
         cluster_name: "palisade".into(),
         heartbeat_interval: lease / 6,

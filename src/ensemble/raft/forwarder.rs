@@ -43,27 +43,17 @@ pub(super) async fn forwarder<C: CoreInbox>(
                 None => return,
             },
         };
-        let (leader, addr, term) = {
-            let m = raft.metrics();
-            let m = m.borrow();
-            let leader = m.current_leader.filter(|l| *l != me);
-            let addr = leader.and_then(|l| {
-                m.membership_config
-                    .nodes()
-                    .find(|(id, _)| **id == l)
-                    .map(|(id, n)| network.addr_of(*id, n))
-            });
-            (leader, addr, m.current_term)
-        };
-        if let (Some(l), Some(a)) = (leader, &addr) {
-            if link
-                .as_ref()
-                .is_none_or(|(c, t)| c.target() != l || c.addr() != a || *t != term)
-            {
-                link = Some((network.client(l, a.clone()), term));
+        let (leader, addr, term) = leader_of(&raft, &network, me);
+        match (leader, &addr) {
+            (Some(l), Some(a)) => {
+                if link
+                    .as_ref()
+                    .is_none_or(|(c, t)| c.target() != l || c.addr() != a || *t != term)
+                {
+                    link = Some((network.client(l, a.clone()), term));
+                }
             }
-        } else {
-            link = None;
+            _ => link = None,
         }
         match msg {
             ToLeader::Forward(ops) => {
@@ -104,10 +94,26 @@ pub(super) async fn forwarder<C: CoreInbox>(
     }
 }
 
-/// How many request bytes one forward call gathers from the queue, at most (limits.rs).
-const GATHER_BYTES: usize = crate::limits::PEER_BATCH_BYTES;
+/// The leader as Raft knows it now (None if it is this member), where it is reached, and the
+/// term.
+fn leader_of(
+    raft: &Raft<TypeConfig>,
+    network: &Network,
+    me: NodeId,
+) -> (Option<NodeId>, Option<String>, u64) {
+    let m = raft.metrics();
+    let m = m.borrow();
+    let leader = m.current_leader.filter(|l| *l != me);
+    let addr = leader.and_then(|l| {
+        m.membership_config
+            .nodes()
+            .find(|(id, _)| **id == l)
+            .map(|(id, n)| network.addr_of(*id, n))
+    });
+    (leader, addr, m.current_term)
+}
 
-/// `ops` and the forwards queued behind them, up to GATHER_BYTES, as one call: they queued
+/// `ops` and the forwards queued behind them, up to `PEER_BATCH_BYTES`, as one call: they queued
 /// while the last call was out, and one round trip to the leader each would pace a follower's
 /// writes by that round trip. A touch stops the gathering (held, to go next in its order).
 fn gather(
@@ -125,7 +131,7 @@ fn gather(
             .sum()
     };
     let mut bytes = size(&ops);
-    while bytes < GATHER_BYTES {
+    while bytes < crate::limits::PEER_BATCH_BYTES {
         match rx.try_recv() {
             Ok(ToLeader::Forward(more)) => {
                 bytes = bytes.saturating_add(size(&more));
@@ -160,7 +166,7 @@ mod tests {
     }
 
     /// How: forwards queued behind the first go with it, in order, until a touch (held for
-    /// next) or GATHER_BYTES; what is left stays queued, in order.
+    /// next) or `PEER_BATCH_BYTES`; what is left stays queued, in order.
     #[test]
     fn queued_forwards_go_in_one_call_up_to_a_touch_or_the_byte_bound() {
         let (tx, mut rx) = mpsc::channel(crate::limits::FORWARD_QUEUE);
@@ -181,8 +187,11 @@ mod tests {
         assert!(held.is_none());
 
         for cxid in 11..15 {
-            tx.try_send(ToLeader::Forward(vec![fwd(cxid, GATHER_BYTES / 3)]))
-                .unwrap();
+            tx.try_send(ToLeader::Forward(vec![fwd(
+                cxid,
+                crate::limits::PEER_BATCH_BYTES / 3,
+            )]))
+            .unwrap();
         }
         let ops = gather(vec![fwd(10, 10)], &mut rx, &mut held);
         assert_eq!(cxids(&ops), [10, 11, 12, 13]);

@@ -13,25 +13,26 @@
 //! the caller itself (`idle_writer`): a follower's next append comes only once this one is
 //! answered, so the thread would add two wake-ups and no overlap.
 //!
-//! Readers (replication) read the live segments: an index in memory maps each live entry to
+//! Readers (replication, `log_reader.rs`) read the live segments: an index in memory maps each live entry to
 //! its log id and where its record is (segment, offset), and a read is a pread of that record,
 //! checked whole and checked to be the entry expected (a truncation may have rewritten the
 //! segment, a purge removed it). An entry appended but not yet written is held in memory until
 //! its batch is durable (openraft may replicate an entry its leader has not flushed yet).
 //!
-//! Beside the log: the vote (`vote.rs`) and the purge point (`purged.rs`).
+//! The open checks every entry it reads back (`log_open.rs`). Beside the log: the vote
+//! (`vote.rs`) and the purge point (`purged.rs`).
+
+pub use super::log_reader::LogReader;
 
 use super::durable::Durable;
-use super::log_thread::{decode_committed, log_thread, Cmd, Done, Shared, Writer};
+use super::log_thread::{log_thread, Cmd, Done, Shared, Writer};
 use super::purged::PurgedFile;
 use super::storage::SnapshotFloor;
 use super::types::{NodeId, TypeConfig};
 use super::vote::VoteFile;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
-use palisade_wal::{
-    read_raft_record, Corruption, Options, RecordKind, RecordPos, Wal, DEFAULT_MAX_PAYLOAD,
-};
+use palisade_wal::{Corruption, Options, RecordPos, Wal};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -169,18 +170,11 @@ impl Drop for LogStore {
     }
 }
 
-/// A reader over the live segments; cheap to clone, used by replication tasks.
-#[derive(Clone)]
-pub struct LogReader {
-    live: Arc<Mutex<Live>>,
-    dir: PathBuf,
-}
-
-fn io_err(e: impl std::error::Error + 'static) -> AnyError {
+pub(super) fn io_err(e: impl std::error::Error + 'static) -> AnyError {
     AnyError::new(&e)
 }
 
-fn bad_data(why: String) -> io::Error {
+pub(super) fn bad_data(why: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why)
 }
 
@@ -211,78 +205,7 @@ impl LogStore {
         let (wal, recovered) = Wal::open_raft(opts, Corruption::Refuse)?;
         let purged_file = PurgedFile::new(dir);
         let purged = purged_file.read()?.max(snapshot);
-        let mut live = Live {
-            purged,
-            committed: None,
-            entries: BTreeMap::new(),
-        };
-        let mut prev: Option<LogId<NodeId>> = None;
-        let firsts: BTreeMap<&Path, i64> = recovered.segments().collect();
-        for rec in recovered.all_records() {
-            if rec.kind == RecordKind::Meta {
-                // A committed id refers to an entry before it in the log.
-                if let Some(id) = decode_committed(rec.payload) {
-                    if prev.is_some_and(|p| p.index >= id.index) {
-                        live.committed = Some(id);
-                    }
-                }
-                continue;
-            }
-            let at = || format!("{}:{}", rec.segment.display(), rec.offset);
-            let entry: Entry<TypeConfig> = postcard::from_bytes(rec.payload)
-                .map_err(|e| bad_data(format!("{}: undecodable Raft entry: {e}", at())))?;
-            if i64::try_from(entry.log_id.index).ok() != Some(rec.zxid) {
-                return Err(bad_data(format!(
-                    "{}: entry {} in the record of index {}",
-                    at(),
-                    entry.log_id,
-                    rec.zxid
-                )));
-            }
-            // The WAL lets a Raft log's indexes jump (see its docs); openraft never
-            // writes a gap among live entries, so one there means a segment was lost. Behind
-            // the purge point one may remain: a purge past the end empties the log oldest
-            // segment first, and a crash midway leaves the rest, hidden, before new entries.
-            let prev_live = prev.filter(|p| purged.is_none_or(|q| p.index > q.index));
-            if prev_live.is_some_and(|p| p.index.checked_add(1) != Some(entry.log_id.index)) {
-                return Err(bad_data(format!(
-                    "{}: entry {} after {:?}: entries are missing",
-                    at(),
-                    entry.log_id,
-                    prev
-                )));
-            }
-            if prev.is_some_and(|p| p.leader_id > entry.log_id.leader_id) {
-                return Err(bad_data(format!(
-                    "{}: entry {} after {:?}: terms go backwards",
-                    at(),
-                    entry.log_id,
-                    prev
-                )));
-            }
-            prev = Some(entry.log_id);
-            if purged.is_some_and(|p| entry.log_id.index <= p.index) {
-                continue;
-            }
-            let Some(&segment_first_zxid) = firsts.get(rec.segment) else {
-                return Err(bad_data(format!("{}: record of no listed segment", at())));
-            };
-            let pos = RecordPos {
-                segment_first_zxid,
-                offset: rec.offset,
-            };
-            live.entries
-                .insert(entry.log_id.index, Slot::Disk(entry.log_id, pos));
-        }
-        // Segments go only after the purge point is saved, so the first live entry follows it.
-        if let (Some(p), Some((&first, _))) = (purged, live.entries.first_key_value()) {
-            if Some(first) != p.index.checked_add(1) {
-                return Err(bad_data(format!(
-                    "{}: the log resumes at {first} after the purge point {p}: entries are missing",
-                    dir.display()
-                )));
-            }
-        }
+        let live = super::log_open::live_entries(dir, &recovered, purged)?;
         drop(recovered);
         let counters = Arc::new(LogCounters::default());
         let (tx, rx) = mpsc::channel();
@@ -405,99 +328,6 @@ impl LogStore {
         let (tx, rx) = mpsc::channel();
         self.send(Cmd::Hold(rx))?;
         Ok(tx)
-    }
-}
-
-impl RaftLogReader<TypeConfig> for LogReader {
-    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
-        &mut self,
-        range: RB,
-    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
-        enum Want {
-            Have(Entry<TypeConfig>),
-            Read(LogId<NodeId>, RecordPos),
-        }
-        // openraft applies `since..=upto` of a commit: a leader's committed id below this
-        // member's makes the range reversed, which BTreeMap::range panics on. It happens only
-        // when the two histories differ (see `read_committed`): an error, not a panic.
-        let Some((from, to)) = index_range(&range) else {
-            return Ok(Vec::new());
-        };
-        if let Some(to) = to.filter(|&to| from > to) {
-            let e = bad_data(format!(
-                "entries {from}..{to} asked for: a reversed range (a leader's committed entry \
-                 is behind this member's, so their histories differ)"
-            ));
-            return Err(StorageIOError::read_logs(io_err(e)).into());
-        }
-        let live = self.live.lock();
-        let range = match to {
-            Some(to) => live.entries.range(from..to),
-            None => live.entries.range(from..),
-        };
-        let wanted: Vec<Want> = range
-            .map(|(_, slot)| match slot {
-                Slot::Mem(e) => Want::Have(e.clone()),
-                Slot::Disk(id, pos) => Want::Read(*id, *pos),
-            })
-            .collect();
-        drop(live);
-        let mut out = Vec::with_capacity(wanted.len());
-        for w in wanted {
-            match w {
-                Want::Have(e) => out.push(e),
-                Want::Read(id, pos) => match self.read(id, pos) {
-                    Ok(e) => out.push(e),
-                    // Truncated or purged since the index was read: the entries from here
-                    // on are not there any more, which openraft allows.
-                    Err(_) if !self.still_at(id, pos) => break,
-                    Err(e) => {
-                        return Err(StorageIOError::read_log_at_index(id.index, io_err(e)).into())
-                    }
-                },
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// `range` as a half-open `[from, to)` of indexes (`to` None: no end); None if it holds no
-/// index at all (it starts after u64::MAX).
-fn index_range(range: &impl RangeBounds<u64>) -> Option<(u64, Option<u64>)> {
-    use std::ops::Bound::{Excluded, Included, Unbounded};
-    let from = match range.start_bound() {
-        Included(&s) => s,
-        Excluded(&s) => s.checked_add(1)?,
-        Unbounded => 0,
-    };
-    let to = match range.end_bound() {
-        Included(&e) => e.checked_add(1),
-        Excluded(&e) => Some(e),
-        Unbounded => None,
-    };
-    Some((from, to))
-}
-
-impl LogReader {
-    fn read(&self, id: LogId<NodeId>, pos: RecordPos) -> io::Result<Entry<TypeConfig>> {
-        let (_, index, bytes) = read_raft_record(&self.dir, pos, DEFAULT_MAX_PAYLOAD)?;
-        let entry: Entry<TypeConfig> = postcard::from_bytes(&bytes)
-            .map_err(|e| bad_data(format!("entry {id}: undecodable: {e}")))?;
-        if entry.log_id != id || i64::try_from(id.index).ok() != Some(index) {
-            return Err(bad_data(format!(
-                "entry {id} expected at {pos:?}, found {}",
-                entry.log_id
-            )));
-        }
-        Ok(entry)
-    }
-
-    /// Whether the index still places entry `id` at `pos`.
-    fn still_at(&self, id: LogId<NodeId>, pos: RecordPos) -> bool {
-        matches!(
-            self.live.lock().entries.get(&id.index),
-            Some(Slot::Disk(i, p)) if *i == id && *p == pos
-        )
     }
 }
 

@@ -55,14 +55,12 @@ pub(super) struct Writer {
 /// Writes to files of a removed directory still succeed (the files are unlinked, not gone),
 /// so a member whose data dir was removed would acknowledge appends that no restart can
 /// find. The directory opened at start has no links left once it is removed: looked at
-/// after a sync, at most every `DIR_CHECK`.
+/// after a sync, at most every `RAFT_DIR_CHECK` (src/limits.rs).
 pub(super) struct DirWatch {
     path: std::path::PathBuf,
     dir: std::fs::File,
     checked: std::time::Instant,
 }
-
-const DIR_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl DirWatch {
     pub(super) fn open(path: &std::path::Path) -> io::Result<DirWatch> {
@@ -73,10 +71,10 @@ impl DirWatch {
         })
     }
 
-    /// An error if the directory is gone (looked at no more often than `DIR_CHECK`).
+    /// An error if the directory is gone (looked at no more often than `RAFT_DIR_CHECK`).
     fn check(&mut self) -> Result<(), WalError> {
         use std::os::unix::fs::MetadataExt;
-        if self.checked.elapsed() < DIR_CHECK {
+        if self.checked.elapsed() < crate::limits::RAFT_DIR_CHECK {
             return Ok(());
         }
         self.checked = std::time::Instant::now();
@@ -234,17 +232,7 @@ impl Writer {
 /// all, then their callbacks run. Any other command runs alone, in queue order.
 pub(super) fn log_thread(shared: Arc<Shared>, rx: mpsc::Receiver<Cmd>) {
     let mut spinner = crate::spin::Spinner::lenient(std::time::Duration::ZERO);
-    let wait = |spinner: &mut crate::spin::Spinner| {
-        spinner.wait(
-            &mut &rx,
-            |rx| match rx.try_recv() {
-                Ok(c) => Some(Some(c)),
-                Err(mpsc::TryRecvError::Empty) => None,
-                Err(mpsc::TryRecvError::Disconnected) => Some(None),
-            },
-            |rx| rx.recv().ok(),
-        )
-    };
+    let wait = |spinner: &mut crate::spin::Spinner| spinner.recv(&rx);
     let mut next = wait(&mut spinner);
     while let Some(cmd) = next.take() {
         let mut taken = 1;
@@ -334,11 +322,6 @@ struct Tail {
     bytes: usize,
 }
 
-/// The durable tail kept in memory: enough for replication and the state machine to read
-/// what was just written without touching the segments, bounded in bytes for large values.
-const TAIL_ENTRIES: usize = if cfg!(test) { 4 } else { 16 * 1024 };
-const TAIL_BYTES: usize = 32 << 20;
-
 impl Tail {
     fn extend(&mut self, placed: Vec<(LogId<NodeId>, RecordPos, usize)>) {
         for p in placed {
@@ -350,7 +333,9 @@ impl Tail {
     /// The entries past the bounds, to be read from the segments from now on.
     fn evict(&mut self) -> Vec<(LogId<NodeId>, RecordPos)> {
         let mut out = Vec::new();
-        while self.entries.len() > TAIL_ENTRIES || self.bytes > TAIL_BYTES {
+        while self.entries.len() > crate::limits::RAFT_TAIL_ENTRIES
+            || self.bytes > crate::limits::RAFT_TAIL_BYTES
+        {
             let Some((id, pos, n)) = self.entries.pop_front() else {
                 break;
             };

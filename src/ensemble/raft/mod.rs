@@ -1,19 +1,28 @@
 //! openraft 0.9 behind Palisade's own seam: the type configuration, the peer transport, the
 //! log store on `wal/` and the state-machine adapter. Only this folder names openraft's
 //! types, so that a move to 0.10 touches nothing else.
+//!
+//! Owns: the Raft log, vote and snapshot files, the peer RPCs, the role, proposer, forwarder and
+//! reconcile tasks. May not touch: the core (what they exchange is `src/seam.rs`), client
+//! connections, the standalone log stage (`durability/log.rs`), the state (the core applies
+//! committed entries, through the `Applier` seam).
 
 mod applier;
 pub mod durable;
 pub mod election;
 mod fail_safe;
 mod forwarder;
+mod join;
+mod log_open;
+mod log_reader;
 pub mod log_store;
 mod log_thread;
 pub mod network;
 pub mod peer;
+mod peer_client;
 mod proposer;
 pub mod purged;
-pub mod reconfig;
+pub mod reconcile;
 pub mod recovery;
 mod roles;
 mod sealed;

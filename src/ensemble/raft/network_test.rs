@@ -4,6 +4,8 @@
 
 use super::*;
 use crate::ensemble::raft::types::Proposal;
+use openraft::error::RPCError;
+use openraft::network::{RPCOption, RaftNetwork};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -232,8 +234,8 @@ fn an_append_call_carries_at_most_its_byte_budget_but_always_one_entry() {
     let big = |index| Entry {
         log_id: LogId::new(CommittedLeaderId::new(3, 1), index),
         payload: EntryPayload::Normal(Proposal::Txns(vec![
-            bytes::Bytes::from(vec![0u8; APPEND_BYTES / 2]),
-            bytes::Bytes::from(vec![1u8; APPEND_BYTES / 4]),
+            bytes::Bytes::from(vec![0u8; crate::limits::PEER_APPEND_BYTES / 2]),
+            bytes::Bytes::from(vec![1u8; crate::limits::PEER_APPEND_BYTES / 4]),
         ])),
     };
     assert_eq!(too_many(&[entry(1, b"a"), entry(2, b"b")]), None);

@@ -1,6 +1,6 @@
 //! What a member does with the calls of a peer whose link proved which member it is
 //! (`ensemble/link/`): Raft's RPCs go to openraft, forwards and touches to the core, joins to
-//! `reconfig.rs`. Before any of it, [`Peer::admit`] looks at the call, so that nothing a peer
+//! `join.rs`. Before any of it, [`Peer::admit`] looks at the call, so that nothing a peer
 //! sends can make this member panic, stop, or hold unbounded memory:
 //!
 //! - terms are bounded: a vote, append or snapshot whose term is far beyond this member's, or
@@ -11,7 +11,8 @@
 //!   rising — checked when appended, so that a member never stops at apply because a peer
 //!   sent something undecodable;
 //! - snapshot chunks come in order (or again, as a retry), from a leader whose vote is
-//!   committed and no older than this member's, and add up to at most `SNAPSHOT_MAX`;
+//!   committed and no older than this member's, and add up to at most `PEER_SNAPSHOT_MAX`
+//!   (src/limits.rs);
 //! - an append that would replace an entry this member holds as committed stops the member,
 //!   named (its data dir is not this ensemble's history: `LogView::check_history`);
 //! - a leader that a quorum acknowledged within its lease grants no vote (the dissertation's
@@ -21,7 +22,7 @@
 
 use super::network::{JoinReply, PeerHandler, PeerRequest};
 use super::types::{NodeId, Proposal, TypeConfig};
-use crate::limits::MAX_TXN_BYTES;
+use crate::limits::{MAX_TXN_BYTES, PEER_MAX_TERM, PEER_SNAPSHOT_MAX, PEER_TERM_STEP};
 use crate::seam::{CoreInbox, Forward, Notice, SyncPoint};
 use openraft::error::{InstallSnapshotError, RaftError};
 use openraft::raft::{
@@ -32,25 +33,14 @@ use openraft::{EntryPayload, Raft, ServerState, Vote};
 use palisade_proto::Txn;
 use parking_lot::Mutex;
 
-/// The highest term a member takes: a zxid carries its term as the upper half of a positive
-/// i64 (zxid = term << 32 | counter), and openraft adds one to a term it adopts.
-pub const MAX_TERM: u64 = (i32::MAX as u64) - 1;
-
-/// How far beyond its own term a member takes a peer's: a member cut off for days, asking
-/// for an election every lease, stays well within it.
-pub const TERM_STEP: u64 = 1 << 24;
-
-/// The most a snapshot a member receives may hold.
-pub const SNAPSHOT_MAX: u64 = 64 << 30;
-
 /// A term a peer's call may carry, given this member's.
 pub fn term_ok(term: u64, current: u64) -> Result<(), String> {
-    if term > MAX_TERM {
+    if term > PEER_MAX_TERM {
         return Err(format!(
-            "term {term} is past the largest a zxid carries ({MAX_TERM})"
+            "term {term} is past the largest a zxid carries ({PEER_MAX_TERM})"
         ));
     }
-    if term > current.saturating_add(TERM_STEP) {
+    if term > current.saturating_add(PEER_TERM_STEP) {
         return Err(format!("term {term} is far beyond this member's {current}"));
     }
     Ok(())
@@ -58,7 +48,7 @@ pub fn term_ok(term: u64, current: u64) -> Result<(), String> {
 
 /// Whether a vote a peer answered with can be taken (network.rs checks every reply).
 pub fn vote_ok(v: &Vote<NodeId>) -> bool {
-    v.leader_id().term <= MAX_TERM
+    v.leader_id().term <= PEER_MAX_TERM
 }
 
 /// An append's entries, checked before they reach the log.
@@ -143,8 +133,8 @@ impl Incoming {
         }
         let end = offset
             .checked_add(len)
-            .filter(|e| *e <= SNAPSHOT_MAX)
-            .ok_or_else(|| format!("a snapshot of more than {SNAPSHOT_MAX} bytes"))?;
+            .filter(|e| *e <= PEER_SNAPSHOT_MAX)
+            .ok_or_else(|| format!("a snapshot of more than {PEER_SNAPSHOT_MAX} bytes"))?;
         if fresh && id != self.id {
             self.id = id.to_string();
         }
@@ -277,7 +267,7 @@ impl<C: CoreInbox> PeerHandler for Peer<C> {
     }
 
     async fn join(&self, id: NodeId, addr: String) -> JoinReply {
-        super::reconfig::answer_join(&self.raft, self.me, self.reconfig, id, addr).await
+        super::join::answer_join(&self.raft, self.me, self.reconfig, id, addr).await
     }
 
     async fn elect(&self, from: NodeId, term: u64) -> bool {

@@ -35,14 +35,14 @@ fn append(
 #[test]
 fn terms_past_a_zxids_epoch_or_far_beyond_are_refused() {
     assert!(term_ok(5, 3).is_ok());
-    assert!(term_ok(3 + TERM_STEP, 3).is_ok());
-    assert!(term_ok(4 + TERM_STEP, 3).is_err());
+    assert!(term_ok(3 + PEER_TERM_STEP, 3).is_ok());
+    assert!(term_ok(4 + PEER_TERM_STEP, 3).is_err());
     assert!(
         term_ok(u64::MAX, u64::MAX).is_err(),
         "the term-overflow attack"
     );
-    assert!(term_ok(MAX_TERM + 1, MAX_TERM).is_err());
-    assert!(vote_ok(&Vote::new(MAX_TERM, 1)));
+    assert!(term_ok(PEER_MAX_TERM + 1, PEER_MAX_TERM).is_err());
+    assert!(vote_ok(&Vote::new(PEER_MAX_TERM, 1)));
     assert!(!vote_ok(&Vote::new(u64::MAX, 1)));
 }
 
@@ -155,7 +155,7 @@ fn snapshot_chunks_come_in_order_or_as_a_retry_and_within_the_bound() {
     assert!(i.take("s2", 250, 10).is_err(), "another snapshot's middle");
     i.take("s2", 0, 10).unwrap(); // another snapshot starts over
     assert!(
-        i.take("s2", 10, (SNAPSHOT_MAX) as usize).is_err(),
+        i.take("s2", 10, (PEER_SNAPSHOT_MAX) as usize).is_err(),
         "past the bound"
     );
 }

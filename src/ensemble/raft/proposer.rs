@@ -40,12 +40,8 @@ pub(super) async fn proposer(
     }
 }
 
-/// The most txn bytes one batch entry carries: the peer link sends an entry whole, and
-/// openraft gives an append-entries call one heartbeat interval (limits.rs).
-const BATCH_BYTES: usize = crate::limits::PEER_BATCH_BYTES;
-
 /// A core turn's proposals as Raft entries, in order: consecutive txns as one entry of at
-/// most BATCH_BYTES (a larger txn alone).
+/// most `PEER_BATCH_BYTES` (a larger txn alone).
 fn entries(batch: Vec<Proposed>) -> Vec<Proposal> {
     let mut out = Vec::new();
     let mut txns = Vec::new();
@@ -58,7 +54,7 @@ fn entries(batch: Vec<Proposed>) -> Vec<Proposal> {
     for p in batch {
         match p {
             Proposed::Txn(b) => {
-                if bytes.saturating_add(b.len()) > BATCH_BYTES {
+                if bytes.saturating_add(b.len()) > crate::limits::PEER_BATCH_BYTES {
                     flush(&mut txns, &mut out);
                     bytes = 0;
                 }
@@ -108,8 +104,13 @@ mod tests {
         ];
         assert_eq!(got, want);
         // 3 txns of 0.4 MiB: two fit in a batch, the third starts the next
-        let big = BATCH_BYTES * 2 / 5;
-        let got = entries(vec![t(big, 1), t(big, 2), t(big, 3), t(2 * BATCH_BYTES, 4)]);
+        let big = crate::limits::PEER_BATCH_BYTES * 2 / 5;
+        let got = entries(vec![
+            t(big, 1),
+            t(big, 2),
+            t(big, 3),
+            t(2 * crate::limits::PEER_BATCH_BYTES, 4),
+        ]);
         let shape: Vec<usize> = got
             .iter()
             .map(|p| match p {
@@ -119,6 +120,8 @@ mod tests {
             })
             .collect();
         assert_eq!(shape, [2, 1, 1]);
-        assert!(matches!(&got[2], Proposal::Txn(b) if b.len() == 2 * BATCH_BYTES));
+        assert!(
+            matches!(&got[2], Proposal::Txn(b) if b.len() == 2 * crate::limits::PEER_BATCH_BYTES)
+        );
     }
 }

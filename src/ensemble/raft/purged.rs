@@ -7,51 +7,36 @@
 //! Layout (little-endian, 36 bytes): magic "PLPG", format 1, index u64, term u64, leader
 //! node id u64, then a crc32 of the 32 bytes before it.
 
-use super::sealed::{read_optional, replace_file, seal, u64_at, unseal};
+use super::sealed::{u64_at, Sealed, SealedFile};
 use super::types::NodeId;
 use openraft::{CommittedLeaderId, LogId};
 use std::io;
-use std::path::{Path, PathBuf};
-
-const MAGIC: &[u8; 4] = b"PLPG";
+use std::path::Path;
 
 pub const FILE: &str = "raft-purged";
 
-fn encode(id: &LogId<NodeId>) -> [u8; super::sealed::LEN] {
-    let mut p = [0u8; 24];
-    p[0..8].copy_from_slice(&id.index.to_le_bytes());
-    p[8..16].copy_from_slice(&id.leader_id.term.to_le_bytes());
-    p[16..24].copy_from_slice(&id.leader_id.node_id.to_le_bytes());
-    seal(MAGIC, &p)
-}
+/// The saved purge point; `read` is `None` when the log was never purged. A damaged file is
+/// an error: guessing where the log starts could serve a purged entry or lose a live one.
+pub type PurgedFile = SealedFile<LogId<NodeId>>;
 
-fn decode(path: &Path, b: &[u8]) -> io::Result<LogId<NodeId>> {
-    let p = unseal(path, b, MAGIC, "where the Raft log starts is unknown")?;
-    Ok(LogId::new(
-        CommittedLeaderId::new(u64_at(&p, 8), u64_at(&p, 16)),
-        u64_at(&p, 0),
-    ))
-}
+impl Sealed for LogId<NodeId> {
+    const MAGIC: &'static [u8; 4] = b"PLPG";
+    const FILE: &'static str = FILE;
+    const CONSEQUENCE: &'static str = "where the Raft log starts is unknown";
 
-pub struct PurgedFile {
-    dir: PathBuf,
-}
-
-impl PurgedFile {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        PurgedFile { dir: dir.into() }
+    fn payload(&self) -> [u8; 24] {
+        let mut p = [0u8; 24];
+        p[0..8].copy_from_slice(&self.index.to_le_bytes());
+        p[8..16].copy_from_slice(&self.leader_id.term.to_le_bytes());
+        p[16..24].copy_from_slice(&self.leader_id.node_id.to_le_bytes());
+        p
     }
 
-    /// The saved purge point; `None` when the log was never purged. A damaged file is an
-    /// error: guessing where the log starts could serve a purged entry or lose a live one.
-    pub fn read(&self) -> io::Result<Option<LogId<NodeId>>> {
-        let path = self.dir.join(FILE);
-        read_optional(&path)?.map(|b| decode(&path, &b)).transpose()
-    }
-
-    /// Makes `id` the saved purge point, durably, before returning.
-    pub fn save(&self, id: &LogId<NodeId>) -> io::Result<()> {
-        replace_file(&self.dir, FILE, &encode(id))
+    fn from_payload(_: &Path, p: &[u8; 24]) -> io::Result<Self> {
+        Ok(LogId::new(
+            CommittedLeaderId::new(u64_at(p, 8), u64_at(p, 16)),
+            u64_at(p, 0),
+        ))
     }
 }
 

@@ -44,7 +44,7 @@ pub async fn force_new_ensemble(log: &mut LogStore, me: NodeId, addr: &str) -> i
         .term
         .max(voted)
         .checked_add(1)
-        .filter(|t| *t <= super::peer::MAX_TERM)
+        .filter(|t| *t <= crate::limits::PEER_MAX_TERM)
         .ok_or_else(|| {
             io::Error::other(format!("{FLAG}: no term left past {}", last.leader_id.term))
         })?;

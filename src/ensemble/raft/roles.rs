@@ -6,6 +6,7 @@ use super::network::Contacts;
 use super::types::{NodeId, TypeConfig};
 use crate::ensemble::dynamic::DynConfig;
 use crate::seam::{CoreInbox, Notice, RaftInfo, RoleView};
+use openraft::metrics::RaftServerMetrics;
 use openraft::{BasicNode, LogId, Raft, RaftMetrics, ServerState};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -41,7 +42,7 @@ fn view(
         .log_id()
         .as_ref()
         .is_none_or(|l| m.last_applied.as_ref().is_some_and(|a| a.index >= l.index));
-    let in_force = membership_applied && super::reconfig::matches(want, &voters, &nodes);
+    let in_force = membership_applied && super::reconcile::matches(want, &voters, &nodes);
     let mut v = RoleView {
         leader: m.current_leader,
         term: m.current_term,
@@ -100,99 +101,23 @@ pub(super) async fn roles<C: CoreInbox>(
     let mut rx = raft.metrics();
     let mut server = raft.server_metrics();
     let mut last = None;
-    // (term, last log index) when this member became leader of that term.
-    let mut led: Option<(u64, u64)> = None;
-    // The last configuration version seen in force (kept while a later one is on its way).
-    let mut in_force = -1i64;
-    let mut heartbeats = true;
-    let mut left_out: Option<std::time::Instant> = None;
+    let mut state = RoleState {
+        me,
+        lease_ms,
+        led: None,
+        in_force: -1,
+        heartbeats: true,
+        left_out: None,
+    };
     loop {
         let want = desired.borrow_and_update().clone();
         server.borrow_and_update();
         let v = {
             let m = rx.borrow_and_update();
-            let leads = m.state == ServerState::Leader && m.current_leader == Some(me);
-            if !leads {
-                led = None;
-            } else if led.is_none_or(|(t, _)| t != m.current_term) {
-                led = Some((m.current_term, m.last_log_index.unwrap_or(0)));
-            }
-            let fresh = Duration::from_millis(lease_ms);
-            let mut synced: BTreeSet<NodeId> = contacts
-                .lock()
-                .iter()
-                .filter(|(_, t)| t.elapsed() <= fresh)
-                .map(|(id, _)| *id)
-                .collect();
-            if let Some(r) = m.replication.as_ref() {
-                synced.retain(|id| r.get(id).is_some_and(|x| x.is_some()));
-            } else {
-                synced.clear();
-            }
-            let log_id = |l: Option<LogId<NodeId>>| l.map(|l| (l.leader_id.term, l.index));
-            let mut v = view(&m, me, led.map(|(_, i)| i), lease_ms, &want, &synced);
-            // openraft's acknowledgement time restarts when the membership changes (the new
-            // quorum has not acknowledged yet): members that answered within the lease count
-            // too, a majority of each configuration of a joint one.
-            if leads && !v.quorum {
-                let answered = |ids: &BTreeSet<NodeId>| {
-                    let n = ids
-                        .iter()
-                        .filter(|id| **id == me || synced.contains(id))
-                        .count();
-                    n > ids.len() / 2
-                };
-                v.quorum = m
-                    .membership_config
-                    .membership()
-                    .get_joint_config()
-                    .iter()
-                    .all(answered);
-            }
-            if v.config_version >= 0 {
-                in_force = v.config_version;
-            }
-            // openraft 0.9 lets a leader that is no voter go on leading (its heartbeats keep
-            // the voters' leases): once a reconfig that leaves it out is in force, it stops
-            // sending them, so the voters elect one of theirs (election.rs) as ZooKeeper's
-            // do when their leader is removed — after two heartbeats more, which tell the
-            // followers that the change committed, so they answer their reconfig clients.
-            let out = leads && v.learner && v.config_version >= 0;
-            left_out = if out {
-                left_out.or(Some(std::time::Instant::now()))
-            } else {
-                None
-            };
-            let step_down =
-                left_out.is_some_and(|t| t.elapsed() >= Duration::from_millis(lease_ms / 3));
-            if step_down == heartbeats {
-                heartbeats = !step_down;
-                raft.runtime_config().heartbeat(heartbeats);
-                if step_down {
-                    tracing::info!(
-                        "this leader is no voter of the configuration in force: stepping down"
-                    );
-                }
-            }
-            // It preps no more, and its clients go; so while it hands over (transfer.rs).
-            v.ready &= !step_down && !*yielding.borrow_and_update();
-            v.config_version = in_force;
+            let mut synced = synced_within(&contacts, &m, lease_ms);
+            let v = state.look(&raft, &m, &want, &synced, &mut yielding);
             synced.insert(me);
-            *info.lock() = RaftInfo {
-                state: format!("{:?}", m.state),
-                term: m.current_term,
-                leader: m.current_leader,
-                last_log_index: m.last_log_index,
-                last_applied: log_id(m.last_applied),
-                last_snapshot: log_id(m.snapshot),
-                purged: log_id(m.purged),
-                millis_since_quorum_ack: m.millis_since_quorum_ack,
-                synced: if leads {
-                    synced.into_iter().collect()
-                } else {
-                    Vec::new()
-                },
-            };
+            *info.lock() = raft_info(&m, state.led.is_some(), synced);
             v
         };
         if last != Some(v) {
@@ -201,31 +126,186 @@ pub(super) async fn roles<C: CoreInbox>(
             }
             last = Some(v);
         }
-        // Metrics change when something happens; a quorum that falls silent changes nothing,
-        // so the view is also looked at again every lease / 4. They change at every commit
-        // too, so after such a change the view is built again at most once a millisecond
-        // (building it costs sets, maps and strings: a few % of a busy ensemble's CPU).
-        tokio::select! {
-            r = rx.changed() => {
-                if r.is_err() {
-                    return;
-                }
-                if !server.has_changed().unwrap_or(true) {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            },
-            r = server.changed() => if r.is_err() {
-                return;
-            },
-            r = desired.changed() => if r.is_err() {
-                return;
-            },
-            r = yielding.changed() => if r.is_err() {
-                return;
-            },
-            _ = tokio::time::sleep(Duration::from_millis((lease_ms / 4).max(10))) => {}
+        if !changed(&mut rx, &mut server, &mut desired, &mut yielding, lease_ms).await {
+            return;
         }
     }
+}
+
+/// What the role task keeps from one look at Raft's metrics to the next.
+struct RoleState {
+    me: NodeId,
+    lease_ms: u64,
+    /// (term, last log index) when this member became leader of that term.
+    led: Option<(u64, u64)>,
+    /// The last configuration version seen in force (kept while a later one is on its way).
+    in_force: i64,
+    heartbeats: bool,
+    left_out: Option<std::time::Instant>,
+}
+
+impl RoleState {
+    /// The core's view of Raft's metrics `m`; a leader left out of the configuration in
+    /// force stops its heartbeats here.
+    fn look(
+        &mut self,
+        raft: &Raft<TypeConfig>,
+        m: &RaftMetrics<NodeId, BasicNode>,
+        want: &DynConfig,
+        synced: &BTreeSet<NodeId>,
+        yielding: &mut watch::Receiver<bool>,
+    ) -> RoleView {
+        let leads = m.state == ServerState::Leader && m.current_leader == Some(self.me);
+        if !leads {
+            self.led = None;
+        } else if self.led.is_none_or(|(t, _)| t != m.current_term) {
+            self.led = Some((m.current_term, m.last_log_index.unwrap_or(0)));
+        }
+        let caught_up = self.led.map(|(_, i)| i);
+        let mut v = view(m, self.me, caught_up, self.lease_ms, want, synced);
+        // openraft's acknowledgement time restarts when the membership changes (the new
+        // quorum has not acknowledged yet): members that answered within the lease count
+        // too, a majority of each configuration of a joint one.
+        if leads && !v.quorum {
+            v.quorum = answered_by_quorum(m, self.me, synced);
+        }
+        if v.config_version >= 0 {
+            self.in_force = v.config_version;
+        }
+        let step_down =
+            self.step_down_if_left_out(raft, leads && v.learner && v.config_version >= 0);
+        // It preps no more, and its clients go; so while it hands over (transfer.rs).
+        v.ready &= !step_down && !*yielding.borrow_and_update();
+        v.config_version = self.in_force;
+        v
+    }
+
+    /// openraft 0.9 lets a leader that is no voter go on leading (its heartbeats keep the
+    /// voters' leases): once a reconfig that leaves it out is in force, it stops sending them,
+    /// so the voters elect one of theirs (election.rs) as ZooKeeper's do when their leader is
+    /// removed — after two heartbeats more, which tell the followers that the change
+    /// committed, so they answer their reconfig clients. Whether it steps down.
+    fn step_down_if_left_out(&mut self, raft: &Raft<TypeConfig>, out: bool) -> bool {
+        self.left_out = if out {
+            self.left_out.or(Some(std::time::Instant::now()))
+        } else {
+            None
+        };
+        let step_down = self
+            .left_out
+            .is_some_and(|t| t.elapsed() >= Duration::from_millis(self.lease_ms / 3));
+        if step_down == self.heartbeats {
+            self.heartbeats = !step_down;
+            raft.runtime_config().heartbeat(self.heartbeats);
+            if step_down {
+                tracing::info!(
+                    "this leader is no voter of the configuration in force: stepping down"
+                );
+            }
+        }
+        step_down
+    }
+}
+
+/// The members heard from within the lease that Raft replicates to (none unless leading).
+fn synced_within(
+    contacts: &Contacts,
+    m: &RaftMetrics<NodeId, BasicNode>,
+    lease_ms: u64,
+) -> BTreeSet<NodeId> {
+    let fresh = Duration::from_millis(lease_ms);
+    let mut synced: BTreeSet<NodeId> = contacts
+        .lock()
+        .iter()
+        .filter(|(_, t)| t.elapsed() <= fresh)
+        .map(|(id, _)| *id)
+        .collect();
+    if let Some(r) = m.replication.as_ref() {
+        synced.retain(|id| r.get(id).is_some_and(|x| x.is_some()));
+    } else {
+        synced.clear();
+    }
+    synced
+}
+
+/// Whether this leader and the members in `synced` are a majority of every configuration of
+/// its (possibly joint) membership.
+fn answered_by_quorum(
+    m: &RaftMetrics<NodeId, BasicNode>,
+    me: NodeId,
+    synced: &BTreeSet<NodeId>,
+) -> bool {
+    let answered = |ids: &BTreeSet<NodeId>| {
+        let n = ids
+            .iter()
+            .filter(|id| **id == me || synced.contains(id))
+            .count();
+        n > ids.len() / 2
+    };
+    m.membership_config
+        .membership()
+        .get_joint_config()
+        .iter()
+        .all(answered)
+}
+
+/// `lgif`'s numbers; `synced` (with this member) only while it leads.
+fn raft_info(
+    m: &RaftMetrics<NodeId, BasicNode>,
+    leads: bool,
+    synced: BTreeSet<NodeId>,
+) -> RaftInfo {
+    let log_id = |l: Option<LogId<NodeId>>| l.map(|l| (l.leader_id.term, l.index));
+    RaftInfo {
+        state: format!("{:?}", m.state),
+        term: m.current_term,
+        leader: m.current_leader,
+        last_log_index: m.last_log_index,
+        last_applied: log_id(m.last_applied),
+        last_snapshot: log_id(m.snapshot),
+        purged: log_id(m.purged),
+        millis_since_quorum_ack: m.millis_since_quorum_ack,
+        synced: if leads {
+            synced.into_iter().collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// Waits for what can change the view; false once any of its sources is gone. Metrics change
+/// when something happens; a quorum that falls silent changes nothing, so the view is also
+/// looked at again every lease / 4. They change at every commit too, so after such a change
+/// the view is built again at most once a millisecond (building it costs sets, maps and
+/// strings: a few % of a busy ensemble's CPU).
+async fn changed(
+    rx: &mut watch::Receiver<RaftMetrics<NodeId, BasicNode>>,
+    server: &mut watch::Receiver<RaftServerMetrics<NodeId, BasicNode>>,
+    desired: &mut watch::Receiver<Arc<DynConfig>>,
+    yielding: &mut watch::Receiver<bool>,
+    lease_ms: u64,
+) -> bool {
+    tokio::select! {
+        r = rx.changed() => {
+            if r.is_err() {
+                return false;
+            }
+            if !server.has_changed().unwrap_or(true) {
+                tokio::time::sleep(crate::limits::ROLE_VIEW_EVERY).await;
+            }
+        },
+        r = server.changed() => if r.is_err() {
+            return false;
+        },
+        r = desired.changed() => if r.is_err() {
+            return false;
+        },
+        r = yielding.changed() => if r.is_err() {
+            return false;
+        },
+        _ = tokio::time::sleep(Duration::from_millis((lease_ms / 4).max(10))) => {}
+    }
+    true
 }
 
 #[cfg(test)]

@@ -1,11 +1,61 @@
 //! The layout the member's small metadata files share (`raft-vote`, `raft-purged`): 36 bytes,
 //! little-endian — a 4-byte magic naming the file, format u32 = 1, a 24-byte payload, then a
-//! crc32 of the 32 bytes before it — written with [`replace_file`].
+//! crc32 of the 32 bytes before it — written with [`replace_file`]. [`SealedFile`] is one such
+//! file holding one value, read back whole or refused.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::marker::PhantomData;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A value kept in a sealed file: its file's name and magic, and its 24-byte payload.
+pub trait Sealed: Sized {
+    const MAGIC: &'static [u8; 4];
+    const FILE: &'static str;
+    /// What refusing a damaged file means, for the message.
+    const CONSEQUENCE: &'static str;
+    fn payload(&self) -> [u8; 24];
+    /// The value of a payload read back from `path` (whose seal held), or why it is refused.
+    fn from_payload(path: &Path, p: &[u8; 24]) -> io::Result<Self>;
+}
+
+/// The sealed file of a `T` in a directory, replaced atomically and durably.
+pub struct SealedFile<T> {
+    dir: PathBuf,
+    value: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for SealedFile<T> {
+    fn clone(&self) -> Self {
+        SealedFile {
+            dir: self.dir.clone(),
+            value: PhantomData,
+        }
+    }
+}
+
+impl<T: Sealed> SealedFile<T> {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        SealedFile {
+            dir: dir.into(),
+            value: PhantomData,
+        }
+    }
+
+    /// The saved value; `None` when none was ever saved. A damaged file is an error.
+    pub fn read(&self) -> io::Result<Option<T>> {
+        let path = self.dir.join(T::FILE);
+        read_optional(&path)?
+            .map(|b| T::from_payload(&path, &unseal(&path, &b, T::MAGIC, T::CONSEQUENCE)?))
+            .transpose()
+    }
+
+    /// Makes `v` the saved value, durably, before returning.
+    pub fn save(&self, v: &T) -> io::Result<()> {
+        replace_file(&self.dir, T::FILE, &seal(T::MAGIC, &v.payload()))
+    }
+}
 
 const FORMAT: u32 = 1;
 pub(super) const LEN: usize = 36;

@@ -35,10 +35,6 @@ use tokio::sync::Mutex;
 pub type PendingImage =
     Pin<Box<dyn Future<Output = io::Result<(Vec<u8>, Option<LogId<NodeId>>)>> + Send>>;
 
-/// Memberships kept to name the one a snapshot stands at (its capture may end before the
-/// newest membership entry reached the applier).
-const MEMBERSHIPS_KEPT: usize = 4;
-
 /// Where committed txns are applied. Called in log order, never concurrently. Async, so
 /// that the core's applier can hand a batch to the core thread and await its acknowledgement
 /// without holding a runtime thread.
@@ -91,7 +87,7 @@ impl<A> Inner<A> {
         if reset {
             self.memberships.clear();
         }
-        if self.memberships.len() == MEMBERSHIPS_KEPT {
+        if self.memberships.len() == crate::limits::RAFT_MEMBERSHIPS_KEPT {
             self.memberships.pop_front();
         }
         self.memberships.push_back(m.clone());

@@ -23,6 +23,15 @@ fn log_of(w: &Workload) -> Vec<Entry<TypeConfig>> {
     v
 }
 
+/// A snapshot of `sm` as it stands.
+async fn snapshot_of<A: Applier>(sm: &mut StateMachine<A>) -> Snapshot<TypeConfig> {
+    sm.get_snapshot_builder()
+        .await
+        .build_snapshot()
+        .await
+        .unwrap()
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .build()
@@ -67,12 +76,7 @@ fn applies_in_order_and_a_snapshot_restores_an_equal_state() {
             assert_eq!(applied, Some(id(1, 250)));
             assert_eq!(membership.log_id(), &Some(id(1, 1)));
 
-            let snap = sm
-                .get_snapshot_builder()
-                .await
-                .build_snapshot()
-                .await
-                .unwrap();
+            let snap = snapshot_of(&mut sm).await;
             assert_eq!(snap.meta.last_log_id, Some(id(1, 250)));
             let mut other = StateMachine::new(StateApplier::default());
             let mut data = other.begin_receiving_snapshot().await.unwrap();
@@ -129,12 +133,7 @@ fn with_a_file_the_current_snapshot_is_read_back_from_it() {
             .await
             .unwrap();
         sm.apply(entries.clone()).await.unwrap();
-        let built = sm
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .unwrap();
+        let built = snapshot_of(&mut sm).await;
         let built_bytes = built.snapshot.into_memory().unwrap();
         assert!(!built_bytes.is_empty());
         assert!(
@@ -175,12 +174,7 @@ fn a_damaged_snapshot_is_refused() {
     rt().block_on(async {
         let mut sm = StateMachine::new(StateApplier::default());
         sm.apply(log_of(&w)).await.unwrap();
-        let snap = sm
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .unwrap();
+        let snap = snapshot_of(&mut sm).await;
         let good = snap.snapshot.into_memory().unwrap();
         let mut flipped = good.clone();
         flipped[16] ^= 1;
@@ -250,12 +244,7 @@ fn a_capture_overtaken_by_an_installed_snapshot_answers_with_the_installed_one()
         // the leader's snapshot of the whole log
         let mut leader = StateMachine::new(StateApplier::default());
         leader.apply(entries.clone()).await.unwrap();
-        let snap = leader
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .unwrap();
+        let snap = snapshot_of(&mut leader).await;
         for drop_it in [true, false] {
             let mut follower = StateMachine::new(SlowApplier::default());
             follower.apply(head.to_vec()).await.unwrap();

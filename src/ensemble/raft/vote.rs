@@ -6,23 +6,61 @@
 //! Layout (little-endian, 36 bytes): magic "PLVT", format 1, term u64, node id u64, committed
 //! u8 (0/1), 7 reserved zero bytes, then a crc32 of the 32 bytes before it.
 
-use super::sealed::{read_optional, replace_file, seal, u64_at, unseal};
+use super::sealed::{u64_at, Sealed, SealedFile};
 use super::types::{NodeId, TypeConfig};
 use openraft::storage::RaftLogStorage;
 use openraft::{StorageError, Vote};
 use std::io;
-use std::path::{Path, PathBuf};
-
-const MAGIC: &[u8; 4] = b"PLVT";
+use std::path::Path;
 
 pub const FILE: &str = "raft-vote";
 
-fn encode(v: &Vote<NodeId>) -> [u8; super::sealed::LEN] {
-    let mut p = [0u8; 24];
-    p[0..8].copy_from_slice(&v.leader_id().term.to_le_bytes());
-    p[8..16].copy_from_slice(&v.leader_id().node_id.to_le_bytes());
-    p[16] = u8::from(v.is_committed());
-    seal(MAGIC, &p)
+/// The saved vote; `read` is `None` when none was ever saved. A damaged file is an error:
+/// answering votes without knowing our own could elect two leaders in one term.
+pub type VoteFile = SealedFile<Vote<NodeId>>;
+
+impl Sealed for Vote<NodeId> {
+    const MAGIC: &'static [u8; 4] = b"PLVT";
+    const FILE: &'static str = FILE;
+    const CONSEQUENCE: &'static str = "the vote cannot be trusted";
+
+    fn payload(&self) -> [u8; 24] {
+        let mut p = [0u8; 24];
+        p[0..8].copy_from_slice(&self.leader_id().term.to_le_bytes());
+        p[8..16].copy_from_slice(&self.leader_id().node_id.to_le_bytes());
+        p[16] = u8::from(self.is_committed());
+        p
+    }
+
+    fn from_payload(path: &Path, p: &[u8; 24]) -> io::Result<Self> {
+        let (term, node) = (u64_at(p, 0), u64_at(p, 8));
+        // A vote no member can hold: saved from a forged vote request by a build that took any
+        // term (openraft then panicked at every start adding one to it).
+        if term > crate::limits::PEER_MAX_TERM {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: holds a vote of term {term}, past the largest a member takes ({}); it \
+                     cannot have come from a member of this ensemble. This member's log and \
+                     snapshots are intact: move the file aside and start it again while the \
+                     other members run (docs/design/ENSEMBLE.md, \"A vote file that cannot be used\")",
+                    path.display(),
+                    crate::limits::PEER_MAX_TERM
+                ),
+            ));
+        }
+        match p.get(16..24) {
+            Some([0, 0, 0, 0, 0, 0, 0, 0]) => Ok(Vote::new(term, node)),
+            Some([1, 0, 0, 0, 0, 0, 0, 0]) => Ok(Vote::new_committed(term, node)),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: reserved bytes set; the vote cannot be trusted, refusing to start",
+                    path.display()
+                ),
+            )),
+        }
+    }
 }
 
 /// Before a member's Raft starts: a saved vote that is this member's own committed one (it was
@@ -46,60 +84,6 @@ pub async fn step_down_on_restart<S: RaftLogStorage<TypeConfig>>(
         }
     }
     Ok(())
-}
-
-fn decode(path: &Path, b: &[u8]) -> io::Result<Vote<NodeId>> {
-    let p = unseal(path, b, MAGIC, "the vote cannot be trusted")?;
-    let (term, node) = (u64_at(&p, 0), u64_at(&p, 8));
-    // A vote no member can hold: saved from a forged vote request by a build that took any
-    // term (openraft then panicked at every start adding one to it).
-    if term > super::peer::MAX_TERM {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "{}: holds a vote of term {term}, past the largest a member takes ({}); it \
-                 cannot have come from a member of this ensemble. This member's log and \
-                 snapshots are intact: move the file aside and start it again while the \
-                 other members run (docs/design/ENSEMBLE.md, \"A vote file that cannot be used\")",
-                path.display(),
-                super::peer::MAX_TERM
-            ),
-        ));
-    }
-    match p.get(16..24) {
-        Some([0, 0, 0, 0, 0, 0, 0, 0]) => Ok(Vote::new(term, node)),
-        Some([1, 0, 0, 0, 0, 0, 0, 0]) => Ok(Vote::new_committed(term, node)),
-        _ => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "{}: reserved bytes set; the vote cannot be trusted, refusing to start",
-                path.display()
-            ),
-        )),
-    }
-}
-
-#[derive(Clone)]
-pub struct VoteFile {
-    dir: PathBuf,
-}
-
-impl VoteFile {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        VoteFile { dir: dir.into() }
-    }
-
-    /// The saved vote; `None` when none was ever saved. A damaged file is an error: answering
-    /// votes without knowing our own could elect two leaders in one term.
-    pub fn read(&self) -> io::Result<Option<Vote<NodeId>>> {
-        let path = self.dir.join(FILE);
-        read_optional(&path)?.map(|b| decode(&path, &b)).transpose()
-    }
-
-    /// Makes `v` the saved vote, durably, before returning.
-    pub fn save(&self, v: &Vote<NodeId>) -> io::Result<()> {
-        replace_file(&self.dir, FILE, &encode(v))
-    }
 }
 
 #[cfg(test)]
@@ -126,7 +110,7 @@ mod tests {
         f.save(&Vote::new(u64::MAX, 1)).unwrap();
         let e = f.read().unwrap_err().to_string();
         assert!(e.contains(FILE) && e.contains("past the largest"), "{e}");
-        f.save(&Vote::new(super::super::peer::MAX_TERM, 1)).unwrap();
+        f.save(&Vote::new(crate::limits::PEER_MAX_TERM, 1)).unwrap();
         assert!(f.read().is_ok());
     }
 

@@ -2,18 +2,21 @@
 //! runtime of its own (`spawn`), and `start`: the storage opened with the core as its
 //! applier (applier.rs), the peer port served (peer.rs), the ensemble formed or joined, and
 //! the tasks that link Raft and the core started (roles.rs, proposer.rs, forwarder.rs,
-//! snapshots.rs, fail_safe.rs, reconfig.rs, transfer.rs).
+//! snapshots.rs, fail_safe.rs, reconcile.rs, join.rs, transfer.rs).
 
 use super::applier::CoreApplier;
+use super::durable::Durable;
 use super::election;
 use super::fail_safe::{stop_on_log_failure, stop_with_raft};
 use super::forwarder::forwarder;
+use super::log_store::LogStore;
 use super::network::{serve, Network};
 use super::peer::Peer;
 use super::proposer::proposer;
-use super::reconfig::peer_addr;
+use super::reconcile::peer_addr;
 use super::roles::{roles, RoleInputs};
 use super::snapshots::snapshots;
+use super::state_machine::StateMachine;
 use super::storage;
 use super::types::{NodeId, TypeConfig};
 use crate::ensemble::dynamic::DynConfig;
@@ -108,7 +111,7 @@ pub struct Settings {
     /// The data dir's identity, which the Raft log's segments carry.
     pub identity: u64,
     /// reconfigEnabled: the membership follows /zookeeper/config, and a server with an empty
-    /// log joins an existing ensemble (raft/reconfig.rs).
+    /// log joins an existing ensemble (raft/reconcile.rs, raft/join.rs).
     pub reconfig: bool,
     /// How the peer links prove who they are (quorum TLS, quorum SASL, or by address).
     pub security: Arc<crate::ensemble::link::Security>,
@@ -133,30 +136,9 @@ pub async fn start<C: CoreInbox>(
         desired,
         leadership,
     } = from_core;
-    let me =
-        cfg.members.iter().find(|m| m.id == myid).ok_or_else(|| {
-            io::Error::other(format!("myid {myid} is not among the server.N lines"))
-        })?;
+    let me = cfg.member(myid)?;
     let learner = me.role == Role::Observer;
-    let dir = &cfg.dir;
-    crate::durability::datadir::create_private_dir(dir)?;
-    let applier = CoreApplier::new(core.clone());
-    let segment = cfg.segment_bytes.max(1 << 20);
-    let (mut log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
-    // After a recovery, the configurations from before it are not brought in (no quorum).
-    let mut floor = 0;
-    if cfg.force_new_ensemble {
-        let addr = peer_addr(me).ok_or_else(|| io::Error::other("server.N without an address"))?;
-        let term = super::recovery::force_new_ensemble(&mut log, myid, &addr).await?;
-        floor = i64::try_from(term)
-            .unwrap_or(i64::MAX)
-            .saturating_mul(1 << 32);
-    }
-    super::vote::step_down_on_restart(&mut log, myid)
-        .await
-        .map_err(io::Error::other)?;
-    log.set_spin_wait(cfg.spin_wait)?;
-    log.lead_as(myid);
+    let (log, sm, floor) = open_storage(cfg, me, core.clone()).await?;
     let durable = log.durable();
     let view = log.view();
     let config = Arc::new(election::raft_config(
@@ -166,28 +148,13 @@ pub async fn start<C: CoreInbox>(
         cfg.snap_count,
     )?);
     let lease_ms = config.election_timeout_max;
-    let addrs = cfg
-        .members
-        .iter()
-        .filter_map(|m| Some((m.id, peer_addr(m)?)))
-        .collect();
-    let network = Network::new(myid, Duration::from_millis(config.heartbeat_interval))
-        .with_addrs(addrs)
-        .with_durable(durable.clone())
-        .with_security(cfg.security.clone())
-        .with_joiners(cfg.reconfig);
-    if let Some(tls) = cfg.security.tls() {
-        crate::net::tls::spawn_reloader(tls, Duration::from_secs(1));
-    }
+    let network = network_for(cfg, myid, config.heartbeat_interval, durable.clone());
     let contacts = network.contacts.clone();
     let raft = Raft::new(myid, config, network.clone(), log, sm)
         .await
         .map_err(|e| io::Error::other(format!("cannot start Raft: {e}")))?;
     network.watch_membership(&raft);
     let addr = peer_addr(me).ok_or_else(|| io::Error::other("server.N without an address"))?;
-    let listener = TcpListener::bind(&addr)
-        .await
-        .map_err(|e| io::Error::other(format!("cannot listen on the peer port {addr}: {e}")))?;
     let stop = CancellationToken::new();
     let timing = super::transfer::Timing::of(raft.config());
     let yielding = super::transfer::Yielding::default();
@@ -203,23 +170,140 @@ pub async fn start<C: CoreInbox>(
         yielding: yielding.clone(),
         log: Some(view),
     });
+    serve_peer_port(cfg, myid, &addr, peer, &network, &desired, &stop).await?;
+    let pause = Duration::from_millis(lease_ms);
+    form_or_join(&raft, &network, cfg, learner, pause).await?;
+    tracing::info!(myid, peer = %addr, members = cfg.members.len(), learner, reconfig = cfg.reconfig, "ensemble member started");
+    let started = Started {
+        raft: raft.clone(),
+        core,
+        myid,
+        network,
+        stop: stop.clone(),
+    };
+    let inputs = RoleInputs {
+        desired,
+        contacts,
+        info,
+        lease_ms,
+        yielding: yielding.watch(),
+    };
+    let handover = Handover {
+        timing,
+        yielding,
+        asks: leadership,
+    };
+    spawn_role_tasks(&started, cfg, inputs, handover, floor);
+    spawn_core_links(started, cfg, durable, propose, snapshot, to_leader);
+    Ok(Running {
+        raft,
+        stop,
+        exit: None,
+    })
+}
+
+impl Settings {
+    /// The server.N line of `myid`.
+    fn member(&self, myid: NodeId) -> io::Result<&Member> {
+        self.members
+            .iter()
+            .find(|m| m.id == myid)
+            .ok_or_else(|| io::Error::other(format!("myid {myid} is not among the server.N lines")))
+    }
+}
+
+/// Opens the member's Raft storage with the core as its applier, after a
+/// `--force-new-ensemble` as an ensemble of one, and saved as not leading (a member that led
+/// must win an election again). Also the zxid floor: after such a recovery, the
+/// configurations from before it are not brought in (no quorum).
+async fn open_storage<C: CoreInbox>(
+    cfg: &Settings,
+    me: &Member,
+    core: C,
+) -> io::Result<(LogStore, StateMachine<CoreApplier<C>>, i64)> {
+    let dir = &cfg.dir;
+    crate::durability::datadir::create_private_dir(dir)?;
+    let applier = CoreApplier::new(core);
+    let segment = cfg.segment_bytes.max(crate::limits::RAFT_SEGMENT_MIN);
+    let (mut log, sm) = storage::open_as(dir, segment, Some(cfg.identity), applier).await?;
+    let mut floor = 0;
+    if cfg.force_new_ensemble {
+        let addr = peer_addr(me).ok_or_else(|| io::Error::other("server.N without an address"))?;
+        let term = super::recovery::force_new_ensemble(&mut log, me.id, &addr).await?;
+        floor = i64::try_from(term)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1 << 32);
+    }
+    super::vote::step_down_on_restart(&mut log, me.id)
+        .await
+        .map_err(io::Error::other)?;
+    log.set_spin_wait(cfg.spin_wait)?;
+    log.lead_as(me.id);
+    Ok((log, sm, floor))
+}
+
+/// The peer transport: zoo.cfg's addresses, the log's durable mark, the links' security (its
+/// TLS stores reloaded when they change), open to joiners with reconfigEnabled.
+fn network_for(cfg: &Settings, myid: NodeId, heartbeat_ms: u64, durable: Durable) -> Network {
+    let addrs = cfg
+        .members
+        .iter()
+        .filter_map(|m| Some((m.id, peer_addr(m)?)))
+        .collect();
+    let network = Network::new(myid, Duration::from_millis(heartbeat_ms))
+        .with_addrs(addrs)
+        .with_durable(durable)
+        .with_security(cfg.security.clone())
+        .with_joiners(cfg.reconfig);
+    if let Some(tls) = cfg.security.tls() {
+        crate::net::tls::spawn_reloader(tls, crate::limits::TLS_RELOAD_CHECK);
+    }
+    network
+}
+
+/// Listens on the peer port at `addr` for `peer`; with reconfigEnabled, moves it where the
+/// committed configuration says.
+async fn serve_peer_port<C: CoreInbox>(
+    cfg: &Settings,
+    myid: NodeId,
+    addr: &str,
+    peer: Arc<Peer<C>>,
+    network: &Network,
+    desired: &watch::Receiver<Arc<DynConfig>>,
+    stop: &CancellationToken,
+) -> io::Result<()> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| io::Error::other(format!("cannot listen on the peer port {addr}: {e}")))?;
     let listening = stop.child_token();
     {
         let (peer, network, listening) = (peer.clone(), network.clone(), listening.clone());
         tokio::spawn(async move { serve(listener, peer, &network, listening).await });
     }
     if cfg.reconfig {
-        tokio::spawn(super::reconfig::listen_as_configured(
+        tokio::spawn(super::reconcile::listen_as_configured(
             desired.clone(),
             myid,
-            addr.clone(),
+            addr.to_string(),
             listening,
             peer,
             network.clone(),
             stop.clone(),
         ));
     }
+    Ok(())
+}
 
+/// On a first start: with reconfigEnabled, find the ensemble (or form it with a majority of
+/// zoo.cfg's voters); else every voter forms it with zoo.cfg's voters. On a restart: warn if
+/// zoo.cfg no longer says what the log does.
+async fn form_or_join(
+    raft: &Raft<TypeConfig>,
+    network: &Network,
+    cfg: &Settings,
+    learner: bool,
+    pause: Duration,
+) -> io::Result<()> {
     let mut voters = BTreeMap::new();
     for m in &cfg.members {
         let Some(a) = peer_addr(m) else { continue };
@@ -231,10 +315,9 @@ pub async fn start<C: CoreInbox>(
         .is_initialized()
         .await
         .map_err(|e| io::Error::other(e.to_string()))?;
-    let pause = Duration::from_millis(lease_ms);
     if !initialized && cfg.reconfig {
         // It may be joining an ensemble that runs without it: never form one alone.
-        tokio::spawn(super::reconfig::join(
+        tokio::spawn(super::join::join(
             raft.clone(),
             network.clone(),
             cfg.members.clone(),
@@ -246,70 +329,102 @@ pub async fn start<C: CoreInbox>(
             tracing::info!(error = %e, "ensemble already formed");
         }
     } else if initialized {
-        warn_if_zoo_cfg_differs(&raft, &cfg.members);
+        warn_if_zoo_cfg_differs(raft, &cfg.members);
     }
-    tracing::info!(myid, peer = %addr, members = cfg.members.len(), learner, reconfig = cfg.reconfig, "ensemble member started");
-    tokio::spawn(roles(
-        raft.clone(),
-        core.clone(),
-        myid,
-        RoleInputs {
-            desired: desired.clone(),
-            contacts,
-            info,
-            lease_ms,
-            yielding: yielding.watch(),
-        },
-    ));
+    Ok(())
+}
+
+/// What the member's tasks share once its Raft runs.
+struct Started<C> {
+    raft: Raft<TypeConfig>,
+    core: C,
+    myid: NodeId,
+    network: Network,
+    stop: CancellationToken,
+}
+
+/// What a leadership hand-over needs (transfer.rs).
+struct Handover {
+    timing: super::transfer::Timing,
+    yielding: super::transfer::Yielding,
+    asks: mpsc::UnboundedReceiver<LeadershipAsk>,
+}
+
+/// The tasks that follow Raft's roles and membership: the core's role view, hand-overs, the
+/// membership brought to the configuration, elections, stale learners dropped.
+fn spawn_role_tasks<C: CoreInbox>(
+    s: &Started<C>,
+    cfg: &Settings,
+    inputs: RoleInputs,
+    handover: Handover,
+    floor: i64,
+) {
+    let desired = inputs.desired.clone();
+    let pause = Duration::from_millis(inputs.lease_ms);
+    tokio::spawn(roles(s.raft.clone(), s.core.clone(), s.myid, inputs));
     tokio::spawn(super::transfer::run(
-        raft.clone(),
-        network.clone(),
-        myid,
-        timing,
-        yielding,
-        leadership,
+        s.raft.clone(),
+        s.network.clone(),
+        s.myid,
+        handover.timing,
+        handover.yielding,
+        handover.asks,
     ));
-    tokio::spawn(super::reconfig::reconcile(
-        raft.clone(),
-        network.clone(),
+    tokio::spawn(super::reconcile::reconcile(
+        s.raft.clone(),
+        s.network.clone(),
         desired.clone(),
-        myid,
+        s.myid,
         cfg.reconfig,
         pause,
         floor,
     ));
-    tokio::spawn(election::run(raft.clone(), myid));
+    tokio::spawn(election::run(s.raft.clone(), s.myid));
     if cfg.reconfig {
-        let catch_up =
-            Duration::from_millis(cfg.init_limit.saturating_mul(cfg.tick_time).max(10_000));
-        tokio::spawn(super::reconfig::drop_stale_learners(
-            raft.clone(),
-            desired.clone(),
-            myid,
+        let catch_up = Duration::from_millis(
+            cfg.init_limit
+                .saturating_mul(cfg.tick_time)
+                .max(crate::limits::LEARNER_CATCH_UP_MIN_MS),
+        );
+        tokio::spawn(super::reconcile::drop_stale_learners(
+            s.raft.clone(),
+            desired,
+            s.myid,
             catch_up,
         ));
     }
-    tokio::spawn(stop_with_raft(raft.clone(), core.clone(), stop.clone()));
-    tokio::spawn(stop_on_log_failure(
-        durable.clone(),
-        core.clone(),
-        stop.clone(),
+}
+
+/// The tasks between Raft and the core: stopping the core with Raft or a failed log, the
+/// proposer, the snapshot asks, the forwarder.
+fn spawn_core_links<C: CoreInbox>(
+    s: Started<C>,
+    cfg: &Settings,
+    durable: Durable,
+    propose: mpsc::UnboundedReceiver<Vec<Proposed>>,
+    snapshot: mpsc::Receiver<()>,
+    to_leader: mpsc::Receiver<ToLeader>,
+) {
+    tokio::spawn(stop_with_raft(
+        s.raft.clone(),
+        s.core.clone(),
+        s.stop.clone(),
     ));
-    tokio::spawn(proposer(raft.clone(), propose));
-    tokio::spawn(snapshots(raft.clone(), snapshot));
-    let ttl = Duration::from_millis(cfg.sync_limit.saturating_mul(cfg.tick_time).max(1000));
-    tokio::spawn(forwarder(raft.clone(), network, core, myid, to_leader, ttl));
-    Ok(Running {
-        raft,
-        stop,
-        exit: None,
-    })
+    tokio::spawn(stop_on_log_failure(durable, s.core.clone(), s.stop.clone()));
+    tokio::spawn(proposer(s.raft.clone(), propose));
+    tokio::spawn(snapshots(s.raft.clone(), snapshot));
+    let ttl = Duration::from_millis(
+        cfg.sync_limit
+            .saturating_mul(cfg.tick_time)
+            .max(crate::limits::FORWARD_TTL_MIN_MS),
+    );
+    tokio::spawn(forwarder(s.raft, s.network, s.core, s.myid, to_leader, ttl));
 }
 
 /// A restarted member runs in the membership its log holds; zoo.cfg's server.N lines only
 /// formed the ensemble (and find it when joining). Say so when they disagree.
 fn warn_if_zoo_cfg_differs(raft: &Raft<TypeConfig>, members: &[Member]) {
-    let (voters, _) = super::reconfig::membership(raft);
+    let (voters, _) = super::reconcile::membership(raft);
     let cfg: BTreeSet<NodeId> = members
         .iter()
         .filter(|m| m.role == Role::Participant)

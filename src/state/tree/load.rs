@@ -24,9 +24,6 @@ pub struct TreeLoader {
     paths: Vec<PathInfo>,
 }
 
-/// Snapshot ACL indexes are dense from 0; a larger one is damage, not a reason to allocate.
-const MAX_ACL_INDEX: u32 = 1 << 24;
-
 impl Default for TreeLoader {
     fn default() -> Self {
         Self::new()
@@ -44,7 +41,7 @@ impl TreeLoader {
 
     /// Defines (or redefines) a snapshot ACL index.
     pub fn acl(&mut self, index: u32, entries: Vec<Entry>) -> Result<(), String> {
-        if index >= MAX_ACL_INDEX {
+        if index >= crate::limits::SNAPSHOT_MAX_ACL_INDEX {
             return Err(format!("ACL index {index} out of range"));
         }
         let id = self.tree.acls.intern(entries);

@@ -3,6 +3,9 @@
 //! linked by an in-memory network (`net.rs`), under tokio's paused clock, so that thousands
 //! of short seeded schedules fit in CI time (`schedules_test.rs`). The real WAL-backed log
 //! store is exercised on real time by `chaos_test.rs`.
+//!
+//! Test code only (compiled under `cfg(test)`). Owns: the in-memory log, state machine and
+//! network. May not touch: files, sockets, the wall clock.
 
 mod cluster;
 mod ledger;

@@ -27,9 +27,9 @@ use super::cluster::{Cluster, SNAPSHOT_EVERY};
 use super::ledger::Ledger;
 use crate::ensemble::raft::state_machine::proposal;
 use crate::ensemble::raft::types::NodeId;
-use crate::testkit::{dump, Workload};
+use crate::testkit::Workload;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use palisade_proto::{CreateRequest, Id, JStr, Request, ACL};
+use palisade_proto::Request;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -40,18 +40,7 @@ fn ms(n: u64) -> Duration {
 }
 
 fn create(path: &str) -> Request {
-    Request::Create(CreateRequest {
-        path: JStr::from(path),
-        data: None,
-        acl: Some(vec![ACL {
-            perms: 31,
-            id: Id {
-                scheme: JStr::from("world"),
-                id: JStr::from("anyone"),
-            },
-        }]),
-        flags: 0,
-    })
+    Request::Create(crate::testkit::open_create(path, 0))
 }
 
 /// What one schedule did.
@@ -359,35 +348,12 @@ async fn schedule(n: u64, seed: u64, control: bool) -> Figures {
     );
     let mut states = Vec::new();
     for (id, m) in &c.members {
-        let acked = acked.clone();
-        let (lost, zxid, digest, nodes) =
-            m.sm.sm
-                .with_applier(move |a| {
-                    let lost: Vec<String> = acked
-                        .into_iter()
-                        .filter(|p| a.state.tree.lookup(p).is_none())
-                        .collect();
-                    (
-                        lost,
-                        a.state.zxid(),
-                        a.state.tree.digest(),
-                        dump(&a.state.tree),
-                    )
-                })
-                .await;
-        assert!(
-            lost.is_empty(),
-            "seed {seed} ({n} members, faults {faults}): member {id} lost acknowledged writes {lost:?}"
-        );
-        states.push((*id, zxid, digest, nodes));
+        states.push(crate::testkit::member_state(*id, &m.sm.sm, acked.clone()).await);
     }
-    let (first, zxid, digest, nodes) = &states[0];
-    for (id, z, d, ns) in &states[1..] {
-        let what = format!("seed {seed} ({n} members, faults {faults}): member {id} vs {first}");
-        assert_eq!(z, zxid, "{what}: zxid");
-        assert_eq!(d, digest, "{what}: digest");
-        assert!(ns == nodes, "{what}: trees differ");
-    }
+    crate::testkit::assert_one_state(
+        &states,
+        &format!("seed {seed} ({n} members, faults {faults})"),
+    );
     let f = Figures {
         schedules: 1,
         faults: steps,

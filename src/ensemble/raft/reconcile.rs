@@ -1,21 +1,18 @@
-//! Raft's membership brought to the ensemble's configuration, and servers joining it.
+//! Raft's membership brought to the ensemble's configuration (a new server's join is
+//! join.rs).
 //!
-//! - `reconcile` runs on every member and acts on the leader: each server of the
-//!   configuration (`/zookeeper/config`, core/reconfig.rs) that Raft does not know is added
-//!   as a learner; then, with reconfigEnabled, the voters are made the configuration's
-//!   participants through openraft's joint consensus (`change_membership`, `retain`: a voter
-//!   left out stays a learner — ZooKeeper's removed server that keeps running is a
-//!   non-voting follower), and a server whose address changed gets its new one. Without
-//!   reconfigEnabled only observers are added (the voters are zoo.cfg's, fixed at
-//!   formation). A leader a change leaves out steps down once it is committed (openraft),
-//!   and the voters elect another.
-//! - `join` runs on a server started with reconfigEnabled and an empty log: it asks the
-//!   servers of its zoo.cfg whether an ensemble exists. If one does, the leader makes it a
-//!   learner (ZooKeeper's non-voting follower, synced before `reconfig -add` makes it a
-//!   voter); it never forms its own. Only when a majority of zoo.cfg's voters (itself
-//!   included) answer that none is formed does it form one with them, as at first start.
+//! `reconcile` runs on every member and acts on the leader: each server of the configuration
+//! (`/zookeeper/config`, core/reconfig.rs) that Raft does not know is added as a learner;
+//! then, with reconfigEnabled, the voters are made the configuration's participants through
+//! openraft's joint consensus (`change_membership`, `retain`: a voter left out stays a
+//! learner — ZooKeeper's removed server that keeps running is a non-voting follower), and a
+//! server whose address changed gets its new one. Without reconfigEnabled only observers are
+//! added (the voters are zoo.cfg's, fixed at formation). A leader a change leaves out steps
+//! down once it is committed (openraft), and the voters elect another. `listen_as_configured`
+//! moves this member's own peer port where the configuration says; `drop_stale_learners`
+//! removes joined servers that never catch up.
 
-use super::network::{serve, JoinReply, Network, PeerClient, PeerHandler};
+use super::network::{serve, Network, PeerHandler};
 use super::types::{NodeId, TypeConfig};
 use crate::ensemble::dynamic::DynConfig;
 use crate::ensemble::members::{Member, Role};
@@ -223,76 +220,6 @@ pub async fn listen_as_configured<H: PeerHandler>(
     }
 }
 
-/// The peer side of a join: `id` at `addr` asks this member (raft/peer.rs `Peer`).
-pub async fn answer_join(
-    raft: &Raft<TypeConfig>,
-    me: NodeId,
-    reconfig: bool,
-    id: NodeId,
-    addr: String,
-) -> JoinReply {
-    if !raft.is_initialized().await.unwrap_or(false) {
-        return JoinReply::NotFormed;
-    }
-    let (leader, leader_addr, known) = {
-        let m = raft.metrics();
-        let m = m.borrow();
-        let mem = m.membership_config.membership();
-        let known = mem.nodes().any(|(n, _)| *n == id);
-        let leader = m.current_leader;
-        let leader_addr = leader.and_then(|l| {
-            mem.nodes()
-                .find(|(n, _)| **n == l)
-                .map(|(_, n)| n.addr.clone())
-        });
-        (leader, leader_addr, known)
-    };
-    if known {
-        return JoinReply::Member;
-    }
-    if !reconfig {
-        tracing::warn!(
-            server = id,
-            %addr,
-            "a server asks to join, but reconfigEnabled is off: the membership is zoo.cfg's"
-        );
-        return JoinReply::Later;
-    }
-    match (leader, leader_addr) {
-        (Some(l), _) if l == me => {
-            let joined = {
-                let m = raft.metrics();
-                let m = m.borrow();
-                let mem = m.membership_config.membership();
-                mem.learner_ids().count()
-            };
-            if joined >= crate::limits::PEER_LEARNERS {
-                tracing::warn!(
-                    server = id,
-                    learners = joined,
-                    "a server asks to join, but the ensemble has as many learners as it takes"
-                );
-                return JoinReply::Later;
-            }
-            match raft
-                .add_learner(id, BasicNode::new(addr.clone()), false)
-                .await
-            {
-                Ok(_) => {
-                    tracing::info!(server = id, %addr, "a server joined as a learner (non-voting)");
-                    JoinReply::Added
-                }
-                Err(e) => {
-                    tracing::info!(server = id, error = %e, "cannot add a joining server yet");
-                    JoinReply::Later
-                }
-            }
-        }
-        (Some(l), Some(a)) => JoinReply::Leader { id: l, addr: a },
-        _ => JoinReply::Later,
-    }
-}
-
 /// On the leader: a learner no configuration names (a server that joined) and that stays
 /// more than `LEARNER_LAG_ENTRIES` behind for `catch_up` is removed again, so that joins
 /// that never catch up (or an outsider's) do not hold replication streams for good.
@@ -303,7 +230,7 @@ pub async fn drop_stale_learners(
     catch_up: Duration,
 ) {
     let mut behind_since: BTreeMap<NodeId, tokio::time::Instant> = BTreeMap::new();
-    let mut tick = tokio::time::interval(Duration::from_secs(1).min(catch_up));
+    let mut tick = tokio::time::interval(crate::limits::LEARNER_CHECK.min(catch_up));
     loop {
         tick.tick().await;
         let named: BTreeSet<NodeId> = desired.borrow().members.iter().map(|m| m.id).collect();
@@ -362,85 +289,6 @@ pub async fn drop_stale_learners(
     }
 }
 
-/// On a server with reconfigEnabled and an empty log: find the ensemble, or form it with a
-/// majority of zoo.cfg's voters that have none (see the module's notes).
-pub async fn join(raft: Raft<TypeConfig>, network: Network, members: Vec<Member>, pause: Duration) {
-    let me = network.me;
-    let Some(my_addr) = members.iter().find(|m| m.id == me).and_then(peer_addr) else {
-        return;
-    };
-    let voters: BTreeMap<NodeId, BasicNode> = members
-        .iter()
-        .filter(|m| m.role == Role::Participant)
-        .filter_map(|m| peer_addr(m).map(|a| (m.id, BasicNode::new(a))))
-        .collect();
-    let mut peers: Vec<(NodeId, PeerClient)> = members
-        .iter()
-        .filter(|m| m.id != me)
-        .filter_map(|m| peer_addr(m).map(|a| (m.id, network.client(m.id, a))))
-        .collect();
-    let ttl = pause.max(Duration::from_millis(200));
-    let mut logged = false;
-    let mut warned: Option<tokio::time::Instant> = None;
-    loop {
-        if raft.is_initialized().await.unwrap_or(true) {
-            return;
-        }
-        let mut refusal = None;
-        let mut not_formed = BTreeSet::new();
-        let mut leader = None;
-        let mut in_ensemble = false;
-        for (id, c) in peers.iter_mut() {
-            match c.join(me, my_addr.clone(), ttl).await {
-                Ok(JoinReply::NotFormed) => {
-                    not_formed.insert(*id);
-                }
-                Ok(JoinReply::Member) | Ok(JoinReply::Added) => in_ensemble = true,
-                Ok(JoinReply::Leader { id, addr }) => leader = Some((id, addr)),
-                Ok(JoinReply::Later) => {}
-                Err(e) => refusal = Some(e),
-            }
-        }
-        if let (false, Some((id, addr))) = (in_ensemble, leader) {
-            let mut c = network.client(id, addr);
-            in_ensemble = matches!(
-                c.join(me, my_addr.clone(), ttl).await,
-                Ok(JoinReply::Added) | Ok(JoinReply::Member)
-            );
-        }
-        // Said now and then: a server no configuration names is refused without a credential
-        // (link/mod.rs), and the operator must learn why it never joins.
-        if let (false, Some(e)) = (in_ensemble, refusal) {
-            if warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(30)) {
-                tracing::warn!(error = %e, "cannot join the ensemble yet");
-                warned = Some(tokio::time::Instant::now());
-            }
-        }
-        if in_ensemble {
-            if !logged {
-                tracing::info!("joined an ensemble: waiting for its leader's log");
-                logged = true;
-            }
-        } else if voters.contains_key(&me) {
-            let agree = voters
-                .keys()
-                .filter(|v| **v == me || not_formed.contains(v))
-                .count();
-            if agree > voters.len() / 2 {
-                tracing::info!(
-                    voters = voters.len(),
-                    "a majority of zoo.cfg's voters has no ensemble: forming one"
-                );
-                if let Err(e) = raft.initialize(voters.clone()).await {
-                    tracing::info!(error = %e, "ensemble already formed");
-                }
-                return;
-            }
-        }
-        tokio::time::sleep(pause).await;
-    }
-}
-
 #[cfg(test)]
-#[path = "reconfig_test.rs"]
+#[path = "reconcile_test.rs"]
 mod tests;

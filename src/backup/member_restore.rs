@@ -14,7 +14,7 @@
 //! empty data dirs and `reconfig -add`, as after a permanent loss of the quorum.
 
 use crate::config::Config;
-use crate::ensemble::raft::reconfig::peer_addr;
+use crate::ensemble::raft::reconcile::peer_addr;
 use crate::ensemble::raft::snapshot_buf::SnapshotBuf;
 use crate::ensemble::raft::state_machine::{Applier, PendingImage};
 use crate::ensemble::raft::storage;
@@ -75,7 +75,10 @@ impl Target {
             addr,
             data_dir: cfg.data_dir.clone(),
             raft_dir,
-            segment_bytes: cfg.pre_alloc_size_kb.saturating_mul(1024).max(1 << 20),
+            segment_bytes: cfg
+                .pre_alloc_size_kb
+                .saturating_mul(1024)
+                .max(crate::limits::RAFT_SEGMENT_MIN),
         })
     }
 }
@@ -86,7 +89,7 @@ pub fn write(state: &State, t: &Target) -> Result<u64, String> {
         crate::durability::datadir::load_identity(&t.data_dir, std::slice::from_ref(&t.raft_dir))
             .map_err(|e| e.to_string())?;
     let epoch = u64::try_from(state.zxid() >> 32).unwrap_or(0);
-    let term = epoch.clamp(1, crate::ensemble::raft::peer::MAX_TERM);
+    let term = epoch.clamp(1, crate::limits::PEER_MAX_TERM);
     let at = LogId::new(CommittedLeaderId::new(term, t.myid), 1);
     let alone = Membership::new(
         vec![BTreeSet::from([t.myid])],
