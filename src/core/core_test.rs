@@ -8,7 +8,7 @@ use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use palisade_wal::RecordKind;
 use std::sync::mpsc as std_mpsc;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 struct Harness {
     core: Core,
@@ -425,8 +425,9 @@ fn reaper_removes_used_empty_containers_and_expired_ttl_nodes() {
         .drain()
         .iter()
         .all(|m| matches!(m, Msg::Reply { err: 0, .. })));
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    h.core.handle(CoreMsg::Tick);
+    // The TTL (1 ms) has passed: the engine is stepped at a time chosen, with no sleep.
+    let later = h.core.now.plus_ms(5);
+    h.core.step(later, CoreMsg::Tick);
     h.durable();
     assert!(h.core.state.tree.lookup("/used").is_none());
     assert!(h.core.state.tree.lookup("/ttl").is_none());

@@ -5,14 +5,13 @@
 use super::conns::Conn;
 use super::msg::{Out, OutTx};
 use super::pending::{Awaiting, Waiter};
-use super::{reply, wall_ms, Core};
+use super::{reply, Core};
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
 use bytes::Bytes;
 use palisade_proto::ConnectRequest;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::time::Instant;
 use tokio::sync::oneshot;
 
 /// Compares two byte strings in time that depends on their lengths only, so that a wrong
@@ -137,6 +136,7 @@ impl Core {
                 id,
             });
         }
+        let established = self.now.wall_ms;
         let new_conn = |session| Conn {
             out: out.clone(),
             session,
@@ -148,7 +148,7 @@ impl Core {
             last_zxid: 0,
             timeout,
             seen_written: 0,
-            established: super::wall_ms(),
+            established,
             sasl: Default::default(),
             null_token_sent: false,
         };
@@ -180,12 +180,12 @@ impl Core {
                 self.forward(conn, id, 0, what, awaiting);
                 return;
             }
-            let txn = self.prep.create_session(id, timeout, wall_ms());
+            let txn = self.prep.create_session(id, timeout, self.now.wall_ms);
             let waiter = Waiter {
                 conn,
                 zxid: Some(txn.header.zxid),
                 awaiting,
-                at: Instant::now(),
+                at: self.now.mono,
             };
             self.submit(txn, Some(waiter));
             return;

@@ -66,7 +66,10 @@ impl Core {
         s.push("approximate_data_size", int64(tree.approximate_data_size()));
         s.push("open_file_descriptor_count", Value::Gauge(fd_open));
         s.push("local_sessions", Value::Gauge(0));
-        s.push("uptime", int64(self.started.elapsed().as_millis() as u64));
+        s.push(
+            "uptime",
+            int64(self.now.since(self.started).as_millis() as u64),
+        );
         s.push("max_latency", int64(st.latency_max));
         s.push("outstanding_tls_handshake", Value::Gauge(0));
         s.push("min_client_response_size", Value::Gauge(min));
