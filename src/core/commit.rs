@@ -96,7 +96,7 @@ impl Core {
         }
         let frame = self.connect_reply(Some((session, timeout)), read_only);
         if let Some(c) = self.conns.get(&w.conn) {
-            let _ = c.out.send(Out::Bytes(frame));
+            self.outbox.send(&c.out, Out::Bytes(frame));
         }
         let _ = ready.send(true);
     }

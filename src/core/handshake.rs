@@ -71,33 +71,33 @@ impl Core {
         let ro = self.read_only();
         if !self.serving() && !ro {
             tracing::info!(%peer, "not serving: no leader yet; closing");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
         if self.restoring() {
             tracing::info!(%peer, "not serving: a restore is in progress; closing");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
         // Read-only mode (read_only.rs): only read-only clients, and only local sessions.
         if ro && req.read_only != Some(true) {
             tracing::info!(%peer, "read-only mode: refusing a client that is not read-only");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
         if ro && self.state.sessions().contains_key(&req.session_id) {
             tracing::info!(%peer, session = format_args!("{:#x}", req.session_id), "read-only mode: refusing a session of the ensemble");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
         let ours = self.state.zxid();
         if req.last_zxid_seen > ours {
             tracing::info!(%peer, seen = format_args!("{:#x}", req.last_zxid_seen), ours = format_args!("{ours:#x}"), "client has seen a later zxid; closing");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
@@ -163,7 +163,7 @@ impl Core {
             self.add_local_session(id);
             self.conns.insert(conn, new_conn(id));
             let frame = self.connect_reply(Some((id, timeout)), read_only);
-            let _ = out.send(Out::Bytes(frame));
+            self.outbox.send(&out, Out::Bytes(frame));
             let _ = ready.send(true);
             return;
         }
@@ -200,8 +200,9 @@ impl Core {
                 || (self.cfg.zookeeper_sessions.contains(&id)
                     && same_bytes(given, &palisade_zkdisk::session::zk_password(id))));
         if !valid {
-            let _ = out.send(Out::Bytes(self.connect_reply(None, read_only)));
-            let _ = out.send(Out::Close);
+            self.outbox
+                .send(&out, Out::Bytes(self.connect_reply(None, read_only)));
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
@@ -215,9 +216,10 @@ impl Core {
             s.timeout_ms = timeout;
         }
         self.liveness.touch(id, now);
-        let _ = out.send(Out::Bytes(
-            self.connect_reply(Some((id, timeout)), read_only),
-        ));
+        self.outbox.send(
+            &out,
+            Out::Bytes(self.connect_reply(Some((id, timeout)), read_only)),
+        );
         let _ = ready.send(true);
     }
 

@@ -31,6 +31,7 @@ pub mod member;
 mod msg;
 mod namespaces;
 mod now;
+pub mod outbox;
 mod pending;
 mod raft_snapshot;
 pub(crate) mod read;
@@ -43,7 +44,6 @@ mod sample;
 mod sasl;
 mod shed;
 mod snapshots;
-pub mod staged;
 mod stats;
 pub mod watch;
 
@@ -106,6 +106,8 @@ pub struct Core {
     pub(crate) liveness: Liveness,
     prep: Prepper,
     pub(crate) conns: HashMap<ConnId, Conn>,
+    /// What this turn sends to connections, staged for the runtime to write (outbox.rs).
+    pub(crate) outbox: outbox::Outbox,
     /// Connections whose reads are held back until their output drains.
     held: HashSet<ConnId>,
     pending: PendingWrites,
@@ -148,6 +150,7 @@ impl Core {
             liveness,
             prep,
             conns: HashMap::new(),
+            outbox: outbox::Outbox::default(),
             held: HashSet::new(),
             pending: PendingWrites::default(),
             inflight: VecDeque::new(),

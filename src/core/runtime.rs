@@ -40,7 +40,7 @@ impl Core {
     /// if one is in progress (so a capture advances between batches, and while idle).
     pub fn run(mut self, mut inbox: mpsc::Receiver<CoreMsg>) {
         let mut spinner = spin::Spinner::new(self.cfg.spin_wait);
-        super::staged::begin();
+        self.outbox.stage_turns();
         loop {
             let first = if self.capturing() {
                 match inbox.try_recv() {
@@ -95,12 +95,12 @@ impl Core {
         );
     }
 
-    /// Writes the output this turn staged (`staged.rs`). A direct write can bring a held
+    /// Has net write the output this turn staged (`outbox.rs`, net/direct.rs). A direct write can bring a held
     /// connection back under its budget, as its writer's `Drained` would: its held reads run
     /// now, and what they answer is written in the same way.
     fn flush_output(&mut self) {
         for _ in 0..crate::limits::CORE_TURN_MESSAGES {
-            let lifted = super::staged::flush();
+            let lifted = self.outbox.write();
             if lifted.is_empty() {
                 return;
             }
@@ -113,7 +113,7 @@ impl Core {
         }
         // Not reached in practice; whatever is still staged goes out, and the tick looks at
         // held connections again.
-        let lifted = super::staged::flush();
+        let lifted = self.outbox.write();
         self.held.extend(lifted.conns);
     }
 }

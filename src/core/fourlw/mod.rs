@@ -49,8 +49,8 @@ impl Core {
             return;
         }
         let text = self.four_letter(word, peer);
-        let _ = out.send(Out::Bytes(bytes::Bytes::from(text)));
-        let _ = out.send(Out::Close);
+        self.outbox.send(&out, Out::Bytes(bytes::Bytes::from(text)));
+        self.outbox.send(&out, Out::Close);
     }
 
     pub(crate) fn four_letter(&mut self, word: FourLetterWord, peer: SocketAddr) -> String {
