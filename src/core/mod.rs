@@ -24,6 +24,7 @@ mod commit;
 mod conns;
 pub mod fourlw;
 mod handshake;
+pub mod host;
 mod intake;
 mod leader;
 pub mod liveness;
@@ -124,6 +125,10 @@ pub struct Core {
     pub(crate) now: Now,
     /// Random choices, from the seed the runtime handed in.
     rng: fastrand::Rng,
+    /// The host's facts the runtime read at startup (host.rs).
+    pub(crate) host: host::HostInfo,
+    /// The host's facts the runtime read for the input being handled (a 4lw, an admin query).
+    pub(crate) probe: host::HostProbe,
     pub(crate) stats: Stats,
     pub(crate) metrics: CoreMetrics,
     /// Shutdown was asked for: stop once no txn is in flight.
@@ -161,6 +166,8 @@ impl Core {
             started: now.mono,
             now,
             rng: fastrand::Rng::with_seed(seed),
+            host: host::HostInfo::default(),
+            probe: host::HostProbe::default(),
             stats: Stats::default(),
             metrics: CoreMetrics::default(),
             stopping: false,

@@ -15,6 +15,7 @@
 //! holds nothing, and once a batch is handed to the writer, everything after that batch goes
 //! to the writer too until the writer has written it all.
 
+use super::host::HostTask;
 use super::msg::{Out, OutTx};
 use crate::core::watch::ConnId;
 use crate::limits::WRITE_BATCH;
@@ -85,11 +86,13 @@ impl Lifted {
     }
 }
 
-/// The engine's outbox: this turn's connections with staged output.
+/// The engine's outbox: this turn's connections with staged output, and the work it asks of
+/// the runtime off the core thread.
 #[derive(Debug, Default)]
 pub struct Outbox {
     staging: bool,
     turn: Vec<OutTx>,
+    tasks: Vec<HostTask>,
 }
 
 impl Outbox {
@@ -113,6 +116,16 @@ impl Outbox {
         if tx.hand(o).is_err() {
             tx.budget.release(w);
         }
+    }
+
+    /// Asks the runtime for work off the core thread (at the turn's end).
+    pub fn task(&mut self, t: HostTask) {
+        self.tasks.push(t);
+    }
+
+    /// The work asked for this turn.
+    pub fn take_tasks(&mut self) -> Vec<HostTask> {
+        std::mem::take(&mut self.tasks)
     }
 
     /// Has each connection's writer write what this turn staged for it.

@@ -1,9 +1,12 @@
 //! The core thread's runtime: the one part of the core that does I/O. It owns the inbox
 //! (spinning, then parking, while it is empty: spin.rs), reads the clock once per step and
 //! hands the time to the engine with each input, seeds the engine's random choices, and
-//! routes the engine's output at the end of each turn (the direct socket write: net/direct.rs).
-//! Everything else in src/core is the engine, which reads no clock, draws no random number and
-//! touches no file, socket or thread-local (tests/layering.rs checks it).
+//! routes the engine's output at the end of each turn (the direct socket write: net/direct.rs;
+//! the work it asks off the core thread: host.rs), and reads the host's facts the engine
+//! reports (host.rs). Everything else in src/core is the engine, which reads no clock, draws
+//! no random number and touches no file, socket or thread-local (tests/layering.rs checks it).
+
+mod host;
 
 use super::{Core, CoreConfig, CoreMsg, Now};
 use crate::durability::Durability;
@@ -31,8 +34,20 @@ impl Now {
 
 impl Core {
     /// An engine starting now, its random choices seeded from the system's random source.
+    /// The host's facts it reports (`envi`) are read now.
     pub fn new(cfg: CoreConfig, log: Box<dyn Durability + Send>) -> Self {
-        Core::start(cfg, log, Now::read(), fastrand::u64(..))
+        let mut core = Core::start(cfg, log, Now::read(), fastrand::u64(..));
+        core.host = host::info();
+        core
+    }
+
+    /// Steps the engine on one input, at the time read now; an input that reports on the
+    /// host (a four-letter word, an admin query or scrape) comes with a fresh reading of it.
+    fn input(&mut self, msg: CoreMsg) -> bool {
+        if matches!(msg, CoreMsg::FourLetter { .. } | CoreMsg::Admin(_)) {
+            self.probe = host::probe();
+        }
+        self.step(Now::read(), msg)
     }
 
     /// Runs until Shutdown (or every sender is gone): drains whatever is queued, hands the
@@ -70,11 +85,11 @@ impl Core {
             };
             let mut stop = false;
             if let Some(first) = first {
-                stop = self.step(Now::read(), first);
+                stop = self.input(first);
                 let mut n = 1;
                 while !stop && n < crate::limits::CORE_TURN_MESSAGES {
                     match inbox.try_recv() {
-                        Ok(m) => stop = self.step(Now::read(), m),
+                        Ok(m) => stop = self.input(m),
                         Err(_) => break,
                     }
                     n += 1;
@@ -99,6 +114,9 @@ impl Core {
     /// connection back under its budget, as its writer's `Drained` would: its held reads run
     /// now, and what they answer is written in the same way.
     fn flush_output(&mut self) {
+        for t in self.outbox.take_tasks() {
+            host::run(t);
+        }
         for _ in 0..crate::limits::CORE_TURN_MESSAGES {
             let lifted = self.outbox.write();
             if lifted.is_empty() {
