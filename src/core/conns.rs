@@ -7,10 +7,10 @@ use super::Core;
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
 use crate::limits::WRITE_BATCH;
+use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request};
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::time::Instant;
 
 /// One request of a connection, in arrival order.

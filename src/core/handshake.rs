@@ -8,10 +8,10 @@ use super::pending::{Awaiting, Waiter};
 use super::{reply, Core};
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
+use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::ConnectRequest;
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use tokio::sync::oneshot;
 
 /// Compares two byte strings in time that depends on their lengths only, so that a wrong

@@ -8,6 +8,14 @@
 //! of pending changes), handed to the log in batches, and committed in zxid order when the log
 //! reports them durable; each commit queues its watch events before its reply.
 //!
+//! The engine and its runtime. Everything here but `runtime/` is the engine (`Core`): it steps
+//! on one input at a time (`Core::step(Now, CoreMsg)`) and pushes what it sends to
+//! connections into its `Outbox` (outbox.rs). `runtime/` is the core thread's loop: it owns
+//! the inbox (spinning, then parking), reads the clock once per step (`Now`, now.rs) and the
+//! host's facts the engine reports (host.rs), seeds the engine's random choices, and at each
+//! turn's end has net write the outbox (net/direct.rs) and runs the work the engine asked off
+//! the core thread.
+//!
 //! The parts, each its own file: `conns` (the connection registry and slot queues),
 //! `handshake`, `intake` (requests in: reads run, writes prepped), `pending` (writes waiting
 //! for their txn), `commit` (apply, events, replies), `read`, `liveness` (session deadlines
@@ -17,6 +25,9 @@
 //!
 //! Owns: the state (through `state::State::apply` only), connections, watches, liveness,
 //! the overlay (through `prep`). May not touch: files (durability does), sockets (net does).
+//! The engine also reads no clock, draws no random number from the system, keeps no
+//! thread-local and starts no thread: those are the runtime's (tests/layering.rs checks it;
+//! the tokio channel ends the engine still holds are listed there, with why).
 
 pub mod admin;
 mod backup;

@@ -3,9 +3,9 @@
 
 use super::outbox::{Direct, DirectWriter};
 use crate::core::watch::ConnId;
+use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::{ConnectRequest, DecodeError, FourLetterWord, Request};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Notify};

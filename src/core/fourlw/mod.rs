@@ -11,9 +11,9 @@ mod watches;
 
 use crate::core::host::HostTask;
 use crate::core::{Core, Out, OutTx};
+use ::core::net::SocketAddr;
 use palisade_proto::FourLetterWord;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 
 /// The version string clients and monitoring parse (`zookeeper.version=3.8.0-...`).
 pub const VERSION: &str = concat!("3.8.0-palisade-", env!("CARGO_PKG_VERSION"));
