@@ -441,6 +441,36 @@ fn reaper_removes_used_empty_containers_and_expired_ttl_nodes() {
     );
 }
 
+/// The engine steps on the time it is handed (issue 36): a silent session expires on the
+/// first tick at its deadline, not on the tick before, and its ephemeral goes with it — with
+/// no sleep and no thread.
+#[test]
+fn a_silent_session_expires_on_the_first_tick_at_its_deadline() {
+    let mut h = Harness::new();
+    let mut a = h.connect();
+    h.send(&a, 1, create("/e", 1));
+    h.durable();
+    assert!(matches!(a.drain().as_slice(), [Msg::Reply { err: 0, .. }]));
+    let session = h.core.conns[&a.conn].session;
+    let start = h.core.now;
+    let deadline = h.core.liveness.get(session).map(|s| s.deadline_ms);
+    let left = deadline.expect("a live session") - h.core.now_ms();
+    h.core.step(start.plus_ms(left - 1), CoreMsg::Tick);
+    h.durable();
+    assert!(
+        h.core.state.sessions().contains_key(&session),
+        "not due yet"
+    );
+    assert!(h.core.state.tree.lookup("/e").is_some());
+    h.core.step(start.plus_ms(left), CoreMsg::Tick);
+    h.durable();
+    assert!(!h.core.state.sessions().contains_key(&session), "expired");
+    assert!(
+        h.core.state.tree.lookup("/e").is_none(),
+        "its ephemeral is gone"
+    );
+}
+
 #[test]
 fn shutdown_finishes_in_flight_writes_first() {
     let mut h = Harness::new();
