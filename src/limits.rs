@@ -365,3 +365,22 @@ pub const METRICS_NAMESPACE_KEY_BYTES: usize = 128;
 
 /// Observations each namespace key's 0.5 quantile is taken over (the sets' only percentile).
 pub const METRICS_NAMESPACE_WINDOW: usize = 64;
+
+// `palisade observe-zookeeper` (src/migrate/observe/): an observer of a ZooKeeper ensemble.
+
+/// A connection attempt to one participant's quorum port gives up after this: a listening
+/// leader on a LAN answers in milliseconds, and the hunt tries the next one.
+pub const OBSERVER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Between two rounds over every participant: an election takes ZooKeeper a few hundred
+/// milliseconds at least, so a tighter loop would only burn connection attempts.
+pub const OBSERVER_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Bytes read from the leader per read call (the decoder bounds what it buffers).
+pub const OBSERVER_READ_CHUNK: usize = 64 << 10;
+
+/// Up to this many znodes the mirror checks ZooKeeper's digest after every txn (a check walks
+/// the whole tree: 20,000 nodes is about a millisecond); past it, one txn in
+/// `OBSERVER_DIGEST_EVERY_LARGE`.
+pub const OBSERVER_DIGEST_ALL_UP_TO_NODES: usize = 20_000;
+pub const OBSERVER_DIGEST_EVERY_LARGE: u64 = 1_000;

@@ -404,6 +404,7 @@ fn core_config(
         container_check_ms: cfg.container_check_interval_ms,
         spin_wait,
         zookeeper_sessions: crate::migrate::import::imported_sessions(&cfg.data_dir),
+        restore_reader: crate::migrate::import::from_stream,
         auth,
         reconfig_enabled: cfg.reconfig_enabled,
         standalone_enabled: cfg.standalone_enabled,

@@ -1,7 +1,8 @@
 //! The layout's promise (ARCHITECTURE.md): `src/` reads as net → core → prep → state and
 //! core → durability → state, with no import circles between its top-level modules. This
 //! reads every non-test source file's `crate::` paths and checks the graph, so a new import
-//! that breaks the layering fails here rather than in a reader's head.
+//! that breaks the layering fails here rather than in a reader's head. Inside src/core, the
+//! engine does no I/O: only the runtime's files may (`the_engine_does_no_io`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -326,4 +327,157 @@ fn only_state_mutates_the_tree() {
 fn the_mutator_scanner_sees_multi_line_signatures() {
     let code = "pub fn a(&self) {}\npub fn b(\n    &mut self,\n    x: u32,\n) {}\npub(crate) fn c(&mut self);\npub(in crate::state) fn d(&mut self) {}\nfn e(&mut self) {}";
     assert_eq!(public_mutators(code), vec!["pub fn b(", "pub(crate) fn c("]);
+}
+
+/// The core's runtime: the files of src/core that may do I/O (issue 36). Everything else in
+/// src/core is the engine, which steps on inputs and pushes outputs into its outbox.
+const CORE_RUNTIME: &[&str] = &["runtime/mod.rs", "runtime/host.rs"];
+
+/// What the engine may not use, by what it is: it reads no clock and draws no random number
+/// (time and randomness are inputs: `Now`, a seed), touches no file or socket, keeps nothing
+/// in a thread-local, starts no thread and reads no process environment.
+const ENGINE_FORBIDDEN: &[(&str, &str)] = &[
+    ("tokio::", "tokio"),
+    ("std::fs", "files"),
+    ("std::net", "sockets"),
+    ("std::thread", "threads"),
+    ("std::process", "processes"),
+    ("Instant::now", "the clock"),
+    ("SystemTime", "the clock"),
+    (".elapsed()", "the clock"),
+    ("thread_local!", "a thread-local"),
+    ("rand::", "a random source"),
+    ("fastrand::u", "a random source (the global generator)"),
+    ("fastrand::i", "a random source (the global generator)"),
+    ("fastrand::f", "a random source (the global generator)"),
+    (
+        "fastrand::shuffle",
+        "a random source (the global generator)",
+    ),
+    ("fastrand::choice", "a random source (the global generator)"),
+    ("fastrand::bool", "a random source (the global generator)"),
+    (
+        "fastrand::alphanumeric",
+        "a random source (the global generator)",
+    ),
+    (
+        "Rng::new(",
+        "a random source (a generator seeded from the system)",
+    ),
+    ("std::env::var", "the process environment"),
+    ("std::env::current_dir", "the process environment"),
+    ("std::env::temp_dir", "the process environment"),
+];
+
+/// The engine files that still hold tokio channel ends, each with why (issue 36 item 1 is
+/// to replace them with reply tokens in the outbox, routed by the runtime). A file not listed
+/// here may not gain one; a listed file that no longer needs it must leave the list.
+const ENGINE_TOKIO_HOLDOVERS: &[(&str, &str)] = &[
+    (
+        "msg.rs",
+        "the inbox message type carries the senders' reply ends (Connect.ready, Committed.ack, Forwarded, Image, Install), and OutTx is a connection's writer channel (mpsc, Notify, CancellationToken)",
+    ),
+    (
+        "admin.rs",
+        "Query's reply ends (oneshot), answered by the engine",
+    ),
+    (
+        "backup.rs",
+        "the `snapshot` command's reply ends, answered when the capture ends",
+    ),
+    (
+        "raft_snapshot.rs",
+        "the Raft side's reply end for an image, answered when the capture ends",
+    ),
+    (
+        "restore.rs",
+        "the `restore` command's reply end, answered when the swap is done",
+    ),
+    (
+        "ensemble_restore.rs",
+        "the `restore` command's reply end on an ensemble member (oneshot), answered when the commit or abort applies; its parts go to the forwarder's bounded channel (try_send)",
+    ),
+    (
+        "handshake.rs",
+        "a connection's `ready` end, answered when its session is made",
+    ),
+    (
+        "pending.rs",
+        "a handshake's `ready` end, held while its createSession commits",
+    ),
+    (
+        "member.rs",
+        "the links to consensus: the proposal and forward channels, the snapshot ask, the desired-config watch, oneshot asks to the Raft side",
+    ),
+];
+
+/// Whether `code` uses `pat` as a path (not as the tail of a longer name: `fastrand::` is not
+/// `rand::`).
+fn uses(code: &str, pat: &str) -> bool {
+    code.match_indices(pat).any(|(i, _)| {
+        let before = code[..i].chars().next_back();
+        !pat.starts_with(|c: char| c.is_ascii_alphanumeric())
+            || !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// Every engine file's forbidden uses, as "file: what (pattern)".
+fn engine_io(core: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    sources(core, &mut files);
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| !is_test_file(f)) {
+        let rel = f
+            .strip_prefix(core)
+            .expect("under src/core")
+            .to_string_lossy()
+            .replace('\\', "/");
+        if CORE_RUNTIME.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).expect("read source");
+        let code = code(&text);
+        for (pat, what) in ENGINE_FORBIDDEN {
+            let holdover =
+                *pat == "tokio::" && ENGINE_TOKIO_HOLDOVERS.iter().any(|(h, _)| *h == rel);
+            if uses(&code, pat) && !holdover {
+                bad.push(format!("src/core/{rel}: {what} ({pat})"));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn the_engine_does_no_io() {
+    let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
+    for f in CORE_RUNTIME {
+        assert!(
+            core.join(f).is_file(),
+            "runtime file src/core/{f} not found"
+        );
+    }
+    let bad = engine_io(&core);
+    assert!(
+        bad.is_empty(),
+        "the engine (src/core outside {CORE_RUNTIME:?}) does I/O; hand it in from the runtime or push it to the outbox:\n{}",
+        bad.join("\n")
+    );
+    for (f, why) in ENGINE_TOKIO_HOLDOVERS {
+        let text = std::fs::read_to_string(core.join(f)).expect("a listed holdover");
+        assert!(
+            uses(&code(&text), "tokio::"),
+            "src/core/{f} no longer uses tokio ({why}): take it off ENGINE_TOKIO_HOLDOVERS"
+        );
+    }
+}
+
+#[test]
+fn the_engine_scanner_tells_paths_from_longer_names() {
+    assert!(uses("let x = rand::random();", "rand::"));
+    assert!(!uses("let r = fastrand::Rng::with_seed(1);", "rand::"));
+    assert!(uses("fastrand::u64(0..9)", "fastrand::u"));
+    assert!(!uses("fastrand::Rng::with_seed(s)", "fastrand::u"));
+    assert!(uses("at.elapsed()", ".elapsed()"));
+    assert!(!uses(&code("// Instant::now()"), "Instant::now"));
 }

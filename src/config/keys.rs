@@ -297,7 +297,7 @@ pub const KEYS: &[Key] = &[
     key!("metricsProvider.exportJvmInfo", Bool, "true", None, Admin, "Accepted; there is no JVM to describe.", |c| c.admin.export_jvm_info.to_string()),
     key!("admin.rateLimiterIntervalInMS", Int, "300000", None, Admin, "At most one `snapshot` (online backup) per this many ms (ZooKeeper 3.9 reads it in microseconds for `snapshot`, a unit slip); 0: no limit.", |c| c.admin.rate_limiter_interval_ms.to_string()),
     key!("admin.snapshot.enabled", Bool, "true", None, Admin, "The `snapshot` command (online backup) runs; 503 otherwise.", |c| c.admin.snapshot_enabled.to_string()),
-    key!("admin.restore.enabled", Bool, "true", None, Admin, "The `restore` command (online restore into a standalone server) runs; 503 otherwise. ZooKeeper reads it as the system property zookeeper.admin.restore.enabled.", |c| c.admin.restore_enabled.to_string()),
+    key!("admin.restore.enabled", Bool, "true", None, Admin, "The `restore` command (online restore into a standalone server, or through the Raft log into an ensemble) runs; 503 otherwise. ZooKeeper reads it as the system property zookeeper.admin.restore.enabled.", |c| c.admin.restore_enabled.to_string()),
     key!("admin.forceHttps", Bool, "false", None, Admin, "The AdminServer speaks HTTPS only, with the `ssl.quorum.*` stores (as ZooKeeper).", |c| c.admin.force_https.to_string()),
     key!("admin.portUnification", Bool, "false", None, Admin, "The AdminServer takes HTTP and HTTPS on its one port.", |c| c.admin.port_unification.to_string()),
     key!("admin.needClientAuth", Bool, "false", None, Admin, "HTTPS callers must present a certificate the `ssl.quorum.trustStore` trusts (otherwise one is asked for, optional, for `x509` auth).", |c| c.admin.need_client_auth.to_string()),

@@ -208,7 +208,7 @@ impl Core {
                 "max_latency": s.latency_max,
                 "min_latency": s.latency_min,
                 "num_alive_client_connections": self.conns.len(),
-                "uptime": self.started.elapsed().as_millis() as u64,
+                "uptime": self.now.since(self.started).as_millis() as u64,
                 "auth_failed_count": self.metrics.auth_failed,
                 "non_mtlsremote_conn_count": 0,
                 "non_mtlslocal_conn_count": 0,

@@ -41,7 +41,7 @@ impl Core {
             image,
             txns: Vec::new(),
             waiting: vec![reply],
-            started: Instant::now(),
+            started: self.now.mono,
         });
     }
 
@@ -79,7 +79,7 @@ impl Core {
             end = format_args!("{end:#x}"),
             nodes = trailer.node_count,
             bytes = out.len(),
-            ms = c.started.elapsed().as_millis() as u64,
+            ms = self.now.since(c.started).as_millis() as u64,
             "backup captured"
         );
         let mut waiting = c.waiting;

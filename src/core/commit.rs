@@ -6,7 +6,7 @@ use super::pending::{Awaiting, Waiter};
 use super::{reply, Core, Out};
 use crate::acl;
 use crate::core::watch::{ON_CHILDREN, ON_DATA, ON_DELETE};
-use crate::durability::digest_record::DIGEST_EVERY;
+use crate::limits::DIGEST_EVERY;
 use crate::state::{Change, Effects, SessionEffect};
 use palisade_proto::{EventType, Txn};
 
@@ -96,7 +96,7 @@ impl Core {
         }
         let frame = self.connect_reply(Some((session, timeout)), read_only);
         if let Some(c) = self.conns.get(&w.conn) {
-            let _ = c.out.send(Out::Bytes(frame));
+            self.outbox.send(&c.out, Out::Bytes(frame));
         }
         let _ = ready.send(true);
     }

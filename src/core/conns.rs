@@ -7,10 +7,10 @@ use super::Core;
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
 use crate::limits::WRITE_BATCH;
+use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request};
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::time::Instant;
 
 /// One request of a connection, in arrival order.
@@ -73,9 +73,9 @@ impl Core {
             // a buffer the size of the largest reply it ever sent.
             while frame.len() > WRITE_BATCH {
                 let part = frame.split_to(WRITE_BATCH);
-                let _ = c.out.send(Out::Bytes(part));
+                self.outbox.send(&c.out, Out::Bytes(part));
             }
-            let _ = c.out.send(Out::Reply(frame));
+            self.outbox.send(&c.out, Out::Reply(frame));
         }
     }
 
@@ -88,7 +88,7 @@ impl Core {
         };
         let budget = &c.out.budget;
         if budget.queued_events().saturating_add(frame.len()) <= budget.limit() {
-            let _ = c.out.send(Out::Event(frame));
+            self.outbox.send(&c.out, Out::Event(frame));
             return;
         }
         tracing::warn!(
@@ -114,7 +114,7 @@ impl Core {
                 // reached: end the connection's tasks now.
                 c.out.budget.cancel.cancel();
             } else if close {
-                let _ = c.out.send(Out::Close);
+                self.outbox.send(&c.out, Out::Close);
             }
             if let Some(s) = self.liveness.get_mut(c.session) {
                 if s.conn == Some(conn) {

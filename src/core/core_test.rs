@@ -8,7 +8,7 @@ use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use palisade_wal::RecordKind;
 use std::sync::mpsc as std_mpsc;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 struct Harness {
     core: Core,
@@ -56,6 +56,7 @@ pub(super) fn cfg() -> CoreConfig {
         container_check_ms: 0,
         spin_wait: std::time::Duration::ZERO,
         zookeeper_sessions: Default::default(),
+        restore_reader: crate::migrate::import::from_stream,
         auth: Default::default(),
         reconfig_enabled: false,
         standalone_enabled: true,
@@ -425,8 +426,9 @@ fn reaper_removes_used_empty_containers_and_expired_ttl_nodes() {
         .drain()
         .iter()
         .all(|m| matches!(m, Msg::Reply { err: 0, .. })));
-    std::thread::sleep(std::time::Duration::from_millis(5));
-    h.core.handle(CoreMsg::Tick);
+    // The TTL (1 ms) has passed: the engine is stepped at a time chosen, with no sleep.
+    let later = h.core.now.plus_ms(5);
+    h.core.step(later, CoreMsg::Tick);
     h.durable();
     assert!(h.core.state.tree.lookup("/used").is_none());
     assert!(h.core.state.tree.lookup("/ttl").is_none());
@@ -437,6 +439,36 @@ fn reaper_removes_used_empty_containers_and_expired_ttl_nodes() {
     assert!(
         matches!(a.drain().as_slice(), [Msg::Event { kind: 2, path }] if path == "/used"),
         "the reaper's delete fires watches"
+    );
+}
+
+/// The engine steps on the time it is handed (issue 36): a silent session expires on the
+/// first tick at its deadline, not on the tick before, and its ephemeral goes with it — with
+/// no sleep and no thread.
+#[test]
+fn a_silent_session_expires_on_the_first_tick_at_its_deadline() {
+    let mut h = Harness::new();
+    let mut a = h.connect();
+    h.send(&a, 1, create("/e", 1));
+    h.durable();
+    assert!(matches!(a.drain().as_slice(), [Msg::Reply { err: 0, .. }]));
+    let session = h.core.conns[&a.conn].session;
+    let start = h.core.now;
+    let deadline = h.core.liveness.get(session).map(|s| s.deadline_ms);
+    let left = deadline.expect("a live session") - h.core.now_ms();
+    h.core.step(start.plus_ms(left - 1), CoreMsg::Tick);
+    h.durable();
+    assert!(
+        h.core.state.sessions().contains_key(&session),
+        "not due yet"
+    );
+    assert!(h.core.state.tree.lookup("/e").is_some());
+    h.core.step(start.plus_ms(left), CoreMsg::Tick);
+    h.durable();
+    assert!(!h.core.state.sessions().contains_key(&session), "expired");
+    assert!(
+        h.core.state.tree.lookup("/e").is_none(),
+        "its ephemeral is gone"
     );
 }
 
@@ -1208,7 +1240,8 @@ fn a_standalone_server_refuses_reconfig_as_zookeepers_does() {
 /// starts until the writer says the first one's file is finished.
 #[test]
 fn a_stalled_snapshot_writer_never_blocks_the_core() {
-    use crate::durability::snapshotter::{SnapLink, SnapMsg, QUEUE};
+    use crate::durability::snapshotter::{SnapLink, SnapMsg};
+    use crate::limits::SNAPSHOT_QUEUE as QUEUE;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     let mut h = Harness::new();

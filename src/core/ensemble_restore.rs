@@ -177,7 +177,7 @@ impl Core {
             },
             retry_at: None,
             aborting: false,
-            deadline: Instant::now() + RESTORE_ANSWER,
+            deadline: self.now.mono + RESTORE_ANSWER,
         });
         if leads {
             for p in all {
@@ -259,7 +259,7 @@ impl Core {
             id: o.id,
             why: "a part of the backup did not reach the leader".into(),
         });
-        let now = Instant::now();
+        let now = self.now.mono;
         o.retry_at = Some(now + std::time::Duration::from_millis(500));
         o.deadline = o.deadline.min(now + 2 * RESTORE_IDLE);
     }
@@ -282,7 +282,7 @@ impl Core {
                     next: 1,
                     len: bytes.len() as u64,
                     crc,
-                    last: Instant::now(),
+                    last: self.now.mono,
                     committing: false,
                 });
                 Ok(RestorePart::Chunk { id, seq: 0, bytes })
@@ -291,7 +291,7 @@ impl Core {
                 u.next = seq.saturating_add(1);
                 u.len = u.len.saturating_add(bytes.len() as u64);
                 u.crc.update(&bytes);
-                u.last = Instant::now();
+                u.last = self.now.mono;
                 Ok(RestorePart::Chunk { id, seq, bytes })
             }
             (
@@ -467,8 +467,7 @@ impl Core {
     /// The committed stream in place of the live state (every member alike: the same log,
     /// the same state before it, the same outcome).
     fn restore_swap_in(&mut self, stream: Vec<u8>, zxid: i64, term: u64) -> Result<i64, String> {
-        let started = Instant::now();
-        let backup = crate::migrate::import::from_stream(Bytes::from(stream), zxid)?;
+        let backup = (self.cfg.restore_reader)(Bytes::from(stream), zxid)?;
         let base = ((term.min(i32::MAX as u64) as i64) << 32).max(self.state.zxid());
         let at = base.max(backup.zxid()).saturating_add(1);
         if (at >> 32) as u64 != term {
@@ -492,7 +491,6 @@ impl Core {
             zxid = format_args!("{at:#x}"),
             znodes = self.state.tree.znode_count(),
             sessions = self.state.sessions().len(),
-            ms = started.elapsed().as_millis() as u64,
             "restore: done; serving the backup's state"
         );
         Ok(at)
@@ -583,7 +581,7 @@ impl Core {
         let Some(m) = self.member.as_mut() else {
             return;
         };
-        let now = Instant::now();
+        let now = self.now.mono;
         let idle = m
             .restore
             .upload

@@ -5,14 +5,13 @@
 use super::conns::Conn;
 use super::msg::{Out, OutTx};
 use super::pending::{Awaiting, Waiter};
-use super::{reply, wall_ms, Core};
+use super::{reply, Core};
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
+use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::ConnectRequest;
 use std::collections::VecDeque;
-use std::net::SocketAddr;
-use std::time::Instant;
 use tokio::sync::oneshot;
 
 /// Compares two byte strings in time that depends on their lengths only, so that a wrong
@@ -72,33 +71,33 @@ impl Core {
         let ro = self.read_only();
         if !self.serving() && !ro {
             tracing::info!(%peer, "not serving: no leader yet; closing");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
         if self.restoring() {
             tracing::info!(%peer, "not serving: a restore is in progress; closing");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
         // Read-only mode (read_only.rs): only read-only clients, and only local sessions.
         if ro && req.read_only != Some(true) {
             tracing::info!(%peer, "read-only mode: refusing a client that is not read-only");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
         if ro && self.state.sessions().contains_key(&req.session_id) {
             tracing::info!(%peer, session = format_args!("{:#x}", req.session_id), "read-only mode: refusing a session of the ensemble");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
         let ours = self.state.zxid();
         if req.last_zxid_seen > ours {
             tracing::info!(%peer, seen = format_args!("{:#x}", req.last_zxid_seen), ours = format_args!("{ours:#x}"), "client has seen a later zxid; closing");
-            let _ = out.send(Out::Close);
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
@@ -137,6 +136,7 @@ impl Core {
                 id,
             });
         }
+        let established = self.now.wall_ms;
         let new_conn = |session| Conn {
             out: out.clone(),
             session,
@@ -148,7 +148,7 @@ impl Core {
             last_zxid: 0,
             timeout,
             seen_written: 0,
-            established: super::wall_ms(),
+            established,
             sasl: Default::default(),
             null_token_sent: false,
         };
@@ -163,7 +163,7 @@ impl Core {
             self.add_local_session(id);
             self.conns.insert(conn, new_conn(id));
             let frame = self.connect_reply(Some((id, timeout)), read_only);
-            let _ = out.send(Out::Bytes(frame));
+            self.outbox.send(&out, Out::Bytes(frame));
             let _ = ready.send(true);
             return;
         }
@@ -180,12 +180,12 @@ impl Core {
                 self.forward(conn, id, 0, what, awaiting);
                 return;
             }
-            let txn = self.prep.create_session(id, timeout, wall_ms());
+            let txn = self.prep.create_session(id, timeout, self.now.wall_ms);
             let waiter = Waiter {
                 conn,
                 zxid: Some(txn.header.zxid),
                 awaiting,
-                at: Instant::now(),
+                at: self.now.mono,
             };
             self.submit(txn, Some(waiter));
             return;
@@ -200,8 +200,9 @@ impl Core {
                 || (self.cfg.zookeeper_sessions.contains(&id)
                     && same_bytes(given, &palisade_zkdisk::session::zk_password(id))));
         if !valid {
-            let _ = out.send(Out::Bytes(self.connect_reply(None, read_only)));
-            let _ = out.send(Out::Close);
+            self.outbox
+                .send(&out, Out::Bytes(self.connect_reply(None, read_only)));
+            self.outbox.send(&out, Out::Close);
             let _ = ready.send(false);
             return;
         }
@@ -215,9 +216,10 @@ impl Core {
             s.timeout_ms = timeout;
         }
         self.liveness.touch(id, now);
-        let _ = out.send(Out::Bytes(
-            self.connect_reply(Some((id, timeout)), read_only),
-        ));
+        self.outbox.send(
+            &out,
+            Out::Bytes(self.connect_reply(Some((id, timeout)), read_only)),
+        );
         let _ = ready.send(true);
     }
 

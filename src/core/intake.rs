@@ -4,11 +4,10 @@
 use super::conns::Slot;
 use super::member::Forwarded;
 use super::pending::{Awaiting, Waiter};
-use super::{reply, wall_ms, Core};
+use super::{reply, Core};
 use crate::core::watch::ConnId;
 use crate::prep::Caller;
 use palisade_proto::*;
-use std::time::Instant;
 
 impl Core {
     pub(super) fn request(&mut self, conn_id: ConnId, xid: i32, req: Request) {
@@ -49,12 +48,12 @@ impl Core {
         if !req.is_write() {
             // Over its output budget, a read waits (held) in its connection's queue.
             if conn.queue.is_empty() && !conn.out.budget.over() {
-                self.read(conn_id, xid, req, Instant::now());
+                self.read(conn_id, xid, req, self.now.mono);
             } else {
                 conn.queue.push_back(Slot::Read {
                     xid,
                     req,
-                    at: Instant::now(),
+                    at: self.now.mono,
                     need: 0,
                 });
                 self.run_queue(conn_id);
@@ -76,7 +75,7 @@ impl Core {
         if closing {
             let txn = self
                 .prep
-                .error(session, xid, ErrorCode::SessionExpired, wall_ms());
+                .error(session, xid, ErrorCode::SessionExpired, self.now.wall_ms);
             self.submit_for(conn_id, txn, Awaiting::Reply);
         } else if let Request::CloseSession = req {
             self.close_session(session, xid, Some(conn_id));
@@ -92,7 +91,7 @@ impl Core {
             let caller = Caller { session, auth };
             let txn = self
                 .prep
-                .write(&self.state.tree, caller, xid, &req, wall_ms());
+                .write(&self.state.tree, caller, xid, &req, self.now.wall_ms);
             self.submit_for(conn_id, txn, Awaiting::Reply);
         }
     }
@@ -102,7 +101,7 @@ impl Core {
             conn,
             zxid: Some(txn.header.zxid),
             awaiting,
-            at: Instant::now(),
+            at: self.now.mono,
         };
         self.submit(txn, Some(waiter));
     }
@@ -147,7 +146,7 @@ impl Core {
                 self.forward(conn_id, session, xid, what, Awaiting::Reply);
                 return;
             }
-            let txn = self.prep.error(session, xid, err, wall_ms());
+            let txn = self.prep.error(session, xid, err, self.now.wall_ms);
             self.submit_for(conn_id, txn, Awaiting::Reply);
         } else if conn.queue.is_empty() {
             self.answer_bad(conn_id, xid, err, close, multi_body);

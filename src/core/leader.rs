@@ -3,7 +3,7 @@
 //! expiring sessions, reaping empty containers and expired TTL nodes, and deleting at restore
 //! the ephemerals of sessions that no longer exist. Each becomes a txn like any other.
 
-use super::{wall_ms, Core};
+use super::Core;
 use crate::state::tree::NodeKind;
 
 pub(super) struct Leader {
@@ -81,7 +81,7 @@ impl Core {
             return;
         }
         l.last_reap_ms = now;
-        let wall = wall_ms();
+        let wall = self.now.wall_ms;
         let tree = &self.state.tree;
         let mut doomed: Vec<String> = tree
             .reapable()

@@ -19,7 +19,7 @@
 use super::conns::Slot;
 use super::leader::Leader;
 use super::pending::{Awaiting, PendingWrites, Waiter};
-use super::{wall_ms, Core};
+use super::Core;
 use crate::acl::AuthId;
 use crate::core::watch::ConnId;
 use crate::core::CoreMsg;
@@ -33,7 +33,6 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::sync::oneshot;
@@ -124,9 +123,9 @@ fn snapshot_wanted(since: u64, due: u64, log_bytes: u64, image_bytes: usize) -> 
 }
 
 /// When the next snapshot is due: snapCount/2 .. snapCount txns.
-fn next_due(snap_count: u64) -> u64 {
+fn next_due(snap_count: u64, rng: &mut fastrand::Rng) -> u64 {
     let half = (snap_count / 2).max(1);
-    half + fastrand::u64(0..half)
+    half + rng.u64(0..half)
 }
 
 /// The Durability of a member: prepped txns are proposed, one batch per core turn. Digest
@@ -163,7 +162,7 @@ impl Core {
     pub fn join(&mut self, links: MemberLinks) {
         self.liveness.set_server_id(links.myid);
         self.leader = None;
-        let snapshot_due = next_due(links.snap_count);
+        let snapshot_due = next_due(links.snap_count, &mut self.rng);
         let config = std::sync::Arc::new(crate::membership::dynamic::DynConfig::from_static(
             &links.members,
         ));
@@ -263,7 +262,7 @@ impl Core {
             conn,
             zxid: None,
             awaiting,
-            at: Instant::now(),
+            at: self.now.mono,
         };
         self.pending.add(session, cxid, waiter);
         if let Some(m) = self.member.as_mut() {
@@ -363,7 +362,7 @@ impl Core {
             conn,
             zxid: None,
             awaiting: Awaiting::Sync(r.clone()),
-            at: Instant::now(),
+            at: self.now.mono,
         };
         self.pending.add(session, xid, waiter);
         true
@@ -412,7 +411,7 @@ impl Core {
     }
 
     fn prep_forwarded(&mut self, f: Forward) {
-        let time = wall_ms();
+        let time = self.now.wall_ms;
         let (session, cxid) = (f.session, f.cxid);
         let txn = match f.what {
             Forwarded::CreateSession { timeout } => {
@@ -595,7 +594,7 @@ impl Core {
             if snapshot_wanted(m.since_snapshot, m.snapshot_due, m.log_bytes, m.image_bytes) {
                 m.since_snapshot = 0;
                 m.log_bytes = 0;
-                m.snapshot_due = next_due(m.links.snap_count);
+                m.snapshot_due = next_due(m.links.snap_count, &mut self.rng);
                 // Full: an ask is on its way already.
                 let _ = m.links.snapshot.try_send(());
             }
@@ -811,7 +810,7 @@ impl Core {
         let now = self.now_ms();
         let myid = self.member.as_ref().map_or(0, |m| m.links.myid);
         let secret = key.unwrap_or(self.cfg.secret);
-        self.liveness = super::liveness::Liveness::new(secret, self.cfg.tick_ms, wall_ms());
+        self.liveness = super::liveness::Liveness::new(secret, self.cfg.tick_ms, self.now.wall_ms);
         self.liveness.set_server_id(myid);
         for (&id, &timeout) in self.state.sessions() {
             self.liveness.add(id, timeout, now);

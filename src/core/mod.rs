@@ -8,6 +8,14 @@
 //! of pending changes), handed to the log in batches, and committed in zxid order when the log
 //! reports them durable; each commit queues its watch events before its reply.
 //!
+//! The engine and its runtime. Everything here but `runtime/` is the engine (`Core`): it steps
+//! on one input at a time (`Core::step(Now, CoreMsg)`) and pushes what it sends to
+//! connections into its `Outbox` (outbox.rs). `runtime/` is the core thread's loop: it owns
+//! the inbox (spinning, then parking), reads the clock once per step (`Now`, now.rs) and the
+//! host's facts the engine reports (host.rs), seeds the engine's random choices, and at each
+//! turn's end has net write the outbox (net/direct.rs) and runs the work the engine asked off
+//! the core thread.
+//!
 //! The parts, each its own file: `conns` (the connection registry and slot queues),
 //! `handshake`, `intake` (requests in: reads run, writes prepped), `pending` (writes waiting
 //! for their txn), `commit` (apply, events, replies), `read`, `liveness` (session deadlines
@@ -17,6 +25,9 @@
 //!
 //! Owns: the state (through `state::State::apply` only), connections, watches, liveness,
 //! the overlay (through `prep`). May not touch: files (durability does), sockets (net does).
+//! The engine also reads no clock, draws no random number from the system, keeps no
+//! thread-local and starts no thread: those are the runtime's (tests/layering.rs checks it;
+//! the tokio channel ends the engine still holds are listed there, with why).
 
 pub mod admin;
 mod backup;
@@ -25,12 +36,15 @@ mod conns;
 mod ensemble_restore;
 pub mod fourlw;
 mod handshake;
+pub mod host;
 mod intake;
 mod leader;
 pub mod liveness;
 pub mod member;
 mod msg;
 mod namespaces;
+mod now;
+pub mod outbox;
 mod pending;
 mod raft_snapshot;
 pub(crate) mod read;
@@ -39,16 +53,17 @@ mod reconfig;
 pub(crate) mod reply;
 pub mod restore;
 mod restore_spool;
+mod runtime;
 mod sample;
 mod sasl;
 mod shed;
 mod snapshots;
-pub mod staged;
 mod stats;
 pub mod watch;
 
 pub(crate) use conns::Conn;
 pub use msg::{CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
+pub use now::Now;
 pub(crate) use stats::{CoreMetrics, Stats};
 
 use crate::acl::AuthId;
@@ -56,7 +71,7 @@ use crate::core::watch::{ConnId, Watches};
 use crate::durability::recovery::Restored;
 use crate::durability::Durability;
 use crate::prep::Prepper;
-use crate::spin;
+
 use crate::state::State;
 use hashbrown::{HashMap, HashSet};
 use leader::Leader;
@@ -65,8 +80,7 @@ use palisade_proto::Txn;
 use pending::PendingWrites;
 use snapshots::Snapper;
 use std::collections::VecDeque;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::mpsc;
+use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
 pub struct CoreConfig {
@@ -97,7 +111,14 @@ pub struct CoreConfig {
     /// `reconfigEnabled`, `standaloneEnabled` (core/reconfig.rs).
     pub reconfig_enabled: bool,
     pub standalone_enabled: bool,
+    /// Reads a backup stream (ZooKeeper's snapshot format) into a state at its zxid, for a
+    /// restore committed through an ensemble's log (ensemble_restore.rs). Handed in: the
+    /// reader is migrate's, a layer above the core.
+    pub restore_reader: RestoreReader,
 }
+
+/// A backup stream and its last processed zxid → the state it holds.
+pub type RestoreReader = fn(bytes::Bytes, i64) -> Result<State, String>;
 
 pub struct Core {
     pub(crate) cfg: CoreConfig,
@@ -106,6 +127,8 @@ pub struct Core {
     pub(crate) liveness: Liveness,
     prep: Prepper,
     pub(crate) conns: HashMap<ConnId, Conn>,
+    /// What this turn sends to connections, staged for the runtime to write (outbox.rs).
+    pub(crate) outbox: outbox::Outbox,
     /// Connections whose reads are held back until their output drains.
     held: HashSet<ConnId>,
     pending: PendingWrites,
@@ -115,8 +138,17 @@ pub struct Core {
     snap: Option<Snapper>,
     /// What only the server that orders writes does; `None` on a server that must not.
     leader: Option<Leader>,
+    /// Where the engine's millisecond clock (`now_ms`: session deadlines) starts.
     clock: Instant,
     pub(crate) started: Instant,
+    /// The time of the input being handled (`step`).
+    pub(crate) now: Now,
+    /// Random choices, from the seed the runtime handed in.
+    rng: fastrand::Rng,
+    /// The host's facts the runtime read at startup (host.rs).
+    pub(crate) host: host::HostInfo,
+    /// The host's facts the runtime read for the input being handled (a 4lw, an admin query).
+    pub(crate) probe: host::HostProbe,
     pub(crate) stats: Stats,
     pub(crate) metrics: CoreMetrics,
     /// Shutdown was asked for: stop once no txn is in flight.
@@ -129,16 +161,11 @@ pub struct Core {
     restoring: Option<restore::Restoring>,
 }
 
-pub fn wall_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 impl Core {
-    pub fn new(cfg: CoreConfig, log: Box<dyn Durability + Send>) -> Self {
-        let liveness = Liveness::new(cfg.secret, cfg.tick_ms, wall_ms());
+    /// An engine that starts at `now` and draws its random choices (snapshot spacing, which
+    /// connections a shed closes) from `seed`. `Core::new` (runtime.rs) reads both for it.
+    pub fn start(cfg: CoreConfig, log: Box<dyn Durability + Send>, now: Now, seed: u64) -> Self {
+        let liveness = Liveness::new(cfg.secret, cfg.tick_ms, now.wall_ms);
         let prep = Prepper::new(0, cfg.ttl_enabled);
         let leader = Leader::new(cfg.container_check_ms);
         Core {
@@ -148,14 +175,19 @@ impl Core {
             liveness,
             prep,
             conns: HashMap::new(),
+            outbox: outbox::Outbox::default(),
             held: HashSet::new(),
             pending: PendingWrites::default(),
             inflight: VecDeque::new(),
             log,
             snap: None,
             leader: Some(leader),
-            clock: Instant::now(),
-            started: Instant::now(),
+            clock: now.mono,
+            started: now.mono,
+            now,
+            rng: fastrand::Rng::with_seed(seed),
+            host: host::HostInfo::default(),
+            probe: host::HostProbe::default(),
             stats: Stats::default(),
             metrics: CoreMetrics::default(),
             stopping: false,
@@ -179,92 +211,22 @@ impl Core {
     }
 
     fn now_ms(&self) -> u64 {
-        self.clock.elapsed().as_millis() as u64
+        self.now.ms_since(self.clock)
     }
 
-    /// Runs until Shutdown (or every sender is gone): drains whatever is queued, hands the
-    /// writes it prepped to the log as one batch, then takes one turn of a snapshot capture
-    /// if one is in progress (so a capture advances between batches, and while idle).
-    pub fn run(mut self, mut inbox: mpsc::Receiver<CoreMsg>) {
-        let mut spinner = spin::Spinner::new(self.cfg.spin_wait);
-        staged::begin();
-        loop {
-            let first = if self.capturing() {
-                match inbox.try_recv() {
-                    Ok(m) => Some(m),
-                    Err(mpsc::error::TryRecvError::Empty) => {
-                        if self.snapshot_waiting() {
-                            std::thread::yield_now();
-                        }
-                        None
-                    }
-                    Err(mpsc::error::TryRecvError::Disconnected) => break,
-                }
-            } else {
-                let next = spinner.wait(
-                    &mut inbox,
-                    |inbox| match inbox.try_recv() {
-                        Ok(m) => Some(Some(m)),
-                        Err(mpsc::error::TryRecvError::Empty) => None,
-                        Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
-                    },
-                    |inbox| inbox.blocking_recv(),
-                );
-                match next {
-                    Some(m) => Some(m),
-                    None => break,
-                }
-            };
-            let mut stop = false;
-            if let Some(first) = first {
-                stop = self.handle(first);
-                let mut n = 1;
-                while !stop && n < crate::limits::CORE_TURN_MESSAGES {
-                    match inbox.try_recv() {
-                        Ok(m) => stop = self.handle(m),
-                        Err(_) => break,
-                    }
-                    n += 1;
-                }
-                self.log.flush();
-                self.flush_forwards();
-            }
-            if stop {
-                break;
-            }
-            self.snapshot_step();
-            self.raft_snapshot_step();
-            self.backup_step();
-            self.restore_step();
-            self.flush_output();
-        }
-        self.flush_output();
-        tracing::info!(
-            zxid = format_args!("{:#x}", self.state.zxid()),
-            "core stopped"
-        );
+    /// Handles one input at `now`. Returns true when the core must stop.
+    pub fn step(&mut self, now: Now, msg: CoreMsg) -> bool {
+        self.now = now;
+        self.handle(msg)
     }
 
-    /// Writes the output this turn staged (`staged.rs`). A direct write can bring a held
-    /// connection back under its budget, as its writer's `Drained` would: its held reads run
-    /// now, and what they answer is written in the same way.
-    fn flush_output(&mut self) {
-        for _ in 0..crate::limits::CORE_TURN_MESSAGES {
-            let lifted = staged::flush();
-            if lifted.is_empty() {
-                return;
-            }
-            for c in lifted.conns {
-                self.drained(Some(c));
-            }
-            if lifted.global {
-                self.drained(None);
-            }
-        }
-        // Not reached in practice; whatever is still staged goes out, and the tick looks at
-        // held connections again.
-        let lifted = staged::flush();
-        self.held.extend(lifted.conns);
+    /// Work done between batches of input, at `now`: one turn of each capture in progress.
+    pub(crate) fn between_batches(&mut self, now: Now) {
+        self.now = now;
+        self.snapshot_step();
+        self.raft_snapshot_step();
+        self.backup_step();
+        self.restore_step();
     }
 
     /// Returns true when the core must stop.
@@ -358,12 +320,12 @@ impl Core {
         }
         let txn = self
             .prep
-            .close_session(&self.state.tree, session, cxid, wall_ms());
+            .close_session(&self.state.tree, session, cxid, self.now.wall_ms);
         let waiter = conn.map(|conn| pending::Waiter {
             conn,
             zxid: Some(txn.header.zxid),
             awaiting: pending::Awaiting::Close,
-            at: Instant::now(),
+            at: self.now.mono,
         });
         self.submit(txn, waiter);
     }

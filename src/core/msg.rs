@@ -1,10 +1,11 @@
 //! What reaches the core (its inbox) and what it sends to a connection's writer, with the
 //! byte budget of unsent output the two share.
 
+use super::outbox::{Direct, DirectWriter};
 use crate::core::watch::ConnId;
+use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::{ConnectRequest, DecodeError, FourLetterWord, Request};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -19,7 +20,7 @@ pub enum Out {
     Event(Bytes),
     /// The reply to one request: frees one slot of the connection's outstanding budget.
     Reply(Bytes),
-    /// What the core staged in a turn and could not write itself (`staged.rs`): already
+    /// What the core staged in a turn and could not write itself (`outbox.rs`): already
     /// charged to the budget with `weight`; holds `replies` replies.
     Batch {
         bytes: Bytes,
@@ -86,7 +87,7 @@ pub struct OutBudget {
     /// Requests read and not answered yet (the reader stops at `max_outstanding`).
     outstanding: AtomicUsize,
     /// Items in the writer task's hands (queued to it or being written): the core writes to
-    /// the socket itself only when there are none (`staged.rs`).
+    /// the socket itself only when there are none (`outbox.rs`, net/direct.rs).
     handed: AtomicUsize,
     /// Wakes the reader when output was written.
     pub freed: Notify,
@@ -136,7 +137,7 @@ impl OutBudget {
         self.own_over() || self.global.over()
     }
 
-    fn charge(&self, (bytes, events): (usize, usize)) {
+    pub(crate) fn charge(&self, (bytes, events): (usize, usize)) {
         self.queued.fetch_add(bytes, Ordering::SeqCst);
         self.events.fetch_add(events, Ordering::SeqCst);
         self.global.queued.fetch_add(bytes, Ordering::SeqCst);
@@ -272,14 +273,14 @@ impl OutBudget {
     }
 }
 
-/// The core's end of a connection's writer: every frame is charged to the budget. On the
-/// core thread, a plaintext connection's frames are staged and written at the end of the
-/// core's turn (`staged.rs`), by the core itself when the writer task has nothing in hand.
+/// The core's end of a connection's writer: every frame is charged to the budget. The
+/// engine sends through its outbox (`outbox.rs`), which stages a plaintext connection's frames
+/// for the core thread to write itself (`direct`) when the writer task has nothing in hand.
 #[derive(Debug, Clone)]
 pub struct OutTx {
     tx: mpsc::UnboundedSender<Out>,
     pub budget: Arc<OutBudget>,
-    direct: Option<Arc<super::staged::Direct>>,
+    direct: Option<Arc<Direct>>,
 }
 
 impl OutTx {
@@ -291,31 +292,28 @@ impl OutTx {
         }
     }
 
-    /// Lets the core write to the connection's socket itself (`sock`: a plaintext socket of
-    /// its own, a dup of the connection's).
-    pub fn with_direct(mut self, conn: ConnId, sock: std::net::TcpStream) -> Self {
-        self.direct = Some(Arc::new(super::staged::Direct::new(conn, sock)));
+    /// Lets the core write to the connection's socket itself, through `writer` (net/direct.rs:
+    /// a plaintext socket of its own, a dup of the connection's).
+    pub fn with_direct(mut self, conn: ConnId, writer: Box<dyn DirectWriter>) -> Self {
+        self.direct = Some(Arc::new(Direct::new(conn, writer)));
         self
     }
 
+    /// To the writer task at once, charged to the budget (output from outside the engine's
+    /// turn: the `dirs` word's thread; the engine sends through its `Outbox`).
     pub fn send(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
         let w = o.weight();
         self.budget.charge(w);
-        if let Some(d) = &self.direct {
-            if super::staged::stage(self, d, &o, w) {
-                return Ok(());
-            }
-        }
         self.hand(o).inspect_err(|_| self.budget.release(w))
     }
 
     /// To the writer task (already charged).
-    pub(super) fn hand(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
+    pub(crate) fn hand(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
         self.budget.handed.fetch_add(1, Ordering::AcqRel);
         self.tx.send(o).inspect_err(|_| self.budget.done_with(1))
     }
 
-    pub(super) fn direct(&self) -> Option<&super::staged::Direct> {
+    pub(crate) fn direct(&self) -> Option<&Direct> {
         self.direct.as_deref()
     }
 }

@@ -76,7 +76,7 @@ impl Core {
             head_at,
             txns: Vec::new(),
             waiting: vec![reply],
-            started: Instant::now(),
+            started: self.now.mono,
         });
         tracing::info!(
             zxid = format_args!("{start:#x}"),
@@ -121,7 +121,7 @@ impl Core {
             end = format_args!("{end:#x}"),
             nodes = trailer.node_count,
             bytes = out.len(),
-            ms = c.started.elapsed().as_millis() as u64,
+            ms = self.now.since(c.started).as_millis() as u64,
             "Raft snapshot captured"
         );
         let at = m.applied_at;

@@ -17,7 +17,7 @@
 
 use super::conns::Slot;
 use super::pending::Waiter;
-use super::{reply, wall_ms, Core};
+use super::{reply, Core};
 use crate::acl::{self, AuthId};
 use crate::core::watch::ConnId;
 use crate::membership::dynamic::{ChangeError, DynConfig};
@@ -87,7 +87,7 @@ impl Core {
                 // mzxid 0: no configuration committed (see above).
                 let text = fallback.text();
                 self.state
-                    .set_ensemble_config(text.as_bytes(), 0, wall_ms());
+                    .set_ensemble_config(text.as_bytes(), 0, self.now.wall_ms);
                 fallback
             }
         };
@@ -136,10 +136,10 @@ impl Core {
         let config = (*m.config).clone();
         let epoch = (term.min(i32::MAX as u64) as i64) << 32;
         let txn = if self.state.zxid() < epoch && self.prep.last_zxid() == epoch {
-            config_txn(&config, 0, 0, epoch, wall_ms())
+            config_txn(&config, 0, 0, epoch, self.now.wall_ms)
         } else {
             self.prep
-                .seal_built(|zxid| config_txn(&config, 0, 0, zxid, wall_ms()))
+                .seal_built(|zxid| config_txn(&config, 0, 0, zxid, self.now.wall_ms))
         };
         if let Some(m) = self.member.as_mut() {
             m.config_pending = Some(txn.header.zxid);
@@ -171,7 +171,7 @@ impl Core {
         };
         let txn = self
             .prep
-            .seal_built(|zxid| config_txn(&alone, 0, 0, zxid, wall_ms()));
+            .seal_built(|zxid| config_txn(&alone, 0, 0, zxid, self.now.wall_ms));
         tracing::warn!(
             zxid = format_args!("{:#x}", txn.header.zxid),
             "--force-new-ensemble: the configuration is this member alone from here"
@@ -191,7 +191,7 @@ impl Core {
         r: &ReconfigRequest,
         auth: &[AuthId],
     ) -> Txn {
-        let time = wall_ms();
+        let time = self.now.wall_ms;
         let err = match self.check_reconfig(r, auth) {
             Ok(config) => {
                 let txn = self

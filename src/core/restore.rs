@@ -86,7 +86,7 @@ impl Core {
             backup: Some(backup),
             stage: Stage::Draining,
             reply: Some(reply),
-            started: Instant::now(),
+            started: self.now.mono,
         });
     }
 
@@ -112,7 +112,7 @@ impl Core {
                     self.restore_swap(*state);
                     tracing::warn!(
                         zxid = format_args!("{zxid:#x}"),
-                        ms = r.started.elapsed().as_millis() as u64,
+                        ms = self.now.since(r.started).as_millis() as u64,
                         "restore: done; serving the backup's state"
                     );
                     if let Some(reply) = r.reply.take() {
@@ -156,7 +156,7 @@ impl Core {
                 client_id: 0,
                 cxid: 0,
                 zxid,
-                time: super::wall_ms(),
+                time: self.now.wall_ms,
                 type_: OpCode::Error as i32,
             },
             body: TxnBody::Error(ErrorTxn { err: 0 }),

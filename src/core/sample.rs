@@ -7,20 +7,6 @@ use crate::metrics::sample::{Detail, Sample, Value};
 use crate::metrics::{shared, zk, Summary};
 use std::sync::atomic::Ordering;
 
-/// (open, maximum) file descriptors of this process, from /proc (Linux); None elsewhere.
-fn file_descriptors() -> Option<(i64, i64)> {
-    let open = std::fs::read_dir("/proc/self/fd").ok()?.count();
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let max = limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))?
-        .split_whitespace()
-        .nth(3)?
-        .parse()
-        .ok()?;
-    Some((i64::try_from(open).unwrap_or(i64::MAX), max))
-}
-
 fn int(n: usize) -> Value {
     Value::Gauge(i64::try_from(n).unwrap_or(i64::MAX))
 }
@@ -40,7 +26,7 @@ impl Core {
             ((st.latency_sum as f64 / st.latency_count as f64) * 10_000.0).round() / 10_000.0
         };
         let outstanding: usize = self.conns.values().map(|c| c.queue.len()).sum();
-        let (fd_open, fd_max) = file_descriptors().unwrap_or((-1, -1));
+        let (fd_open, fd_max) = self.probe.fds.unwrap_or((-1, -1));
         let tree = &self.state.tree;
         s.push("version", Value::Text(VERSION.into()));
         s.push("server_state", Value::Text(self.mode().into()));
@@ -66,7 +52,10 @@ impl Core {
         s.push("approximate_data_size", int64(tree.approximate_data_size()));
         s.push("open_file_descriptor_count", Value::Gauge(fd_open));
         s.push("local_sessions", Value::Gauge(0));
-        s.push("uptime", int64(self.started.elapsed().as_millis() as u64));
+        s.push(
+            "uptime",
+            int64(self.now.since(self.started).as_millis() as u64),
+        );
         s.push("max_latency", int64(st.latency_max));
         s.push("outstanding_tls_handshake", Value::Gauge(0));
         s.push("min_client_response_size", Value::Gauge(min));

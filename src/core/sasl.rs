@@ -103,7 +103,7 @@ impl Core {
             conn,
             reply::header(xid, 0, ErrorCode::SessionClosedRequireSaslAuth.code()),
         );
-        let _ = out.send(Out::Close);
+        self.outbox.send(&out, Out::Close);
         false
     }
 }

@@ -8,7 +8,6 @@ use super::tests::{connect, node_with, replies, role, session_on_follower, Node,
 use super::*;
 use crate::core::CoreMsg;
 use palisade_proto::Txn;
-use std::time::Duration;
 
 /// Ticks of 10 ms, sessions of 100 ms (what a client asking 30 s is given here).
 const TICK_MS: u64 = 10;
@@ -22,12 +21,9 @@ fn short_sessions(myid: u64) -> Node {
     node_with(myid, cfg, Vec::new())
 }
 
-/// Moves the core's clock `ms` on.
+/// Moves the core's clock `ms` on: the inputs that follow are handled that much later.
 fn advance(core: &mut Core, ms: u64) {
-    core.clock = core
-        .clock
-        .checked_sub(Duration::from_millis(ms))
-        .expect("a clock to move on");
+    core.now = core.now.plus_ms(ms);
 }
 
 fn leader_view(quorum: bool) -> CoreMsg {

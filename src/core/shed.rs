@@ -20,7 +20,7 @@ impl Core {
         let mut conns: Vec<ConnId> = self.conns.keys().copied().collect();
         let total = conns.len();
         let n = share(total, percentage);
-        fastrand::shuffle(&mut conns);
+        self.rng.shuffle(&mut conns);
         for c in conns.into_iter().take(n) {
             self.drop_conn(c, true);
         }

@@ -104,9 +104,9 @@ impl Core {
             count: snap_count.max(2),
             due: 0,
             since: 0,
-            rng: fastrand::Rng::new(),
+            rng: fastrand::Rng::with_seed(self.rng.u64(..)),
             capture: None,
-            started: Instant::now(),
+            started: self.now.mono,
         };
         s.due = s.next_due();
         self.snap = Some(s);
@@ -171,7 +171,7 @@ impl Core {
         s.capture.as_ref()?;
         s.since = 0;
         s.due = s.next_due();
-        s.started = Instant::now();
+        s.started = self.now.mono;
         tracing::info!(zxid = format_args!("{start:#x}"), "snapshot started");
         Some(start)
     }
@@ -198,7 +198,7 @@ impl Core {
             let end = self.state.zxid();
             let trailer = capture.trailer(end, tree.digest());
             let nodes = trailer.node_count;
-            let capture_ms = s.started.elapsed().as_millis() as u64;
+            let capture_ms = self.now.since(s.started).as_millis() as u64;
             crate::metrics::shared().snapshot_captured(capture_ms);
             tracing::info!(
                 end = format_args!("{end:#x}"),

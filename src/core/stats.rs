@@ -57,9 +57,9 @@ impl Stats {
             .map_or((-1, -1, -1), |(l, mn, mx)| (i(l), i(mn), i(mx)))
     }
 
-    /// One request answered, received at `at` (ZooKeeper reports whole milliseconds).
-    pub fn record(&mut self, at: Instant) -> u64 {
-        let ms = at.elapsed().as_millis() as u64;
+    /// One request answered at `now`, received at `at` (ZooKeeper reports whole milliseconds).
+    pub fn record(&mut self, at: Instant, now: Instant) -> u64 {
+        let ms = u64::try_from(now.saturating_duration_since(at).as_millis()).unwrap_or(u64::MAX);
         if self.latency_count == 0 || ms < self.latency_min {
             self.latency_min = ms;
         }
@@ -73,13 +73,13 @@ impl Stats {
 impl Core {
     /// A read answered.
     pub(crate) fn record_read(&mut self, at: Instant) {
-        let ms = self.stats.record(at);
+        let ms = self.stats.record(at, self.now.mono);
         self.metrics.read_latency.observe(ms);
     }
 
     /// A write answered after its commit.
     pub(crate) fn record_update(&mut self, at: Instant) {
-        let ms = self.stats.record(at);
+        let ms = self.stats.record(at, self.now.mono);
         self.metrics.update_latency.observe(ms);
     }
 }

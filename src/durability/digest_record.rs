@@ -1,9 +1,6 @@
 //! Digest records: the tree digest (state/tree/digest.rs) right after a txn, logged every
-//! [`DIGEST_EVERY`] txns as a WAL Meta record, so that replay can prove it rebuilt the tree the
-//! live server had.
-
-/// A digest record goes to the log after every this many txns (src/limits.rs).
-pub use crate::limits::DIGEST_EVERY;
+//! [`crate::limits::DIGEST_EVERY`] txns as a WAL Meta record, so that replay can prove it
+//! rebuilt the tree the live server had.
 
 /// The payload of a digest record in the log (a WAL Meta record): the tree digest right after
 /// the txn `zxid` was applied. Tag byte 1, then zxid and digest, big-endian.

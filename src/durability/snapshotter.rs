@@ -32,7 +32,7 @@ pub struct SnapDirs {
 }
 
 /// Chunks queued to the writer at most (src/limits.rs).
-pub use crate::limits::SNAPSHOT_QUEUE as QUEUE;
+use crate::limits::SNAPSHOT_QUEUE as QUEUE;
 
 /// The core's end of the writer thread.
 pub struct SnapLink {

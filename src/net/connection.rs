@@ -36,7 +36,7 @@ struct Shared {
 
 /// A plaintext connection: the socket's own split halves (no lock between reader and writer),
 /// and a dup of it for the core, which writes replies itself when the writer task holds
-/// nothing (`core/staged.rs`).
+/// nothing (`direct.rs`).
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
@@ -50,7 +50,8 @@ pub async fn serve(
         .as_fd()
         .try_clone_to_owned()
         .ok()
-        .map(std::net::TcpStream::from);
+        .map(std::net::TcpStream::from)
+        .map(super::direct::Socket);
     let (rd, wr) = stream.into_split();
     serve_inner(rd, wr, peer, conn, core, p, None, direct).await
 }
@@ -81,7 +82,7 @@ async fn serve_inner<R, W>(
     core: mpsc::Sender<CoreMsg>,
     p: Arc<ConnParams>,
     x509: Option<Box<str>>,
-    direct: Option<std::net::TcpStream>,
+    direct: Option<super::direct::Socket>,
 ) where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -94,7 +95,7 @@ async fn serve_inner<R, W>(
     let (tx, out_rx) = mpsc::unbounded_channel();
     let mut out_tx = OutTx::new(tx, budget);
     if let Some(sock) = direct {
-        out_tx = out_tx.with_direct(conn, sock);
+        out_tx = out_tx.with_direct(conn, Box::new(sock));
     }
     let writer = tokio::spawn(write_loop(wr, out_rx, shared.clone(), conn, core.clone()));
     // Until the handshake, one small frame: a ConnectRequest or a four-letter word.

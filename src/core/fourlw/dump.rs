@@ -25,7 +25,7 @@ impl Clock {
 impl Core {
     pub(super) fn dump(&self, out: &mut String) {
         let clock = Clock {
-            wall_now: crate::core::wall_ms(),
+            wall_now: self.now.wall_ms,
             now: self.now_ms(),
         };
         self.dump_sessions(out, &clock);

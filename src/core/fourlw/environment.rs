@@ -1,7 +1,9 @@
-//! The server's environment and settings: envi (from the OS, as the JVM's properties), conf,
-//! dirs (the bytes in the data directories).
+//! The server's environment and settings: envi (the host's facts the runtime read, as the
+//! JVM's properties), conf. (`dirs`, a walk of the data directories, is the runtime's:
+//! runtime/host.rs.)
 
 use super::VERSION;
+use crate::core::host::{HostInfo, HostProbe};
 use crate::core::Core;
 use std::fmt::Write as _;
 
@@ -25,37 +27,6 @@ impl Core {
             }
         }
     }
-
-    /// On the core thread only when asked without a connection (`answer_four_letter` runs
-    /// it on a thread of its own).
-    pub(super) fn dirs(&self, out: &mut String) {
-        out.push_str(&dirs_text(&self.cfg.data_dir, &self.cfg.data_log_dir));
-    }
-}
-
-/// What `dirs` prints for these directories.
-pub(super) fn dirs_text(data: &str, log: &str) -> String {
-    format!(
-        "datadir_size: {}\nlogdir_size: {}\n",
-        dir_size(data),
-        dir_size(log)
-    )
-}
-
-/// Bytes in the files of a directory tree (what `dirs` reports).
-fn dir_size(dir: &str) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![std::path::PathBuf::from(dir)];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            match e.metadata() {
-                Ok(m) if m.is_dir() => stack.push(e.path()),
-                Ok(m) => total += m.len(),
-                Err(_) => {}
-            }
-        }
-    }
-    total
 }
 
 /// Every key ZooKeeper 3.8's Environment.list prints, in its order (monitoring scripts look
@@ -63,9 +34,8 @@ fn dir_size(dir: &str) -> u64 {
 /// prints for a property that is not set. os.memory.* describe this process: total = its
 /// resident size, max = the machine's memory, free = the memory available on it (MB, as
 /// ZooKeeper prints them).
-pub(super) fn envi(out: &mut String) {
-    let (user, home) = user_and_home();
-    let (rss, mem_total, mem_avail) = memory_mb();
+pub(super) fn envi(host: &HostInfo, probe: &HostProbe, out: &mut String) {
+    let (rss, mem_total, mem_avail) = probe.memory_mb;
     let kv: [(&str, String); 18] = [
         ("zookeeper.version", VERSION.to_string()),
         ("host.name", "localhost".into()),
@@ -74,19 +44,14 @@ pub(super) fn envi(out: &mut String) {
         ("java.home", "<NA>".into()),
         ("java.class.path", "<NA>".into()),
         ("java.library.path", "<NA>".into()),
-        ("java.io.tmpdir", std::env::temp_dir().display().to_string()),
+        ("java.io.tmpdir", host.tmp_dir.clone()),
         ("java.compiler", "<NA>".into()),
         ("os.name", java_os_name().into()),
         ("os.arch", java_os_arch().into()),
-        ("os.version", os_release()),
-        ("user.name", user),
-        ("user.home", home),
-        (
-            "user.dir",
-            std::env::current_dir()
-                .map(|d| d.display().to_string())
-                .unwrap_or_default(),
-        ),
+        ("os.version", host.os_release.clone()),
+        ("user.name", host.user.clone()),
+        ("user.home", host.home.clone()),
+        ("user.dir", host.cwd.clone()),
         ("os.memory.free", format!("{mem_avail}MB")),
         ("os.memory.max", format!("{mem_total}MB")),
         ("os.memory.total", format!("{rss}MB")),
@@ -114,55 +79,4 @@ fn java_os_arch() -> &'static str {
         "x86" => "x86",
         other => other,
     }
-}
-
-/// The kernel release (`uname -r`), as Java's `os.version`.
-fn os_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "<NA>".into())
-}
-
-/// The effective user's name and home directory (Java's user.name, user.home): from
-/// /etc/passwd for this process's uid, else $USER and $HOME, else `<NA>`.
-fn user_and_home() -> (String, String) {
-    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| "<NA>".into());
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let uid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|rest| rest.split_whitespace().nth(1))
-        .map(str::to_string);
-    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-    let entry = uid.and_then(|uid| {
-        passwd.lines().find_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            match (f.first(), f.get(2), f.get(5)) {
-                (Some(name), Some(u), Some(home)) if *u == uid => {
-                    Some((name.to_string(), home.to_string()))
-                }
-                _ => None,
-            }
-        })
-    });
-    entry.unwrap_or_else(|| (env("USER"), env("HOME")))
-}
-
-/// (this process's resident size, the machine's memory, the memory available), in MB, from
-/// /proc (zeros where it cannot be read).
-fn memory_mb() -> (u64, u64, u64) {
-    let field = |text: &str, key: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map_or(0, |kb| kb / 1024)
-    };
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    (
-        field(&status, "VmRSS:"),
-        field(&meminfo, "MemTotal:"),
-        field(&meminfo, "MemAvailable:"),
-    )
 }

@@ -9,10 +9,11 @@ mod environment;
 mod stats;
 mod watches;
 
+use crate::core::host::HostTask;
 use crate::core::{Core, Out, OutTx};
+use ::core::net::SocketAddr;
 use palisade_proto::FourLetterWord;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 
 /// The version string clients and monitoring parse (`zookeeper.version=3.8.0-...`).
 pub const VERSION: &str = concat!("3.8.0-palisade-", env!("CARGO_PKG_VERSION"));
@@ -35,22 +36,16 @@ impl Core {
         peer: SocketAddr,
     ) {
         if matches!(word, FourLetterWord::Dirs) && self.allowed(word.name()) {
-            let (data, log) = (self.cfg.data_dir.clone(), self.cfg.data_log_dir.clone());
-            let spawned = std::thread::Builder::new()
-                .name("palisade-dirs".into())
-                .spawn(move || {
-                    let text = environment::dirs_text(&data, &log);
-                    let _ = out.send(Out::Bytes(bytes::Bytes::from(text)));
-                    let _ = out.send(Out::Close);
-                });
-            if let Err(e) = spawned {
-                tracing::warn!(error = %e, "cannot start a thread for dirs");
-            }
+            self.outbox.task(HostTask::DirSizes {
+                out,
+                data_dir: self.cfg.data_dir.clone(),
+                log_dir: self.cfg.data_log_dir.clone(),
+            });
             return;
         }
         let text = self.four_letter(word, peer);
-        let _ = out.send(Out::Bytes(bytes::Bytes::from(text)));
-        let _ = out.send(Out::Close);
+        self.outbox.send(&out, Out::Bytes(bytes::Bytes::from(text)));
+        self.outbox.send(&out, Out::Close);
     }
 
     pub(crate) fn four_letter(&mut self, word: FourLetterWord, peer: SocketAddr) -> String {
@@ -79,7 +74,7 @@ impl Core {
             FourLetterWord::Srvr => self.srvr(&mut out, ro),
             FourLetterWord::Stat => self.stat(&mut out, ro, peer),
             FourLetterWord::Cons => self.cons(&mut out, peer),
-            FourLetterWord::Envi => environment::envi(&mut out),
+            FourLetterWord::Envi => environment::envi(&self.host, &self.probe, &mut out),
             FourLetterWord::Conf => self.conf(&mut out),
             FourLetterWord::Mntr => self.mntr(&mut out),
             FourLetterWord::Wchs => self.wchs(&mut out),
@@ -88,7 +83,8 @@ impl Core {
             FourLetterWord::Wchp => self.wchp(&mut out),
             FourLetterWord::Crst => self.crst(&mut out),
             FourLetterWord::Srst => self.srst(&mut out),
-            FourLetterWord::Dirs => self.dirs(&mut out),
+            // The runtime walks the directories (`answer_four_letter`): nothing here.
+            FourLetterWord::Dirs => {}
             FourLetterWord::Csnp => self.csnp(&mut out),
             FourLetterWord::Hash => self.hash(&mut out),
             FourLetterWord::Ydld | FourLetterWord::Rqld => self.leadership_word(&mut out, word),

@@ -3,8 +3,8 @@
 use super::VERSION;
 use crate::core::Core;
 use crate::metrics::{java_double, monitor_fields, round4, Field};
+use ::core::net::SocketAddr;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 
 /// The line `stat` and `cons` print for the connection asking: ZooKeeper lists it like any
 /// other, with interest ops 0 and the one request it received.

@@ -104,7 +104,7 @@ impl Core {
         }
         if close {
             if let Some(c) = self.conns.get(&conn) {
-                let _ = c.out.send(Out::Close);
+                self.outbox.send(&c.out, Out::Close);
             }
         }
     }

@@ -36,7 +36,7 @@ impl Core {
                 let frame = reply::frame(q.xid, q.zxid, ErrorCode::MarshallingError.code(), |w| {
                     MultiResponse::new(vec![]).write(w)
                 });
-                self.stats.record(q.at);
+                self.stats.record(q.at, self.now.mono);
                 self.send_reply(q.conn, frame);
                 return Answer::Done;
             }

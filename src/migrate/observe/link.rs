@@ -15,12 +15,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-/// A connection attempt to one participant's quorum port gives up after this.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Between two rounds over every participant.
-const RETRY_PAUSE: Duration = Duration::from_millis(200);
-/// Bytes read from the leader per read call.
-const READ_CHUNK: usize = 64 * 1024;
+use crate::limits::{
+    OBSERVER_CONNECT_TIMEOUT as CONNECT_TIMEOUT, OBSERVER_READ_CHUNK as READ_CHUNK,
+    OBSERVER_RETRY_PAUSE as RETRY_PAUSE,
+};
 
 pub struct LinkConfig {
     pub server_id: i64,

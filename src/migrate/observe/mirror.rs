@@ -15,10 +15,7 @@ use palisade_zab::{TxnEntry, WireSnapshot};
 use palisade_zkdisk::snap::DIGEST_VERSION;
 use std::collections::BTreeMap;
 
-/// Up to this many znodes every txn's digest is checked (a check walks the whole tree);
-/// past it, one txn in `DIGEST_EVERY_LARGE`.
-const DIGEST_EVERY_TXN_UP_TO_NODES: usize = 20_000;
-const DIGEST_EVERY_LARGE: u64 = 1_000;
+use crate::limits::{OBSERVER_DIGEST_ALL_UP_TO_NODES, OBSERVER_DIGEST_EVERY_LARGE};
 
 #[derive(Default)]
 pub struct Mirror {
@@ -91,8 +88,8 @@ impl Mirror {
         let Some(d) = entry.digest.filter(|d| d.version == DIGEST_VERSION) else {
             return Ok(());
         };
-        let small = state.tree.znode_count() <= DIGEST_EVERY_TXN_UP_TO_NODES;
-        if !small && !self.applied.is_multiple_of(DIGEST_EVERY_LARGE) {
+        let small = state.tree.znode_count() <= OBSERVER_DIGEST_ALL_UP_TO_NODES;
+        if !small && !self.applied.is_multiple_of(OBSERVER_DIGEST_EVERY_LARGE) {
             return Ok(());
         }
         let ours = zktree::zk_digest(&state.tree);

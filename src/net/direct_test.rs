@@ -1,6 +1,8 @@
 use super::*;
-use crate::core::msg::{GlobalBudget, OutBudget};
-use std::io::{Read, Write};
+use crate::core::outbox::Outbox;
+use crate::core::{GlobalBudget, OutBudget};
+use crate::limits::WRITE_BATCH;
+use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
@@ -30,15 +32,16 @@ fn a_turns_output_is_written_by_the_core_when_the_writer_holds_nothing() {
     let (server, mut client) = pair();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let budget = OutBudget::new(1 << 20, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
     budget.read_one();
     budget.read_one();
-    begin();
-    out.send(Out::Reply(frame(1, 10))).unwrap();
-    out.send(Out::Event(frame(2, 5))).unwrap();
-    out.send(Out::Reply(frame(3, 10))).unwrap();
+    let mut outbox = Outbox::default();
+    outbox.stage_turns();
+    outbox.send(&out, Out::Reply(frame(1, 10)));
+    outbox.send(&out, Out::Event(frame(2, 5)));
+    outbox.send(&out, Out::Reply(frame(3, 10)));
     assert_eq!(budget.queued(), 25, "charged when staged");
-    let lifted = flush();
+    let lifted = outbox.write();
     assert!(lifted.is_empty());
     assert_eq!(budget.queued(), 0);
     assert_eq!(budget.queued_events(), 0);
@@ -58,12 +61,13 @@ fn output_goes_behind_what_the_writer_holds() {
     let (server, mut client) = pair();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let budget = OutBudget::new(1 << 20, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
-    begin();
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
+    let mut outbox = Outbox::default();
+    outbox.stage_turns();
     out.hand(Out::Bytes(frame(9, 4))).unwrap();
     budget.read_one();
-    out.send(Out::Reply(frame(1, 10))).unwrap();
-    flush();
+    outbox.send(&out, Out::Reply(frame(1, 10)));
+    outbox.write();
     assert!(matches!(rx.try_recv(), Ok(Out::Bytes(b)) if b.len() == 4));
     // as it was sent: nothing is copied while the writer is busy
     assert!(matches!(rx.try_recv(), Ok(Out::Reply(b)) if b.len() == 10));
@@ -72,8 +76,8 @@ fn output_goes_behind_what_the_writer_holds() {
     budget.wrote((10, 0));
     budget.answered(1);
     budget.done_with(2);
-    out.send(Out::Reply(frame(5, 3))).unwrap();
-    flush();
+    outbox.send(&out, Out::Reply(frame(5, 3)));
+    outbox.write();
     assert!(rx.try_recv().is_err());
     assert_eq!(read_exactly(&mut client, 3), [5; 3]);
 }
@@ -88,12 +92,13 @@ fn what_the_socket_does_not_take_goes_to_the_writer() {
     while (&fill).write(&[0; 64 << 10]).is_ok() {}
     let (tx, mut rx) = mpsc::unbounded_channel();
     let budget = OutBudget::new(1 << 30, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
-    begin();
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
+    let mut outbox = Outbox::default();
+    outbox.stage_turns();
     let big = 512 << 10;
-    out.send(Out::Reply(frame(1, big))).unwrap();
-    out.send(Out::Reply(frame(2, 10))).unwrap();
-    flush();
+    outbox.send(&out, Out::Reply(frame(1, big)));
+    outbox.send(&out, Out::Reply(frame(2, 10)));
+    outbox.write();
     let written = budget.written() as usize;
     assert!(written < big, "the socket took all {written} bytes");
     match rx.try_recv() {
@@ -122,12 +127,13 @@ fn a_large_replys_parts_go_to_the_writer_as_they_are_behind_what_was_staged() {
     let (server, _client) = pair();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let budget = OutBudget::new(1 << 30, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
-    begin();
-    out.send(Out::Reply(frame(1, 10))).unwrap();
-    out.send(Out::Bytes(frame(2, WRITE_BATCH))).unwrap();
-    out.send(Out::Reply(frame(3, 100))).unwrap();
-    flush();
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
+    let mut outbox = Outbox::default();
+    outbox.stage_turns();
+    outbox.send(&out, Out::Reply(frame(1, 10)));
+    outbox.send(&out, Out::Bytes(frame(2, WRITE_BATCH)));
+    outbox.send(&out, Out::Reply(frame(3, 100)));
+    outbox.write();
     assert_eq!(budget.written(), 0, "the core wrote nothing itself");
     assert!(
         matches!(rx.try_recv(), Ok(Out::Batch { bytes, replies: 1, weight: (10, 0) }) if bytes.len() == 10)
@@ -140,17 +146,18 @@ fn a_large_replys_parts_go_to_the_writer_as_they_are_behind_what_was_staged() {
 }
 
 /// How: a Close staged with a reply goes to the writer task (which writes, then closes);
-/// outside the core's loop nothing is staged.
+/// what is sent outside the engine's outbox is not staged.
 #[test]
 fn a_close_and_output_outside_a_turn_go_to_the_writer() {
     let (server, _client) = pair();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let budget = OutBudget::new(1 << 20, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
-    begin();
-    out.send(Out::Reply(frame(1, 10))).unwrap();
-    out.send(Out::Close).unwrap();
-    flush();
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
+    let mut outbox = Outbox::default();
+    outbox.stage_turns();
+    outbox.send(&out, Out::Reply(frame(1, 10)));
+    outbox.send(&out, Out::Close);
+    outbox.write();
     assert!(matches!(rx.try_recv(), Ok(Out::Batch { replies: 1, .. })));
     assert!(matches!(rx.try_recv(), Ok(Out::Close)));
     // another thread, not the core's loop: straight to the writer
@@ -168,12 +175,13 @@ fn a_direct_write_lifts_a_hold() {
     let (server, mut client) = pair();
     let (tx, _rx) = mpsc::unbounded_channel();
     let budget = OutBudget::new(16, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, server);
-    begin();
-    out.send(Out::Reply(frame(1, 20))).unwrap();
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
+    let mut outbox = Outbox::default();
+    outbox.stage_turns();
+    outbox.send(&out, Out::Reply(frame(1, 20)));
     assert!(budget.over());
     assert!(budget.hold());
-    let lifted = flush();
+    let lifted = outbox.write();
     assert_eq!(lifted.conns, [7]);
     assert_eq!(read_exactly(&mut client, 20), [1; 20]);
 }

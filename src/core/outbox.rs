@@ -1,0 +1,198 @@
+//! The engine's output to connections during a turn. Every frame is charged to the
+//! connection's budget at once (the engine reads the budgets as it goes); a plaintext
+//! connection's frames are staged here and, at the turn's end, the runtime has net write
+//! them (net/direct.rs): on the core thread, straight to the socket when the connection's
+//! writer task has nothing in hand (the common case — a client waiting for its reply), else
+//! through the writer task, behind what it holds. A reply then costs no wake-up of a
+//! connection task: waking a parked thread costs 20–40 µs on this kind of virtual machine,
+//! more than the request itself, and a lock handoff crosses three round trips in series
+//! (docs/design/BENCHMARKS.md, "Where the time goes").
+//!
+//! Only plaintext connections (a TLS stream is encrypted by its writer task), and only once
+//! the runtime turns staging on (`stage_turns`): until then — and in tests that step the
+//! engine by hand — frames go to the writer task at once. Order holds because the engine is
+//! a connection's only producer of output: it is written directly only while the writer
+//! holds nothing, and once a batch is handed to the writer, everything after that batch goes
+//! to the writer too until the writer has written it all.
+
+use super::host::HostTask;
+use super::msg::{Out, OutTx};
+use crate::core::watch::ConnId;
+use crate::limits::WRITE_BATCH;
+use bytes::Bytes;
+
+/// Writes a connection's staged output to its socket: net's direct writer (net/direct.rs).
+/// The engine only holds it; the runtime calls it at the turn's end.
+pub trait DirectWriter: std::fmt::Debug + Send + Sync {
+    /// Writes `staged`, what the engine staged for `tx` this turn, noting in `lifted` a hold
+    /// the write lifts.
+    fn write_staged(&self, tx: &OutTx, staged: Staged, lifted: &mut Lifted);
+}
+
+/// A plaintext connection's writer for the core and what the engine staged for it this turn.
+#[derive(Debug)]
+pub struct Direct {
+    pub conn: ConnId,
+    writer: Box<dyn DirectWriter>,
+    staged: parking_lot::Mutex<Staged>,
+}
+
+/// What is staged for one connection in a turn.
+#[derive(Debug, Default)]
+pub struct Staged {
+    pub buf: Vec<u8>,
+    /// Charged to the budget: (bytes, of which notification bytes).
+    pub weight: (usize, usize),
+    pub replies: usize,
+    pub close: bool,
+    /// In this turn's list.
+    listed: bool,
+}
+
+impl Direct {
+    pub fn new(conn: ConnId, writer: Box<dyn DirectWriter>) -> Direct {
+        Direct {
+            conn,
+            writer,
+            staged: parking_lot::Mutex::new(Staged::default()),
+        }
+    }
+
+    /// The staging buffer goes back for the next turn, unless a big reply made it big.
+    pub fn keep(&self, mut buf: Vec<u8>) {
+        if buf.capacity() <= KEEP_BYTES {
+            buf.clear();
+            let mut s = self.staged.lock();
+            if s.buf.capacity() == 0 {
+                s.buf = buf;
+            }
+        }
+    }
+}
+
+/// The largest staging buffer a connection keeps between turns.
+const KEEP_BYTES: usize = 64 << 10;
+
+/// Connections whose holds a direct write lifted (as a writer's `CoreMsg::Drained` would say).
+#[derive(Debug, Default)]
+pub struct Lifted {
+    pub conns: Vec<ConnId>,
+    pub global: bool,
+}
+
+impl Lifted {
+    pub fn is_empty(&self) -> bool {
+        self.conns.is_empty() && !self.global
+    }
+}
+
+/// The engine's outbox: this turn's connections with staged output, and the work it asks of
+/// the runtime off the core thread.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    staging: bool,
+    turn: Vec<OutTx>,
+    tasks: Vec<HostTask>,
+}
+
+impl Outbox {
+    /// From now on, output to a connection with a direct writer is staged until `write`.
+    pub fn stage_turns(&mut self) {
+        self.staging = true;
+    }
+
+    /// Sends `o` to a connection: charged to its budget now; staged for the turn's end, or
+    /// handed to its writer task.
+    pub fn send(&mut self, tx: &OutTx, o: Out) {
+        let w = o.weight();
+        tx.budget.charge(w);
+        if self.staging {
+            if let Some(d) = tx.direct() {
+                if stage(tx, d, &o, w, &mut self.turn) {
+                    return;
+                }
+            }
+        }
+        if tx.hand(o).is_err() {
+            tx.budget.release(w);
+        }
+    }
+
+    /// Asks the runtime for work off the core thread (at the turn's end).
+    pub fn task(&mut self, t: HostTask) {
+        self.tasks.push(t);
+    }
+
+    /// The work asked for this turn.
+    pub fn take_tasks(&mut self) -> Vec<HostTask> {
+        std::mem::take(&mut self.tasks)
+    }
+
+    /// Has each connection's writer write what this turn staged for it.
+    pub fn write(&mut self) -> Lifted {
+        let mut lifted = Lifted::default();
+        for tx in std::mem::take(&mut self.turn) {
+            let Some(d) = tx.direct() else { continue };
+            let staged = std::mem::take(&mut *d.staged.lock());
+            if staged.buf.is_empty() && !staged.close {
+                continue;
+            }
+            d.writer.write_staged(&tx, staged, &mut lifted);
+        }
+        lifted
+    }
+}
+
+/// Stages `o` (already charged to the budget with weight `w`); false if it goes to the
+/// writer instead.
+fn stage(tx: &OutTx, d: &Direct, o: &Out, w: (usize, usize), turn: &mut Vec<OutTx>) -> bool {
+    let mut s = d.staged.lock();
+    if s.buf.is_empty() && !s.close && tx.budget.handed() > 0 {
+        // The writer is busy (a client slow to read): it takes the frame as it is, and
+        // nothing is copied or held twice.
+        return false;
+    }
+    let len = match o {
+        Out::Bytes(b) | Out::Event(b) | Out::Reply(b) => b.len(),
+        Out::Batch { .. } | Out::Close => 0,
+    };
+    if s.buf.len().saturating_add(len) > WRITE_BATCH {
+        // A large reply's parts (`Core::send_reply`) are not copied into the staging
+        // buffer: what is staged goes to the writer first, and they follow it, in order.
+        hand_staged(tx, &mut s);
+        return false;
+    }
+    match o {
+        Out::Bytes(b) | Out::Event(b) => s.buf.extend_from_slice(b),
+        Out::Reply(b) => {
+            s.replies += 1;
+            s.buf.extend_from_slice(b);
+        }
+        Out::Batch { .. } => return false,
+        Out::Close => s.close = true,
+    }
+    s.weight = (s.weight.0 + w.0, s.weight.1 + w.1);
+    if !s.listed {
+        s.listed = true;
+        turn.push(tx.clone());
+    }
+    true
+}
+
+/// Hands what is staged for a connection to its writer now, as one batch.
+fn hand_staged(tx: &OutTx, s: &mut Staged) {
+    if s.buf.is_empty() {
+        return;
+    }
+    let (weight, replies) = (s.weight, s.replies);
+    s.weight = (0, 0);
+    s.replies = 0;
+    let batch = Out::Batch {
+        bytes: Bytes::from(std::mem::take(&mut s.buf)),
+        replies,
+        weight,
+    };
+    if tx.hand(batch).is_err() {
+        tx.budget.release(weight);
+    }
+}

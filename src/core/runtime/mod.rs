@@ -1,0 +1,137 @@
+//! The core thread's runtime: the one part of the core that does I/O. It owns the inbox
+//! (spinning, then parking, while it is empty: spin.rs), reads the clock once per step and
+//! hands the time to the engine with each input, seeds the engine's random choices, and
+//! routes the engine's output at the end of each turn (the direct socket write: net/direct.rs;
+//! the work it asks off the core thread: host.rs), and reads the host's facts the engine
+//! reports (host.rs). Everything else in src/core is the engine, which reads no clock, draws
+//! no random number and touches no file, socket or thread-local (tests/layering.rs checks it).
+
+mod host;
+
+use super::{Core, CoreConfig, CoreMsg, Now};
+use crate::durability::Durability;
+use crate::spin;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+/// Milliseconds since the Unix epoch, from the system clock.
+fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+impl Now {
+    /// The clocks, read now.
+    pub fn read() -> Now {
+        Now {
+            mono: Instant::now(),
+            wall_ms: wall_ms(),
+        }
+    }
+}
+
+impl Core {
+    /// An engine starting now, its random choices seeded from the system's random source.
+    /// The host's facts it reports (`envi`) are read now.
+    pub fn new(cfg: CoreConfig, log: Box<dyn Durability + Send>) -> Self {
+        let mut core = Core::start(cfg, log, Now::read(), fastrand::u64(..));
+        core.host = host::info();
+        core
+    }
+
+    /// Steps the engine on one input, at the time read now; an input that reports on the
+    /// host (a four-letter word, an admin query or scrape) comes with a fresh reading of it.
+    fn input(&mut self, msg: CoreMsg) -> bool {
+        if matches!(msg, CoreMsg::FourLetter { .. } | CoreMsg::Admin(_)) {
+            self.probe = host::probe();
+        }
+        self.step(Now::read(), msg)
+    }
+
+    /// Runs until Shutdown (or every sender is gone): drains whatever is queued, hands the
+    /// writes it prepped to the log as one batch, then takes one turn of a snapshot capture
+    /// if one is in progress (so a capture advances between batches, and while idle).
+    pub fn run(mut self, mut inbox: mpsc::Receiver<CoreMsg>) {
+        let mut spinner = spin::Spinner::new(self.cfg.spin_wait);
+        self.outbox.stage_turns();
+        loop {
+            let first = if self.capturing() {
+                match inbox.try_recv() {
+                    Ok(m) => Some(m),
+                    Err(mpsc::error::TryRecvError::Empty) => {
+                        if self.snapshot_waiting() {
+                            std::thread::yield_now();
+                        }
+                        None
+                    }
+                    Err(mpsc::error::TryRecvError::Disconnected) => break,
+                }
+            } else {
+                let next = spinner.wait(
+                    &mut inbox,
+                    |inbox| match inbox.try_recv() {
+                        Ok(m) => Some(Some(m)),
+                        Err(mpsc::error::TryRecvError::Empty) => None,
+                        Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
+                    },
+                    |inbox| inbox.blocking_recv(),
+                );
+                match next {
+                    Some(m) => Some(m),
+                    None => break,
+                }
+            };
+            let mut stop = false;
+            if let Some(first) = first {
+                stop = self.input(first);
+                let mut n = 1;
+                while !stop && n < crate::limits::CORE_TURN_MESSAGES {
+                    match inbox.try_recv() {
+                        Ok(m) => stop = self.input(m),
+                        Err(_) => break,
+                    }
+                    n += 1;
+                }
+                self.log.flush();
+                self.flush_forwards();
+            }
+            if stop {
+                break;
+            }
+            self.between_batches(Now::read());
+            self.flush_output();
+        }
+        self.flush_output();
+        tracing::info!(
+            zxid = format_args!("{:#x}", self.state.zxid()),
+            "core stopped"
+        );
+    }
+
+    /// Has net write the output this turn staged (`outbox.rs`, net/direct.rs). A direct write can bring a held
+    /// connection back under its budget, as its writer's `Drained` would: its held reads run
+    /// now, and what they answer is written in the same way.
+    fn flush_output(&mut self) {
+        for t in self.outbox.take_tasks() {
+            host::run(t);
+        }
+        for _ in 0..crate::limits::CORE_TURN_MESSAGES {
+            let lifted = self.outbox.write();
+            if lifted.is_empty() {
+                return;
+            }
+            for c in lifted.conns {
+                self.drained(Some(c));
+            }
+            if lifted.global {
+                self.drained(None);
+            }
+        }
+        // Not reached in practice; whatever is still staged goes out, and the tick looks at
+        // held connections again.
+        let lifted = self.outbox.write();
+        self.held.extend(lifted.conns);
+    }
+}
