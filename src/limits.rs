@@ -380,7 +380,7 @@ pub const OBSERVER_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_
 pub const OBSERVER_READ_CHUNK: usize = 64 << 10;
 
 /// Up to this many znodes the mirror checks ZooKeeper's digest after every txn (a check walks
-/// the whole tree: 20,000 nodes is about a millisecond); past it, one txn in
+/// the whole tree, so the cost per txn grows with the tree); past it, one txn in
 /// `OBSERVER_DIGEST_EVERY_LARGE`.
 pub const OBSERVER_DIGEST_ALL_UP_TO_NODES: usize = 20_000;
 pub const OBSERVER_DIGEST_EVERY_LARGE: u64 = 1_000;
