@@ -3,7 +3,7 @@
 
     python3 tools/bench/locks.py [--quick] [--rounds N] [--seconds S] [--sessions N]
                                  [--readers PCT] [--only REGEX] [--json OUT] [--markdown OUT]
-                                 [--port-base P]
+                                 [--port-base P] [--kinds zookeeper,palisade]
 
 The load is the third-party Rust crate `zookeeper-client` 0.9 (tools/bench/zkc, built on
 demand), one session per contender on one client thread, running the classic recipes written
@@ -223,7 +223,12 @@ def main():
     ap.add_argument("--markdown", help="write the table here")
     ap.add_argument("--port-base", type=int,
                     help="servers listen on the first free ports from this one up (default: any)")
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="which servers, comma-separated (default: both; one alone claims no ratio)")
     a = ap.parse_args()
+    kinds = [k for k in a.kinds.split(",") if k]
+    if not kinds or any(k not in KINDS for k in kinds):
+        sys.exit(f"--kinds: a comma-separated subset of {','.join(KINDS)}")
     if a.quick:
         a.rounds, a.seconds, a.sessions, a.warmup = 1, 1, 8, 0.3
         driver.PROBE_SECONDS = 0.1
@@ -240,7 +245,7 @@ def main():
         print(f"machine: {os.cpu_count()} cores shared by the client and the servers; "
               f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         for r in range(a.rounds):
-            order = KINDS if r % 2 == 0 else KINDS[::-1]
+            order = kinds if r % 2 == 0 else kinds[::-1]
             print(f"round {r + 1}/{a.rounds}", flush=True)
             for setup in ("standalone", "ensemble"):
                 mine = [row for row in chosen if row[1] == setup]
