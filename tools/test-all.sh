@@ -309,6 +309,13 @@ run_suite "benchmark driver, independent clients, quick mode (Palisade and ZooKe
 # no speed asserted. About 20 s (zkc is built by the line above).
 run_suite "lock benchmark, third-party client, quick mode (Palisade and ZooKeeper 3.8)" \
   timeout -k 5 240 python3 tools/bench/locks.py --quick
+# The same on the ensembles with the seed's clients: Curator's InterProcessMutex and
+# InterProcessReadWriteLock, kazoo's Lock and ReadLock/WriteLock, sessions spread over the
+# members (their standalone runs are the independent-clients line's). About 20 s each.
+run_suite "lock benchmark, Curator recipes on ensembles, quick mode (Palisade and ZooKeeper 3.8)" \
+  timeout -k 5 240 python3 tools/bench/locks.py --quick --client curator --only ensemble
+run_suite "lock benchmark, kazoo recipes on ensembles, quick mode (Palisade and ZooKeeper 3.8)" \
+  timeout -k 5 240 python3 tools/bench/locks.py --quick --client kazoo --only ensemble
 # The ensemble benchmark still works: every workload and the leader kill on a 3-member
 # Palisade ensemble end without errors (about 20 s; both servers: drop --kind).
 run_suite "ensemble benchmark, quick mode (3 Palisade members)" \

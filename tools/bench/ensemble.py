@@ -119,7 +119,7 @@ def epoch(ports):
 class Ensemble:
     """MEMBERS processes of one kind, each with its own dir (zoo.cfg, data/myid, server.log)."""
 
-    def __init__(self, kind, work):
+    def __init__(self, kind, work, extra=()):
         self.kind = kind
         self.dir = tempfile.mkdtemp(prefix=f"{kind}-", dir=work)
         ports = free_ports(3 * MEMBERS)
@@ -135,7 +135,7 @@ class Ensemble:
             cfg = ["tickTime=2000", "initLimit=10", "syncLimit=5", f"dataDir={d}/data",
                    f"clientPort={self.ports[i]}", "clientPortAddress=127.0.0.1", "maxClientCnxns=0",
                    "4lw.commands.whitelist=*", "forceSync=yes", "globalOutstandingLimit=100000",
-                   "admin.enableServer=false"] + servers
+                   "admin.enableServer=false"] + servers + list(extra)
             self.cfgs.append(os.path.join(d, "zoo.cfg"))
             self.logs.append(os.path.join(d, "server.log"))
             with open(self.cfgs[-1], "w") as f:

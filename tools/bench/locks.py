@@ -4,8 +4,9 @@
     python3 tools/bench/locks.py [--quick] [--rounds N] [--seconds S] [--sessions N]
                                  [--readers PCT] [--only REGEX] [--json OUT] [--markdown OUT]
                                  [--port-base P] [--kinds zookeeper,palisade]
+                                 [--client zkc|curator|kazoo] [--palisade-config KEY=VALUE]
 
-The load is the third-party Rust crate `zookeeper-client` 0.9 (tools/bench/zkc, built on
+By default (--client zkc) the load is the third-party Rust crate `zookeeper-client` 0.9 (tools/bench/zkc, built on
 demand), one session per contender on one client thread, running the classic recipes written
 by hand on the crate's primitives (zkc's recipes.rs):
 
@@ -14,6 +15,14 @@ by hand on the crate's primitives (zkc's recipes.rs):
 - read-write lock: Curator 5's InterProcessReadWriteLock node names (`__READ__` / `__WRIT__`),
   a read --readers percent of the time (80 by default); a reader waits only for an earlier
   writer, a writer for any earlier node.
+
+--client curator runs the same rows with Apache Curator 5.4's own InterProcessMutex and
+InterProcessReadWriteLock (all sessions in one JVM, tools/bench/clients/CuratorBench.java),
+--client kazoo with kazoo 2.11's Lock and ReadLock/WriteLock (one Python process per session,
+tools/bench/clients/kazoo_bench.py): the seed's scenario with the clients applications use.
+Their sessions spread over an ensemble's members as zkc's do. They report no stages (the
+handoff is inside the recipe); their own CPU per acquisition is in the table, to show what the
+client costs beside the server.
 
 Four rows, each on fresh servers per round: both workloads on a standalone server, and on a
 3-member ensemble (tools/bench/ensemble.py's) with the sessions spread over the members
@@ -53,24 +62,56 @@ KINDS = ["zookeeper", "palisade"]
 LABEL = {"zookeeper": "ZooKeeper 3.8", "palisade": "Palisade"}
 
 
-def rows(readers):
-    """(row, setup, zkc workload) in the order of issue 39's table."""
-    rw = f"read-write lock ({readers}% readers)"
+CLIENTS = ["zkc", "curator", "kazoo"]
+# Each client's name for the two recipes (row prefix, mode argument).
+RECIPES = {
+    "zkc": {"mutex": ("mutex", "mutex"), "rwlock": ("read-write lock", "rwlock")},
+    "curator": {"mutex": ("Curator InterProcessMutex", "mutex"),
+                "rwlock": ("Curator InterProcessReadWriteLock", "rwlock")},
+    "kazoo": {"mutex": ("kazoo Lock", "lock"), "rwlock": ("kazoo ReadLock/WriteLock", "rwlock")},
+}
+
+
+def rows(readers, client="zkc"):
+    """(row, setup, workload) in the order of issue 39's table."""
+    mutex = RECIPES[client]["mutex"][0]
+    rw = f"{RECIPES[client]['rwlock'][0]} ({readers}% readers)"
     return [
-        ("mutex, standalone", "standalone", "mutex"),
+        (f"{mutex}, standalone", "standalone", "mutex"),
         (f"{rw}, standalone", "standalone", "rwlock"),
-        ("mutex, 3-member ensemble, sessions spread over the members", "ensemble", "mutex"),
+        (f"{mutex}, 3-member ensemble, sessions spread over the members", "ensemble", "mutex"),
         (f"{rw}, 3-member ensemble, sessions spread over the members", "ensemble", "rwlock"),
     ]
 
 
-def zkc(workload, target, pids, seconds, a, what):
-    """One palisade-bench-zkc run; its JSON line. Raises on a failed run (errors, a safety
-    violation: zkc exits 1 on either) or one without acquisitions."""
-    cmd = [independent.ZKC, workload, "--server", target, "--sessions", str(a.sessions),
-           "--seconds", str(seconds), "--server-pid", pids, "--readers", str(a.readers)]
-    cmd += ["--fake-lock"] if a.fake_lock else []
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 180, cwd=ROOT)
+def load_command(client, workload, target, pids, seconds, a, warmup=False):
+    """The command line of one run of `client`'s `workload` (mutex, rwlock) against
+    `target` (one address, or an ensemble's comma-separated list, spread over)."""
+    mode = RECIPES[client][workload][1]
+    if client == "zkc" or warmup:
+        cmd = [independent.ZKC, mode, "--server", target, "--sessions", str(a.sessions),
+               "--seconds", str(seconds), "--server-pid", pids, "--readers", str(a.readers)]
+        return cmd + (["--fake-lock"] if a.fake_lock else [])
+    spread = "," in target
+    if client == "curator":
+        cmd = ["java", "-Xshare:auto", "-Xmx512m", "-cp",
+               independent.curator_classes() + ":" + independent.CURATOR_CP, "CuratorBench",
+               f"hosts={target}", f"modes={mode}", f"sessions={a.sessions}", f"seconds={seconds}",
+               f"warmupMs={int(a.client_warmup * 1000)}", f"readers={a.readers}",
+               f"serverPid={pids}", f"spread={int(spread)}"]
+        return cmd + (["fake=1"] if a.fake_lock else [])
+    cmd = [sys.executable, independent.KAZOO, "--hosts", target, "--modes", mode,
+           "--sessions", str(a.sessions), "--seconds", str(seconds),
+           "--warmup", str(a.client_warmup), "--readers", str(a.readers), "--server-pid", pids]
+    return cmd + (["--spread"] if spread else []) + (["--fake-lock"] if a.fake_lock else [])
+
+
+def zkc(workload, target, pids, seconds, a, what, warmup=False):
+    """One run of the chosen client (zkc for a warm-up); its JSON line. Raises on a failed
+    run (errors, a safety violation: every client exits 1 or reports them) or one without
+    acquisitions."""
+    cmd = load_command(a.client, workload, target, pids, seconds, a, warmup)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 240, cwd=ROOT)
     out = independent.json_line(r, what)
     if out.get("errors") or out.get("violations") or not out.get("ops"):
         raise RuntimeError(f"{what}: errors, a lock safety violation or no acquisitions: {out}")
@@ -78,8 +119,8 @@ def zkc(workload, target, pids, seconds, a, what):
 
 
 class Standalone:
-    def __init__(self, kind, work):
-        self.server = Server(kind, work)
+    def __init__(self, kind, work, extra=()):
+        self.server = Server(kind, work, extra)
 
     def start(self):
         self.server.start()
@@ -96,8 +137,8 @@ class Standalone:
 class Spread:
     """A 3-member ensemble; zkc spreads its sessions over the members in turn."""
 
-    def __init__(self, kind, work):
-        self.ens = ensemble.Ensemble(kind, work)
+    def __init__(self, kind, work, extra=()):
+        self.ens = ensemble.Ensemble(kind, work, extra)
 
     def start(self):
         self.ens.start()
@@ -112,12 +153,13 @@ class Spread:
 
 def one(kind, setup, work, a, chosen, results, notes):
     """A fresh server (or ensemble) of `kind`, a warm-up, then this setup's chosen rows."""
-    s = (Standalone if setup == "standalone" else Spread)(kind, work)
+    extra = a.palisade_config if kind == "palisade" else ()
+    s = (Standalone if setup == "standalone" else Spread)(kind, work, extra)
     t0 = time.monotonic()
     try:
         target, pids = s.start()
         t1 = time.monotonic()
-        zkc("mutex", target, pids, a.warmup, a, f"{kind} {setup} warm-up")
+        zkc("mutex", target, pids, a.warmup, a, f"{kind} {setup} warm-up", warmup=True)
         print(f"  {LABEL[kind]:13} {setup}: serving after {t1 - t0:.1f} s, warmed up after "
               f"{time.monotonic() - t1:.1f} s more", flush=True)
         for row, _, workload in chosen:
@@ -129,11 +171,13 @@ def one(kind, setup, work, a, chosen, results, notes):
             results.setdefault("runs", []).append(out)
             results.setdefault(kind, {}).setdefault(row, []).append(out["ops_per_s"])
             results.setdefault(f"{kind}-cpu", {}).setdefault(row, []).append(out.get("server_cpu_us_per_op"))
+            results.setdefault(f"{kind}-client", {}).setdefault(row, []).append(out.get("client_cpu_us_per_op"))
             moved = ""
             if before != after:
                 moved = f"; LEADER OR EPOCH CHANGED DURING THE RUN {before} -> {after}"
                 notes.append(f"{kind} {row}: leader or epoch changed during the run ({before} -> {after})")
-            split = f", {out['reads']} reads / {out['writes']} writes" if workload == "rwlock" else ""
+            split = (f", {out['reads']} reads / {out['writes']} writes"
+                     if workload == "rwlock" and "reads" in out else "")
             print(f"  {LABEL[kind]:13} {row:70} {out['ops_per_s']:>9.1f} acq/s (p50 {out['p50_us']} us, "
                   f"p99 {out['p99_us']} us{split}; {driver.cpu_note(out)}{driver.env_note(out)}{moved})",
                   flush=True)
@@ -148,11 +192,12 @@ def cell(results, kind, row):
     return "–" if not v else fmt(median_of(v)) + (f" ({spread(v)})" if len(v) > 1 else "") + "/s"
 
 
-def table(results, readers, sessions):
-    out = [f"| workload ({sessions} contending sessions) | ZooKeeper 3.8 | Palisade | ratio "
-           "| server CPU per acquisition, ZooKeeper / Palisade |",
-           "|---|---:|---:|---:|---|"]
-    for row, _, _ in rows(readers):
+def table(results, readers, sessions, client):
+    out = [f"| workload ({sessions} contending sessions, client {client}) | ZooKeeper 3.8 | Palisade "
+           "| ratio | server CPU per acquisition, ZooKeeper / Palisade "
+           "| client CPU per acquisition, ZooKeeper / Palisade runs |",
+           "|---|---:|---:|---:|---|---|"]
+    for row, _, _ in rows(readers, client):
         z, p = (results.get(k, {}).get(row, []) for k in KINDS)
         if not (z or p):
             continue
@@ -160,10 +205,11 @@ def table(results, readers, sessions):
         per_round = [pp / zz for zz, pp in zip(z, p) if zz]
         if len(per_round) > 1:
             ratio += f" ({min(per_round):.2f}–{max(per_round):.2f}×)"
-        cpu = [median_of([c for c in results.get(f"{k}-cpu", {}).get(row, []) if c is not None])
-               for k in KINDS]
+        cpu, own = ([median_of([c for c in results.get(f"{k}-{what}", {}).get(row, []) if c is not None])
+                     for k in KINDS] for what in ("cpu", "client"))
         out.append(f"| {row} | {cell(results, 'zookeeper', row)} | {cell(results, 'palisade', row)} "
-                   f"| {ratio.replace('x', '×')} | {fmt(cpu[0])} / {fmt(cpu[1])} µs |")
+                   f"| {ratio.replace('x', '×')} | {fmt(cpu[0])} / {fmt(cpu[1])} µs "
+                   f"| {fmt(own[0])} / {fmt(own[1])} µs |")
     return "\n".join(out)
 
 
@@ -223,6 +269,13 @@ def main():
     ap.add_argument("--markdown", help="write the table here")
     ap.add_argument("--port-base", type=int,
                     help="servers listen on the first free ports from this one up (default: any)")
+    ap.add_argument("--client", choices=CLIENTS, default="zkc",
+                    help="whose recipes: zkc (hand-written on zookeeper-client), Curator's or kazoo's")
+    ap.add_argument("--client-warmup", type=float, default=1,
+                    help="Curator and kazoo: seconds of unmeasured acquisitions before each run")
+    ap.add_argument("--palisade-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a zoo.cfg line added for every Palisade server (repeatable): "
+                    "compare a setting with --kinds palisade, run by run")
     ap.add_argument("--kinds", default=",".join(KINDS),
                     help="which servers, comma-separated (default: both; one alone claims no ratio)")
     a = ap.parse_args()
@@ -230,10 +283,10 @@ def main():
     if not kinds or any(k not in KINDS for k in kinds):
         sys.exit(f"--kinds: a comma-separated subset of {','.join(KINDS)}")
     if a.quick:
-        a.rounds, a.seconds, a.sessions, a.warmup = 1, 1, 8, 0.3
+        a.rounds, a.seconds, a.sessions, a.warmup, a.client_warmup = 1, 1, 8, 0.3, 0.3
         driver.PROBE_SECONDS = 0.1
     driver.PORT_BASE = a.port_base
-    chosen = [r for r in rows(a.readers) if not a.only or re.search(a.only, r[0])]
+    chosen = [r for r in rows(a.readers, a.client) if not a.only or re.search(a.only, r[0])]
     if not chosen:
         sys.exit(f"--only {a.only!r} matches no row")
     t_start = time.time()
@@ -257,7 +310,7 @@ def main():
     finally:
         ensemble._kill_all()
         shutil.rmtree(work, ignore_errors=True)
-    md = table(results, a.readers, a.sessions)
+    md = table(results, a.readers, a.sessions, a.client)
     loads = [run["loadavg"] for run in results.get("runs", [])]
     fsync = [run["fsync_p50_us"] for run in results.get("runs", [])]
     md += (f"\n\n{a.rounds} round(s) of {a.seconds:g} s runs, interleaved; medians (min–max). "

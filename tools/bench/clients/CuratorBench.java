@@ -20,7 +20,7 @@ import org.apache.curator.retry.RetryNTimes;
  * Lock load through Apache Curator's own recipes, for tools/bench/driver.py --independent:
  *
  *   java CuratorBench hosts=127.0.0.1:2181 modes=mutex,rwlock sessions=32 seconds=8 \
- *       warmup=1 readers=80 serverPid=1234 path=/bench-curator
+ *       warmup=1 readers=80 serverPid=1234 path=/bench-curator [spread=1]
  *
  * One JVM with `sessions` CuratorFramework clients (each its own ZooKeeper session, connection
  * and event thread) and one thread per client acquiring and releasing in a loop:
@@ -28,8 +28,12 @@ import org.apache.curator.retry.RetryNTimes;
  * read with probability readers %, else a write). Per mode, after `warmup` seconds unmeasured
  * (the JIT compiles Curator's paths), the acquisitions completed within the next `seconds`
  * are counted, and the server's CPU time over the same window is read from
- * /proc/serverPid/stat, and the whole JVM's (the client side: every thread, GC and JIT too)
+ * /proc/serverPid/stat (a comma-separated list: an ensemble's members, summed), and the whole JVM's (the client side: every thread, GC and JIT too)
  * from /proc/self/stat. One JSON line per mode, the fields of palisade-bench's.
+ *
+ * With spread=1 and several hosts, session i connects to host i mod hosts only (as locks.py's
+ * zkc spreads its sessions), so that most lock traffic enters through followers; otherwise
+ * each session is given the whole list and picks as Curator does.
  *
  * Safety is checked in-process (the sessions are independent, so overlapping holders are a real
  * violation): a writer or mutex holder must find nobody inside, a reader no writer. Any
@@ -56,6 +60,17 @@ public class CuratorBench {
         }
     }
 
+    /** The summed utime + stime of comma-separated pids in seconds, or -1 if one is unreadable. */
+    static double cpuSeconds(String pids) {
+        double sum = 0;
+        for (String p : pids.split(",")) {
+            double s = cpuSeconds(p.isEmpty() ? 0 : Long.parseLong(p.trim()));
+            if (s < 0) return -1;
+            sum += s;
+        }
+        return sum;
+    }
+
     /** Readers inside (> 0), a writer inside (-1), or nobody (0). */
     static final AtomicLong state = new AtomicLong();
     static final AtomicLong violations = new AtomicLong();
@@ -76,7 +91,7 @@ public class CuratorBench {
 
     /** One mode: threads loop until `stop`; acquisitions ending in [from, to) are counted. */
     static String runMode(String mode, List<CuratorFramework> clients, String path, long warmupMs,
-                          double seconds, long readers, long serverPid) throws Exception {
+                          double seconds, long readers, String serverPid) throws Exception {
         int n = clients.size();
         final boolean fake = num("fake", 0) != 0;
         long now = System.nanoTime();
@@ -187,9 +202,12 @@ public class CuratorBench {
         String hosts = cfg.getOrDefault("hosts", "127.0.0.1:2181");
         String path = cfg.getOrDefault("path", "/bench-curator");
         int sessions = (int) num("sessions", 32);
+        String[] each = hosts.split(",");
+        boolean spread = num("spread", 0) != 0;
         List<CuratorFramework> clients = new ArrayList<>();
         for (int i = 0; i < sessions; i++) {
-            CuratorFramework c = CuratorFrameworkFactory.builder().connectString(hosts)
+            String connect = spread ? each[i % each.length] : hosts;
+            CuratorFramework c = CuratorFrameworkFactory.builder().connectString(connect)
                     .sessionTimeoutMs(30000).connectionTimeoutMs(15000)
                     .retryPolicy(new RetryNTimes(3, 100)).build();
             c.start();
@@ -208,7 +226,7 @@ public class CuratorBench {
             }
             System.out.println(runMode(mode, clients, path, num("warmupMs", 1000),
                     Double.parseDouble(cfg.getOrDefault("seconds", "8")),
-                    num("readers", 80), num("serverPid", 0)));
+                    num("readers", 80), cfg.getOrDefault("serverPid", "0")));
             System.out.flush();
         }
         for (CuratorFramework c : clients) c.close();

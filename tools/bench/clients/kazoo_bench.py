@@ -2,7 +2,7 @@
 """Lock load through kazoo's own recipes, for tools/bench/driver.py --independent:
 
     kazoo_bench.py --hosts 127.0.0.1:2181 --modes lock,rwlock --sessions 32 --seconds 8 \
-        [--processes 32] [--warmup 1] [--readers 80] [--server-pid PID]
+        [--processes 32] [--warmup 1] [--readers 80] [--server-pid PID[,PID...]] [--spread]
 
 `sessions` KazooClient sessions spread over `processes` OS processes (by default one each, as
 services would each run their own client: the GIL does not then serialise them), each session
@@ -11,7 +11,10 @@ path (mode rwlock; a read with probability readers %, else a write). Per mode, a
 seconds unmeasured, the acquisitions completed within the next `seconds` are counted and the
 server's CPU time over the same window is read from /proc/<pid>/stat, and the client's: the sum
 over the worker processes (their /proc/<pid>/stat at the same two moments). One JSON line per
-mode on stdout, the fields of palisade-bench's.
+mode on stdout, the fields of palisade-bench's. Several server pids (an ensemble's members)
+are summed. With --spread and several hosts, worker process i connects only to host i mod
+hosts (one session per process by default: the sessions spread over the members, as
+locks.py's zkc spreads them); otherwise every session is given the whole list, as kazoo picks.
 
 Safety: every holder appends `ENTER kind` after acquiring and `EXIT` before releasing to one
 event log (tests/recipes/eventlog.py: one write(2) per line on an O_APPEND file, so the file
@@ -149,14 +152,17 @@ def quantile(v, q):
 
 
 def coordinator(a):
+    server_pids = [int(p) for p in a.server_pid.split(",") if p.strip() and p.strip() != "0"]
     procs = max(1, min(a.processes or a.sessions, a.sessions))
     shares = [a.sessions // procs + (1 if i < a.sessions % procs else 0) for i in range(procs)]
     workers = []
     tmp = tempfile.mkdtemp(prefix="kazoo-bench-")
     try:
         for i, n in enumerate(shares):
+            hosts = a.hosts.split(",")
+            mine = hosts[i % len(hosts)] if a.spread else a.hosts
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--worker-id", f"w{i}",
-                   "--hosts", a.hosts, "--sessions", str(n), "--path", a.path,
+                   "--hosts", mine, "--sessions", str(n), "--path", a.path,
                    "--readers", str(a.readers)] + (["--fake-lock"] if a.fake_lock else [])
             workers.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             text=True, bufsize=1))
@@ -174,10 +180,10 @@ def coordinator(a):
                 w.stdin.write(f"RUN {mode} {t_from} {t_to} {log}\n")
                 w.stdin.flush()
             time.sleep(max(0.0, (t_from - time.monotonic_ns()) / 1e9))
-            cpu0 = cpu_seconds(a.server_pid) if a.server_pid else None
+            cpu0 = cpu_seconds_all(server_pids) if server_pids else None
             own0 = cpu_seconds_all(w.pid for w in workers)
             time.sleep(max(0.0, (t_to - time.monotonic_ns()) / 1e9))
-            cpu1 = cpu_seconds(a.server_pid) if a.server_pid else None
+            cpu1 = cpu_seconds_all(server_pids) if server_pids else None
             own1 = cpu_seconds_all(w.pid for w in workers)
             lat, errors = [], 0
             deadline = time.monotonic() + 90
@@ -233,7 +239,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--warmup", type=float, default=1)
     ap.add_argument("--readers", type=int, default=80)
-    ap.add_argument("--server-pid", type=int, default=0)
+    ap.add_argument("--server-pid", default="0", help="a pid, or comma-separated pids (summed)")
+    ap.add_argument("--spread", action="store_true",
+                    help="worker process i connects only to host i mod hosts")
     ap.add_argument("--path", default="/bench-kazoo")
     ap.add_argument("--fake-lock", action="store_true",
                     help="take no lock at all, to see the safety check fail")
