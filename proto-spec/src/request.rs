@@ -301,6 +301,19 @@ impl Request {
         }
     }
 
+    /// Decodes a whole client message as `encode` writes it (RequestHeader, then the body of
+    /// its type); every byte must be used.
+    pub fn decode_message(
+        msg: Bytes,
+        max_len: usize,
+    ) -> Result<(RequestHeader, Request), DecodeError> {
+        let mut r = Reader::new(msg, max_len);
+        let header = RequestHeader::read(&mut r)?;
+        let req = Request::decode_prefix(header.type_, &mut r)?;
+        r.finish()?;
+        Ok((header, req))
+    }
+
     /// Encodes a whole client message: RequestHeader{xid, opcode} + body.
     pub fn encode(&self, xid: i32) -> BytesMut {
         // Typical requests fit; larger ones grow once or twice.

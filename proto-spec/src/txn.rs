@@ -134,6 +134,12 @@ impl Txn {
         w.freeze()
     }
 
+    /// The header of an encoded txn, its body left unread: what a member checks (the zxid's
+    /// epoch) before it decodes the rest.
+    pub fn peek_header(buf: &Bytes) -> Result<TxnHeader, DecodeError> {
+        TxnHeader::read(&mut Reader::new(buf.clone(), usize::MAX))
+    }
+
     pub fn decode(buf: Bytes, max_len: usize) -> Result<Txn, DecodeError> {
         let mut r = Reader::new(buf, max_len);
         let header = TxnHeader::read(&mut r)?;

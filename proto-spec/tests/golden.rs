@@ -64,6 +64,20 @@ fn check_file(path: &Path, tally: &mut Tally) {
                         payload,
                         "{at}: request re-encoding differs: {req:?}"
                     );
+                    // The whole message at once, as a follower's forward is decoded.
+                    let (whole_h, whole) = Request::decode_message(payload.clone(), MAX)
+                        .unwrap_or_else(|e| panic!("{at}: decode_message: {e}"));
+                    assert_eq!(
+                        (whole_h.xid, whole_h.type_, &whole),
+                        (h.xid, h.type_, &req),
+                        "{at}"
+                    );
+                    let mut longer = payload.to_vec();
+                    longer.push(0);
+                    assert!(
+                        Request::decode_message(Bytes::from(longer), MAX).is_err(),
+                        "{at}: a trailing byte must be refused"
+                    );
                 }
                 // The raw client sends one unknown opcode on purpose; ZooKeeper answers -6.
                 Err(DecodeError::UnknownOpCode(op)) if name.contains("raw-badrequest") => {

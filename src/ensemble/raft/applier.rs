@@ -141,12 +141,9 @@ fn log_id(p: LogPos) -> LogId<NodeId> {
     LogId::new(CommittedLeaderId::new(p.term, p.node), p.index)
 }
 
-/// Whether an encoded txn's zxid carries `term` as its epoch (zxid = term << 32 | counter):
-/// the TxnHeader's zxid is its third field (client id i64, cxid i32, zxid i64).
-fn prepped_in(txn: &[u8], term: u64) -> bool {
-    txn.get(12..20)
-        .and_then(|b| b.first_chunk::<8>())
-        .is_some_and(|b| (i64::from_be_bytes(*b) >> 32) as u64 == term)
+/// Whether an encoded txn's zxid carries `term` as its epoch (zxid = term << 32 | counter).
+fn prepped_in(txn: &Bytes, term: u64) -> bool {
+    Txn::peek_header(txn).is_ok_and(|h| (h.zxid >> 32) as u64 == term)
 }
 
 #[cfg(test)]
@@ -159,6 +156,6 @@ mod tests {
         let txn = p.create_session(1, 4000, 0).encode();
         assert!(prepped_in(&txn, 7));
         assert!(!prepped_in(&txn, 8));
-        assert!(!prepped_in(&txn[..10], 7));
+        assert!(!prepped_in(&txn.slice(..10), 7));
     }
 }
