@@ -197,6 +197,18 @@ pub const RESTORE_MAX_BYTES: usize = 2 << 30;
 /// full channel means one is already on its way.
 pub const RAFT_SNAPSHOT_ASKS: usize = 1;
 
+/// A member's own digests (one every `DIGEST_EVERY` txns) kept to compare with the leader's
+/// (core/role/member/digests.rs). The leader proposes its digest as it applies the txn, so the
+/// entry reaches a member behind that txn by at most the log in flight between them: 64 cover
+/// 16,384 txns of it. A leader digest with no own one left to compare is let pass.
+pub const DIGESTS_KEPT: usize = 64;
+const _: () = assert!(DIGESTS_KEPT > 0);
+
+/// How often a follower sends again the abort of an online restore whose forward failed
+/// (core/role/member/ensemble_restore/origin.rs): often enough that the operator learns the
+/// outcome soon after a new leader is known, rarely enough not to flood a link that is down.
+pub const RESTORE_ABORT_RETRY: Duration = Duration::from_millis(500);
+
 /// A follower core's messages waiting for the forwarder (a turn's forwards, a tick's touch).
 /// The forwarder takes every queued forward (up to `PEER_BATCH_BYTES`) at each call, so a
 /// working link leaves a few; this many means calls to a leader that does not answer, each
@@ -209,7 +221,7 @@ pub const FORWARD_QUEUE: usize = 1024;
 /// past it (a no-op, then an epoch's writes), so a stream claiming more is refused.
 pub const RESTORE_MAX_ZXID: i64 = i64::MAX - (1 << 32);
 
-// An online restore into an ensemble (core/ensemble_restore.rs): the backup goes through the
+// An online restore into an ensemble (core/role/member/ensemble_restore/): the backup goes through the
 // Raft log as chunk entries, and every member holds what it has applied of them in memory
 // until the commit entry.
 

@@ -7,7 +7,7 @@
 //!
 //! A leaf: it imports nothing from the crate and no tokio, so both sides can name it and
 //! neither names the other. ensemble/raft reaches the core only through [`CoreInbox`]:
-//! the core implements it for its inbox (core/member.rs), turning each call into its own
+//! the core implements it for its inbox (core/role/member/links.rs), turning each call into its own
 //! `CoreMsg` and pairing each request with the one-shot channel its answer comes back on.
 //! The seam holds data and no channel, and the glue never names `CoreMsg`; a committed
 //! batch is moved, not copied, on its way in.
@@ -41,13 +41,13 @@ pub enum Forwarded {
     /// A sync: the leader answers with the zxid the follower must apply first.
     Sync,
     /// A part of a backup an operator posted to this follower's `restore` (core/
-    /// ensemble_restore.rs): the leader proposes it. Sent with session 0 and the chunk's
+    /// role/member/ensemble_restore/): the leader proposes it. Sent with session 0 and the chunk's
     /// sequence number as cxid, so a failed forward names it. Last, so that the variants
     /// before it keep their encoding on the peer link.
     Restore(RestorePart),
 }
 
-/// A step of an online restore into the ensemble (core/ensemble_restore.rs): the backup
+/// A step of an online restore into the ensemble (core/role/member/ensemble_restore/): the backup
 /// stream in chunks, then its commit (or an abort), each a Raft entry that every member
 /// applies in log order. `id` names one restore.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,7 +97,7 @@ pub enum Proposed {
         zxid: i64,
         digest: u64,
     },
-    /// A step of an online restore (core/ensemble_restore.rs), an entry of its own.
+    /// A step of an online restore (core/role/member/ensemble_restore/), an entry of its own.
     Restore(RestorePart),
 }
 
@@ -130,7 +130,7 @@ pub struct CommittedBatch {
     pub items: Vec<Committed>,
     /// Where in the Raft log the batch ends.
     pub at: Option<LogPos>,
-    /// The entries' bytes in the log, for the snapshot rule (core/member.rs).
+    /// The entries' bytes in the log, for the snapshot rule (core/role/member/links.rs).
     pub log_bytes: u64,
 }
 

@@ -386,7 +386,7 @@ const ENGINE_TOKIO_HOLDOVERS: &[(&str, &str)] = &[
         "the `snapshot` command's reply ends, answered when the capture ends",
     ),
     (
-        "raft_snapshot.rs",
+        "role/member/raft_snapshot.rs",
         "the Raft side's reply end for an image, answered when the capture ends",
     ),
     (
@@ -394,8 +394,8 @@ const ENGINE_TOKIO_HOLDOVERS: &[(&str, &str)] = &[
         "the `restore` command's reply end, answered when the swap is done",
     ),
     (
-        "ensemble_restore.rs",
-        "the `restore` command's reply end on an ensemble member (oneshot), answered when the commit or abort applies; its parts go to the forwarder's bounded channel (try_send)",
+        "role/member/ensemble_restore/mod.rs",
+        "a Raft snapshot builder's reply end (oneshot), held while a restore is half-spooled",
     ),
     (
         "handshake.rs",
@@ -406,7 +406,7 @@ const ENGINE_TOKIO_HOLDOVERS: &[(&str, &str)] = &[
         "a handshake's `ready` end, held while its createSession commits",
     ),
     (
-        "member.rs",
+        "role/member/links.rs",
         "the links to consensus: the proposal and forward channels, the snapshot ask, the desired-config watch, oneshot asks to the Raft side",
     ),
 ];

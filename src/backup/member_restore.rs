@@ -100,7 +100,7 @@ pub fn write(state: &State, t: &Target) -> Result<u64, String> {
         last_membership: StoredMembership::new(Some(at), alone),
         snapshot_id: format!("restored-{:#x}", state.zxid()),
     };
-    // Kind 0: a whole-state image without the ensemble key (core/raft_snapshot.rs).
+    // Kind 0: a whole-state image without the ensemble key (core/role/member/raft_snapshot.rs).
     let mut image = vec![0u8];
     image.extend_from_slice(&crate::durability::image::encode(state));
     let rt = tokio::runtime::Builder::new_current_thread()

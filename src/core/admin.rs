@@ -130,10 +130,10 @@ impl Core {
         &mut self,
         ask: super::member::LeadershipAsk,
     ) -> Result<(), &'static str> {
-        let leads = self.member.as_ref().is_some_and(|m| m.view.ready);
-        if self.member.is_none() {
+        let leads = self.member_leads();
+        if leads.is_none() {
             Err("this server is standalone")
-        } else if ask == super::member::LeadershipAsk::Yield && !leads {
+        } else if ask == super::member::LeadershipAsk::Yield && leads == Some(false) {
             Err("this server is not the leader")
         } else if self.ask_leadership(ask) {
             Ok(())
@@ -147,7 +147,7 @@ impl Core {
         Readiness {
             serving: self.serving() && !read_only,
             role: self.mode(),
-            has_leader: !read_only && self.member.as_ref().is_none_or(|m| m.view.leader.is_some()),
+            has_leader: !read_only && self.member_knows_leader().unwrap_or(true),
         }
     }
 }

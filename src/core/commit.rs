@@ -26,7 +26,7 @@ impl Core {
         let effects = self.state.apply(&txn);
         self.count_writes(&txn, &effects);
         self.prep.applied(zxid);
-        self.config_applied(&txn);
+        self.role_applied(&txn);
         self.after_apply(zxid);
         self.notify(&effects.changes);
         let session = txn.header.client_id;
@@ -138,9 +138,7 @@ impl Core {
     fn after_apply(&mut self, zxid: i64) {
         if zxid % DIGEST_EVERY == 0 {
             let digest = self.state.digest_after(zxid);
-            if !self.member_digest(zxid, digest) {
-                self.log.digest(zxid, digest);
-            }
+            self.record_digest(zxid, digest);
         }
         self.snapshot_due();
     }

@@ -18,7 +18,7 @@ pub(crate) enum Slot {
     /// A write whose txn is in flight (its cxid).
     Write(i32),
     /// A reconfig that committed, answered once Raft's membership is its configuration
-    /// (core/reconfig.rs); the connection's later replies wait behind it.
+    /// (core/role/member/reconfig.rs); the connection's later replies wait behind it.
     Held(i32),
     /// A write that committed while an earlier request of its connection was still held
     /// back: its reply, sent in its turn.

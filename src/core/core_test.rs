@@ -75,7 +75,7 @@ impl Harness {
 
     /// Hands the prepped txns to the "log" and reports them durable. Returns handle()'s stop flag.
     fn durable(&mut self) -> bool {
-        self.core.log.flush();
+        self.core.role.log().flush();
         let last = self
             .log
             .try_iter()
@@ -477,7 +477,7 @@ fn shutdown_finishes_in_flight_writes_first() {
     let mut h = Harness::new();
     let mut a = h.connect();
     h.send(&a, 1, create("/x", 0));
-    h.core.log.flush();
+    h.core.role.log().flush();
     assert!(!h.core.handle(CoreMsg::Shutdown), "a write is in flight");
     assert!(h.durable(), "stops once it is applied");
     assert_eq!(xids(&a.drain()), vec![1], "and it was answered");

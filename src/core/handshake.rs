@@ -20,7 +20,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// A handshake waiting for this member to catch up (member.rs revalidation).
+/// A handshake waiting for this member to catch up (role/member/syncs.rs answers its sync).
 pub(crate) struct Handshake {
     pub conn: ConnId,
     pub req: ConnectRequest,
@@ -53,174 +53,179 @@ impl Core {
         ready: oneshot::Sender<bool>,
         x509: Option<Box<str>>,
     ) {
-        self.connect_as(conn, req, out, peer, ready, x509, false)
+        let h = Handshake {
+            conn,
+            req,
+            out,
+            peer,
+            ready,
+            x509,
+        };
+        self.connect_as(h, false)
+    }
+
+    /// A handshake that waited for this member to apply the leader's point for it.
+    pub(super) fn revalidated(&mut self, h: Handshake) {
+        self.connect_as(h, true)
     }
 
     /// `revalidated`: this member has since applied the leader's point for it.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn connect_as(
-        &mut self,
-        conn: ConnId,
-        req: ConnectRequest,
-        out: OutTx,
-        peer: SocketAddr,
-        ready: oneshot::Sender<bool>,
-        x509: Option<Box<str>>,
-        revalidated: bool,
-    ) {
-        let ro = self.read_only();
-        if !self.serving() && !ro {
-            tracing::info!(%peer, "not serving: no leader yet; closing");
-            self.outbox.send(&out, Out::Close);
-            let _ = ready.send(false);
+    fn connect_as(&mut self, h: Handshake, revalidated: bool) {
+        let ro = self.role.read_only();
+        if self.refused(&h.req, h.peer, ro) {
+            self.outbox.send(&h.out, Out::Close);
+            let _ = h.ready.send(false);
             return;
         }
-        if self.restoring() {
-            tracing::info!(%peer, "not serving: a restore is in progress; closing");
-            self.outbox.send(&out, Out::Close);
-            let _ = ready.send(false);
-            return;
-        }
-        // Read-only mode (read_only.rs): only read-only clients, and only local sessions.
-        if ro && req.read_only != Some(true) {
-            tracing::info!(%peer, "read-only mode: refusing a client that is not read-only");
-            self.outbox.send(&out, Out::Close);
-            let _ = ready.send(false);
-            return;
-        }
-        if ro && self.state.sessions().contains_key(&req.session_id) {
-            tracing::info!(%peer, session = format_args!("{:#x}", req.session_id), "read-only mode: refusing a session of the ensemble");
-            self.outbox.send(&out, Out::Close);
-            let _ = ready.send(false);
-            return;
-        }
-        let ours = self.state.zxid();
-        if req.last_zxid_seen > ours {
-            tracing::info!(%peer, seen = format_args!("{:#x}", req.last_zxid_seen), ours = format_args!("{ours:#x}"), "client has seen a later zxid; closing");
-            self.outbox.send(&out, Out::Close);
-            let _ = ready.send(false);
-            return;
-        }
-        let id = req.session_id;
+        let id = h.req.session_id;
         if id != 0
             && self.liveness.get(id).is_none()
-            && self.forwards_writes()
+            && self.role.forwards_writes()
             && !revalidated
             && !ro
         {
             // Perhaps created on another member and not applied here yet: ask the leader
             // for its point (as a sync), then decide (ZooKeeper's learners revalidate too).
-            let hs = Handshake {
-                conn,
-                req,
-                out,
-                peer,
-                ready,
-                x509,
-            };
-            let what = super::member::Forwarded::Sync;
-            let awaiting = Awaiting::Revalidate(Box::new(hs));
+            let (conn, what) = (h.conn, super::member::Forwarded::Sync);
+            let awaiting = Awaiting::Revalidate(Box::new(h));
             self.forward(conn, id, REVALIDATE_CXID, what, awaiting);
             return;
         }
-        let timeout = self.negotiate(req.time_out);
-        let read_only = req.read_only.map(|_| ro);
-        // As ZooKeeper: the ip identity, then the x509 one of a verified client certificate.
+        let timeout = self.negotiate(h.req.time_out);
+        // readOnly is answered iff the request had it.
+        let read_only = h.req.read_only.map(|_| ro);
+        match id {
+            0 if ro => self.local_session(h, timeout, read_only),
+            0 => self.new_session(h, timeout, read_only),
+            _ => self.resume_session(h, timeout, read_only),
+        }
+    }
+
+    /// Whether this handshake is refused before its session is looked at (logged here).
+    fn refused(&self, req: &ConnectRequest, peer: SocketAddr, ro: bool) -> bool {
+        if !self.role.serving() && !ro {
+            tracing::info!(%peer, "not serving: no leader yet; closing");
+        } else if self.restoring() {
+            tracing::info!(%peer, "not serving: a restore is in progress; closing");
+        } else if ro && req.read_only != Some(true) {
+            // Read-only mode (role/member/read_only.rs): only read-only clients, and only local sessions.
+            tracing::info!(%peer, "read-only mode: refusing a client that is not read-only");
+        } else if ro && self.state.sessions().contains_key(&req.session_id) {
+            tracing::info!(%peer, session = format_args!("{:#x}", req.session_id), "read-only mode: refusing a session of the ensemble");
+        } else if req.last_zxid_seen > self.state.zxid() {
+            let ours = self.state.zxid();
+            tracing::info!(%peer, seen = format_args!("{:#x}", req.last_zxid_seen), ours = format_args!("{ours:#x}"), "client has seen a later zxid; closing");
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// The connection's record once its session is known: as ZooKeeper, the ip identity,
+    /// then the x509 one of a verified client certificate.
+    fn conn_record(&self, h: &Handshake, session: i64, timeout: i32) -> Conn {
         let mut auth = vec![AuthId {
             scheme: "ip".into(),
-            id: peer.ip().to_string().into(),
+            id: h.peer.ip().to_string().into(),
         }];
-        if let Some(id) = x509 {
+        if let Some(id) = &h.x509 {
             auth.push(AuthId {
                 scheme: "x509".into(),
-                id,
+                id: id.clone(),
             });
         }
-        let established = self.now.wall_ms;
-        let new_conn = |session| Conn {
-            out: out.clone(),
+        Conn {
+            out: h.out.clone(),
             session,
             auth,
-            peer,
+            peer: h.peer,
             queue: VecDeque::new(),
             received: 1,
             sent: 0,
             last_zxid: 0,
             timeout,
             seen_written: 0,
-            established,
+            established: self.now.wall_ms,
             sasl: Default::default(),
             null_token_sent: false,
+        }
+    }
+
+    /// Read-only mode: a local session, not replicated, gone once the member serves again.
+    fn local_session(&mut self, h: Handshake, timeout: i32, read_only: Option<bool>) {
+        let id = self.liveness.allocate_id();
+        let now = self.now_ms();
+        self.liveness.add(id, timeout, now);
+        if let Some(s) = self.liveness.get_mut(id) {
+            s.conn = Some(h.conn);
+        }
+        self.add_local_session(id);
+        self.conns.insert(h.conn, self.conn_record(&h, id, timeout));
+        let frame = self.connect_reply(Some((id, timeout)), read_only);
+        self.outbox.send(&h.out, Out::Bytes(frame));
+        let _ = h.ready.send(true);
+    }
+
+    /// A new session: a createSession txn (prepped here, or forwarded to the leader),
+    /// answered when it commits.
+    fn new_session(&mut self, h: Handshake, timeout: i32, read_only: Option<bool>) {
+        let id = self.liveness.allocate_id();
+        self.conns.insert(h.conn, self.conn_record(&h, id, timeout));
+        let conn = h.conn;
+        let awaiting = Awaiting::NewSession {
+            ready: h.ready,
+            timeout,
+            read_only,
         };
-        if req.session_id == 0 && ro {
-            // A local session: not replicated, gone once the member serves again.
-            let id = self.liveness.allocate_id();
-            let now = self.now_ms();
-            self.liveness.add(id, timeout, now);
-            if let Some(s) = self.liveness.get_mut(id) {
-                s.conn = Some(conn);
-            }
-            self.add_local_session(id);
-            self.conns.insert(conn, new_conn(id));
-            let frame = self.connect_reply(Some((id, timeout)), read_only);
-            self.outbox.send(&out, Out::Bytes(frame));
-            let _ = ready.send(true);
+        if self.role.forwards_writes() {
+            let what = super::member::Forwarded::CreateSession { timeout };
+            self.forward(conn, id, 0, what, awaiting);
             return;
         }
-        if req.session_id == 0 {
-            let id = self.liveness.allocate_id();
-            self.conns.insert(conn, new_conn(id));
-            let awaiting = Awaiting::NewSession {
-                ready,
-                timeout,
-                read_only,
-            };
-            if self.forwards_writes() {
-                let what = super::member::Forwarded::CreateSession { timeout };
-                self.forward(conn, id, 0, what, awaiting);
-                return;
-            }
-            let txn = self.prep.create_session(id, timeout, self.now.wall_ms);
-            let waiter = Waiter {
-                conn,
-                zxid: Some(txn.header.zxid),
-                awaiting,
-                at: self.now.mono,
-            };
-            self.submit(txn, Some(waiter));
-            return;
-        }
-        let id = req.session_id;
+        let txn = self.prep.create_session(id, timeout, self.now.wall_ms);
+        let waiter = Waiter {
+            conn,
+            zxid: Some(txn.header.zxid),
+            awaiting,
+            at: self.now.mono,
+        };
+        self.submit(txn, Some(waiter));
+    }
+
+    /// An existing session moves to this connection, answered at once; or the password is
+    /// wrong, or the session gone.
+    fn resume_session(&mut self, h: Handshake, timeout: i32, read_only: Option<bool>) {
+        let id = h.req.session_id;
         // The password first: a handshake naming another client's session with a wrong one
         // must not disturb that client (ZooKeeper closes its connection before checking).
         let password = self.liveness.password(id);
-        let given = req.passwd.as_deref().unwrap_or(&[]);
+        let given = h.req.passwd.as_deref().unwrap_or(&[]);
         let valid = self.liveness.get(id).is_some_and(|s| !s.closing)
             && (same_bytes(given, &password)
                 || (self.cfg.zookeeper_sessions.contains(&id)
                     && same_bytes(given, &palisade_zkdisk::session::zk_password(id))));
         if !valid {
             self.outbox
-                .send(&out, Out::Bytes(self.connect_reply(None, read_only)));
-            self.outbox.send(&out, Out::Close);
-            let _ = ready.send(false);
+                .send(&h.out, Out::Bytes(self.connect_reply(None, read_only)));
+            self.outbox.send(&h.out, Out::Close);
+            let _ = h.ready.send(false);
             return;
         }
         if let Some(old) = self.liveness.get(id).and_then(|s| s.conn) {
             self.drop_conn(old, true);
         }
-        self.conns.insert(conn, new_conn(id));
+        self.conns.insert(h.conn, self.conn_record(&h, id, timeout));
         let now = self.now_ms();
         if let Some(s) = self.liveness.get_mut(id) {
-            s.conn = Some(conn);
+            s.conn = Some(h.conn);
             s.timeout_ms = timeout;
         }
         self.liveness.touch(id, now);
         self.outbox.send(
-            &out,
+            &h.out,
             Out::Bytes(self.connect_reply(Some((id, timeout)), read_only)),
         );
-        let _ = ready.send(true);
+        let _ = h.ready.send(true);
     }
 
     /// The ConnectResponse for a session (id, negotiated timeout), or for a refused one:

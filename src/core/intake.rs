@@ -12,8 +12,8 @@ use palisade_proto::*;
 impl Core {
     pub(super) fn request(&mut self, conn_id: ConnId, xid: i32, req: Request) {
         let now = self.now_ms();
-        let forwards = self.forwards_writes();
-        let read_only = self.read_only();
+        let forwards = self.role.forwards_writes();
+        let read_only = self.role.read_only();
         if !self.authenticated_enough(conn_id, xid, Some(req.op_code())) {
             return;
         }
@@ -31,14 +31,14 @@ impl Core {
         }
         let stale = crate::faults::on(crate::faults::Fault::StaleRead);
         if let (Request::Sync(r), true, false) = (&req, forwards, stale) {
-            // A follower's sync waits for the leader's point (member.rs), in its write order.
+            // A follower's sync waits for the leader's point (role/member/follower.rs), in its write order.
             conn.queue.push_back(Slot::Write(xid));
             let awaiting = Awaiting::Sync(r.clone());
             self.forward(conn_id, session, xid, Forwarded::Sync, awaiting);
             return;
         }
         if let Request::Sync(r) = &req {
-            if self.leader_sync_waits(conn_id, session, xid, r) {
+            if self.sync_waits(conn_id, session, xid, r) {
                 return;
             }
         }
@@ -61,6 +61,11 @@ impl Core {
             return;
         }
         conn.queue.push_back(Slot::Write(xid));
+        self.write(conn_id, session, xid, req, forwards);
+    }
+
+    /// A write, its slot queued: forwarded to the leader, or prepped and submitted here.
+    fn write(&mut self, conn_id: ConnId, session: i64, xid: i32, req: Request, forwards: bool) {
         if forwards {
             let awaiting = match req {
                 Request::CloseSession => Awaiting::Close,
@@ -113,7 +118,7 @@ impl Core {
         if !self.authenticated_enough(conn_id, xid, OpCode::from_i32(op)) {
             return;
         }
-        let read_only = self.read_only();
+        let read_only = self.role.read_only();
         let Some(conn) = self.conns.get_mut(&conn_id) else {
             return;
         };
@@ -141,7 +146,7 @@ impl Core {
         if write_op && !close {
             let session = conn.session;
             conn.queue.push_back(Slot::Write(xid));
-            if self.forwards_writes() {
+            if self.role.forwards_writes() {
                 let what = Forwarded::Error(err.code());
                 self.forward(conn_id, session, xid, what, Awaiting::Reply);
                 return;

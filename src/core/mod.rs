@@ -16,12 +16,14 @@
 //! turn's end has net write the outbox (net/direct.rs) and runs the work the engine asked off
 //! the core thread.
 //!
-//! The parts, each its own file: `conns` (the connection registry and slot queues),
-//! `handshake`, `intake` (requests in: reads run, writes prepped), `pending` (writes waiting
-//! for their txn), `commit` (apply, events, replies), `read`, `liveness` (session deadlines
-//! and attachment), `leader` (what only the server that orders writes does: expiry, the
-//! reaper, orphan cleanup at restore), `snapshots` (when and how a capture advances),
-//! `read_only` (an ensemble member without a quorum serving read-only clients).
+//! The shared logic, each part its own file: `conns` (the connection registry and slot
+//! queues), `handshake`, `intake` (requests in: reads run, writes prepped or forwarded),
+//! `pending` (writes waiting for their txn), `commit` (apply, events, replies), `read`,
+//! `liveness` (session deadlines and attachment), `snapshots` (when and how a capture
+//! advances). What orders writes is the `role` beside it (role/): standalone (the local log),
+//! or an ensemble member seated as Raft leader, follower or read-only; the shared logic asks
+//! the role a few questions (`Role::preps`, `forwards_writes`, `read_only`, `serving`) and
+//! never looks inside it.
 //!
 //! Owns: the state (through `state::State::apply` only), connections, watches, liveness,
 //! the overlay (through `prep`). May not touch: files (durability does), sockets (net does).
@@ -33,26 +35,21 @@ pub mod admin;
 mod backup;
 mod commit;
 mod conns;
-mod ensemble_restore;
 pub mod fourlw;
 mod handshake;
 pub mod host;
 mod intake;
-mod leader;
 pub mod liveness;
-pub mod member;
 mod msg;
 mod namespaces;
 mod now;
 pub mod outbox;
 mod pending;
-mod raft_snapshot;
 pub(crate) mod read;
-mod read_only;
-mod reconfig;
 pub(crate) mod reply;
 pub mod restore;
 mod restore_spool;
+mod role;
 mod runtime;
 mod sample;
 mod sasl;
@@ -64,6 +61,9 @@ pub mod watch;
 pub(crate) use conns::Conn;
 pub use msg::{CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
 pub use now::Now;
+/// An ensemble member's part (role/member/): its links, proposer and the seam's types, by the
+/// name the server and the admin side know it.
+pub use role::member;
 pub(crate) use stats::{CoreMetrics, Stats};
 
 use crate::acl::AuthId;
@@ -74,10 +74,10 @@ use crate::prep::Prepper;
 
 use crate::state::State;
 use hashbrown::{HashMap, HashSet};
-use leader::Leader;
 use liveness::Liveness;
 use palisade_proto::Txn;
 use pending::PendingWrites;
+use role::{Role, Standalone};
 use snapshots::Snapper;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -108,11 +108,11 @@ pub struct CoreConfig {
     pub zookeeper_sessions: std::collections::HashSet<i64>,
     /// SASL and enforced authentication (auth/, core/sasl.rs).
     pub auth: crate::auth::AuthPolicy,
-    /// `reconfigEnabled`, `standaloneEnabled` (core/reconfig.rs).
+    /// `reconfigEnabled`, `standaloneEnabled` (core/role/member/reconfig.rs).
     pub reconfig_enabled: bool,
     pub standalone_enabled: bool,
     /// Reads a backup stream (ZooKeeper's snapshot format) into a state at its zxid, for a
-    /// restore committed through an ensemble's log (ensemble_restore.rs). Handed in: the
+    /// restore committed through an ensemble's log (role/member/ensemble_restore/). Handed in: the
     /// reader is migrate's, a layer above the core.
     pub restore_reader: RestoreReader,
 }
@@ -132,12 +132,12 @@ pub struct Core {
     /// Connections whose reads are held back until their output drains.
     held: HashSet<ConnId>,
     pending: PendingWrites,
-    /// Txns handed to the log and not yet durable, in zxid order.
+    /// Txns handed to the log and not yet durable (a member: proposed and not yet
+    /// committed), in zxid order.
     inflight: VecDeque<Txn>,
-    log: Box<dyn Durability + Send>,
     snap: Option<Snapper>,
-    /// What only the server that orders writes does; `None` on a server that must not.
-    leader: Option<Leader>,
+    /// What orders writes: standalone, or an ensemble member in its seat (role/).
+    role: Role,
     /// Where the engine's millisecond clock (`now_ms`: session deadlines) starts.
     clock: Instant,
     pub(crate) started: Instant,
@@ -153,8 +153,6 @@ pub struct Core {
     pub(crate) metrics: CoreMetrics,
     /// Shutdown was asked for: stop once no txn is in flight.
     stopping: bool,
-    /// In an ensemble: this member's role and its links to consensus (member.rs).
-    member: Option<member::Member>,
     /// A backup's capture in progress (backup.rs).
     backup: Option<backup::BackupCapture>,
     /// A backup being restored into this server (restore.rs).
@@ -167,7 +165,7 @@ impl Core {
     pub fn start(cfg: CoreConfig, log: Box<dyn Durability + Send>, now: Now, seed: u64) -> Self {
         let liveness = Liveness::new(cfg.secret, cfg.tick_ms, now.wall_ms);
         let prep = Prepper::new(0, cfg.ttl_enabled);
-        let leader = Leader::new(cfg.container_check_ms);
+        let role = Role::Standalone(Standalone::new(log, cfg.container_check_ms));
         Core {
             cfg,
             state: State::new(),
@@ -179,9 +177,8 @@ impl Core {
             held: HashSet::new(),
             pending: PendingWrites::default(),
             inflight: VecDeque::new(),
-            log,
             snap: None,
-            leader: Some(leader),
+            role,
             clock: now.mono,
             started: now.mono,
             now,
@@ -191,7 +188,6 @@ impl Core {
             stats: Stats::default(),
             metrics: CoreMetrics::default(),
             stopping: false,
-            member: None,
             backup: None,
             restoring: None,
         }
@@ -224,7 +220,7 @@ impl Core {
     pub(crate) fn between_batches(&mut self, now: Now) {
         self.now = now;
         self.snapshot_step();
-        self.raft_snapshot_step();
+        self.role_between_batches();
         self.backup_step();
         self.restore_step();
     }
@@ -262,6 +258,27 @@ impl Core {
                 return true;
             }
             CoreMsg::Drained(conn) => self.drained(conn),
+            CoreMsg::Tick => self.tick(),
+            CoreMsg::Shutdown => {
+                // In-flight writes: wait for the log to report them, then stop. A member's
+                // proposals commit (or not) with the quorum, not with this process.
+                self.stopping = true;
+                return self.inflight.is_empty() || self.role.is_member();
+            }
+            msg => return self.member_input(msg),
+        }
+        false
+    }
+
+    /// An input only consensus sends (a member's). A standalone server has no consensus
+    /// sending to it; one that arrives is dropped, and a request's reply end with it (a Raft
+    /// snapshot's builder sees an error). Returns true when the core must stop.
+    fn member_input(&mut self, msg: CoreMsg) -> bool {
+        if !self.role.is_member() {
+            tracing::warn!("an ensemble member's input on a standalone server; dropped");
+            return false;
+        }
+        match msg {
             CoreMsg::Committed {
                 items,
                 at,
@@ -286,24 +303,23 @@ impl Core {
             CoreMsg::Install { image, at, ack } => {
                 let _ = ack.send(self.install(&image, at));
             }
-            CoreMsg::Tick => self.tick(),
-            CoreMsg::Shutdown => {
-                // In-flight writes: wait for the log to report them, then stop. A member's
-                // proposals commit (or not) with the quorum, not with this process.
-                self.stopping = true;
-                return self.inflight.is_empty() || self.member.is_some();
-            }
+            _ => unreachable!("handle takes every other input"),
         }
         false
     }
 
-    /// Hands a prepped txn to the log; `waiter` is told when it commits.
+    /// Hands a prepped txn to the log; `waiter` is told when it commits. Only the role that
+    /// orders writes preps (a follower forwards, read-only mode refuses): asserted.
     fn submit(&mut self, txn: Txn, waiter: Option<pending::Waiter>) {
+        assert!(
+            self.role.preps(),
+            "a txn prepped by a role that does not order writes"
+        );
         if let Some(w) = waiter {
             self.pending.add(txn.header.client_id, txn.header.cxid, w);
         }
-        self.log.append(&txn);
-        if crate::faults::on(crate::faults::Fault::EarlyAck) && self.member.is_some() {
+        self.role.log().append(&txn);
+        if crate::faults::on(crate::faults::Fault::EarlyAck) && self.role.is_member() {
             self.raft_snapshot_txn(&txn);
             self.commit(txn.clone()); // answered before a quorum logged it
         }

@@ -367,7 +367,7 @@ pub enum CoreMsg {
     Committed {
         items: Vec<super::member::Committed>,
         at: Option<super::member::LogPos>,
-        /// The entries' bytes in the log, for the snapshot rule (member.rs).
+        /// The entries' bytes in the log, for the snapshot rule (role/member/raft_snapshot.rs).
         log_bytes: u64,
         ack: oneshot::Sender<()>,
     },

@@ -14,7 +14,7 @@
 //!    clients connect again (sessions the backup holds resume; the others have expired).
 //!
 //! An ensemble member restores through the Raft log instead, every member alike
-//! (ensemble_restore.rs), with the same rules for the state (state/restore.rs).
+//! (role/member/ensemble_restore/), with the same rules for the state (state/restore.rs).
 
 use super::Core;
 use crate::durability::capture::Capture;
@@ -49,14 +49,14 @@ impl Core {
     /// is done or refused.
     /// On an ensemble member the backup goes through the Raft log instead, as `stream`
     /// (the snapshot stream it was decoded from, whose last processed zxid is `zxid`):
-    /// ensemble_restore.rs.
+    /// role/member/ensemble_restore/.
     pub(crate) fn begin_restore(
         &mut self,
         backup: State,
         stream: (bytes::Bytes, i64),
         reply: RestoreReply,
     ) {
-        if self.member.is_some() {
+        if self.role.is_member() {
             drop(backup);
             self.begin_ensemble_restore(stream.0, stream.1, reply);
             return;
@@ -92,12 +92,11 @@ impl Core {
 
     /// Whether a restore is in progress: no client is served meanwhile.
     pub(crate) fn restoring(&self) -> bool {
-        self.restoring.is_some() || self.ensemble_restoring()
+        self.restoring.is_some() || self.role.restoring()
     }
 
     /// One turn of the restore in progress, if any.
     pub(super) fn restore_step(&mut self) {
-        self.ensemble_restore_step();
         let Some(mut r) = self.restoring.take() else {
             return;
         };

@@ -118,7 +118,7 @@ impl Core {
         self.snap
             .as_ref()
             .is_some_and(|s| s.capture.is_some() || s.requested)
-            || self.member.as_ref().is_some_and(|m| m.capture.is_some())
+            || self.role.capturing()
             || self.backup.is_some()
             || self.restoring.is_some()
     }

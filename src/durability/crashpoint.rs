@@ -7,7 +7,7 @@
 //! `snapshot.before_purge` (a snapshot finished, old files not yet purged), `restore.logged`
 //! (a restore's no-op durable in the log, its snapshot not yet written: core/restore.rs),
 //! `restore.spooling` (a member applying a restore's second or later chunk from the Raft
-//! log, the commit not yet applied: core/ensemble_restore.rs), `restore.proposing` (the
+//! log, the commit not yet applied: core/role/member/ensemble_restore/), `restore.proposing` (the
 //! leader about to propose a restore's second chunk: its commit is never proposed).
 
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -205,7 +205,7 @@ pub fn spec(m: &Member) -> String {
 
 /// The lines ZooKeeper 3.8's `conf` prints for a quorum member after its session bounds:
 /// serverId, the limits, the election settings of `myid`, then `membership: ` — after which
-/// the configuration's text follows (`DynConfig::text`, core/reconfig.rs).
+/// the configuration's text follows (`DynConfig::text`, core/role/member/reconfig.rs).
 pub fn conf_header(members: &[Member], myid: u64, init_limit: u64, sync_limit: u64) -> String {
     let me = members.iter().find(|m| m.id == myid);
     let first = me.and_then(|m| m.addrs.first());

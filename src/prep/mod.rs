@@ -132,7 +132,7 @@ impl Prepper {
     }
 
     /// A txn the caller builds for the next zxid, without checks (a configuration:
-    /// core/reconfig.rs, which checks a reconfig itself).
+    /// core/role/member/reconfig.rs, which checks a reconfig itself).
     pub fn seal_built(&mut self, build: impl FnOnce(i64) -> Txn) -> Txn {
         self.last_zxid += 1;
         build(self.last_zxid)

@@ -2,7 +2,7 @@
 //! it as a txn (a setData with version -1, through `State::apply`); until one is committed,
 //! each member shows its zoo.cfg configuration there, set locally as ZooKeeper's
 //! initConfigInZKDatabase does: that local write is the one change to the tree that is not a
-//! txn, and it lives here under its own name (core/reconfig.rs decides when).
+//! txn, and it lives here under its own name (core/role/member/reconfig.rs decides when).
 
 use super::State;
 

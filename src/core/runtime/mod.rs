@@ -94,8 +94,7 @@ impl Core {
                     }
                     n += 1;
                 }
-                self.log.flush();
-                self.flush_forwards();
+                self.flush_turn();
             }
             if stop {
                 break;

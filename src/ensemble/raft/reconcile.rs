@@ -2,7 +2,7 @@
 //! join.rs).
 //!
 //! `reconcile` runs on every member and acts on the leader: each server of the configuration
-//! (`/zookeeper/config`, core/reconfig.rs) that Raft does not know is added as a learner;
+//! (`/zookeeper/config`, core/role/member/reconfig.rs) that Raft does not know is added as a learner;
 //! then, with reconfigEnabled, the voters are made the configuration's participants through
 //! openraft's joint consensus (`change_membership`, `retain`: a voter left out stays a
 //! learner — ZooKeeper's removed server that keeps running is a non-voting follower), and a

@@ -5,7 +5,7 @@
 //! last membership, and the current snapshot.
 //!
 //! A snapshot here is the applier's state as bytes: for the core, a fuzzy capture taken
-//! between batches plus the txns applied meanwhile (`core/raft_snapshot.rs`), which stands
+//! between batches plus the txns applied meanwhile (`core/role/member/raft_snapshot.rs`), which stands
 //! at the log id of the last batch the core had applied when the capture ended — so the
 //! builder holds no lock while it waits, and entries keep applying; for `StateApplier`, a
 //! whole-state image. Both load back through the `Replayer` recovery uses, which checks the

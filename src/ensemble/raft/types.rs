@@ -22,7 +22,7 @@ pub enum Proposal {
     /// core's messages, the leader's log append and sync) is paid once per batch, not per
     /// write. Last, so that the variants before it keep their encoding in existing logs.
     Txns(Vec<Bytes>),
-    /// A step of an online restore into the ensemble (core/ensemble_restore.rs): a chunk of
+    /// A step of an online restore into the ensemble (core/role/member/ensemble_restore/): a chunk of
     /// the backup, its commit, or an abort. Last, as `Txns` is.
     Restore(crate::seam::RestorePart),
 }

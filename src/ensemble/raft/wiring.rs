@@ -459,7 +459,7 @@ pub struct Channels {
     pub to_leader: mpsc::Receiver<ToLeader>,
     /// The core's snapshot asks (snapshots.rs), at most `limits::RAFT_SNAPSHOT_ASKS`.
     pub snapshot: mpsc::Receiver<()>,
-    /// The member's configuration (core/reconfig.rs), which the leader brings Raft to.
+    /// The member's configuration (core/role/member/reconfig.rs), which the leader brings Raft to.
     pub desired: watch::Receiver<Arc<DynConfig>>,
     /// `ydld`/`rqld` (raft/transfer.rs).
     pub leadership: mpsc::UnboundedReceiver<LeadershipAsk>,

@@ -92,8 +92,8 @@ impl Pair {
     pub(crate) fn settle(&mut self) -> [bool; 2] {
         let mut stopped = [false; 2];
         loop {
-            self.nodes[0].core.log.flush();
-            self.nodes[1].core.flush_forwards();
+            self.nodes[0].core.role.log().flush();
+            self.nodes[1].core.role.member_mut().flush_forwards();
             let mut moved = false;
             while let Ok(m) = self.nodes[1].to_leader.try_recv() {
                 moved = true;
@@ -110,7 +110,7 @@ impl Pair {
                     }
                 }
             }
-            self.nodes[0].core.log.flush();
+            self.nodes[0].core.role.log().flush();
             while let Ok(batch) = self.nodes[0].proposals.try_recv() {
                 moved = true;
                 for p in batch {
@@ -122,11 +122,7 @@ impl Pair {
                         Proposed::Digest { zxid, digest } => Committed::Digest { zxid, digest },
                         Proposed::Restore(part) => Committed::Restore {
                             part,
-                            term: self.nodes[0]
-                                .core
-                                .member
-                                .as_ref()
-                                .map_or(0, |m| m.view.term),
+                            term: self.nodes[0].core.role.member().view.term,
                         },
                     };
                     self.commit(c, &mut stopped);
@@ -290,7 +286,7 @@ fn a_leader_change_drops_clients_and_their_pending_writes() {
     let mut p = Pair::new(1);
     let (mut c, _, _) = session_on_follower(&mut p, 10);
     request(&mut p.nodes[1], &c, 1, create("/lost", 0));
-    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.role.member_mut().flush_forwards();
     // The leader goes before the forward is answered; member 2 now leads term 2.
     p.nodes[1].core.handle(role(2, 2, false));
     let r = replies(&mut c);
@@ -314,7 +310,7 @@ fn a_follower_sync_answers_only_after_the_leader_point_is_applied() {
     };
     // A write on the leader, prepped but not yet committed, then the follower's sync.
     request(&mut p.nodes[0], &other, 1, create("/w", 0));
-    p.nodes[0].core.log.flush();
+    p.nodes[0].core.role.log().flush();
     let pending: Vec<_> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok()).collect();
     request(
         &mut p.nodes[1],
@@ -322,7 +318,7 @@ fn a_follower_sync_answers_only_after_the_leader_point_is_applied() {
         5,
         Request::Sync(SyncRequest { path: "/w".into() }),
     );
-    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.role.member_mut().flush_forwards();
     while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
         let (tx, mut rx) = oneshot::channel();
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
@@ -359,7 +355,7 @@ fn a_member_whose_digest_differs_from_the_leader_stops() {
     let zxid = p.nodes[1].core.state.zxid();
     // As if the follower had recorded its digest after `zxid`, and the leader's differs.
     let own = p.nodes[1].core.state.tree.digest();
-    assert!(p.nodes[1].core.member_digest(zxid, own));
+    p.nodes[1].core.role.member_mut().record_digest(zxid, own);
     p.commit(
         Committed::Digest {
             zxid,
@@ -376,7 +372,7 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
     let mut p = Pair::new(1);
     // A session made on the leader, committed there only so far.
     let mut c = connect(&mut p.nodes[0], 30, 0, [0; 16]);
-    p.nodes[0].core.log.flush();
+    p.nodes[0].core.role.log().flush();
     let mut created = Vec::new();
     while let Ok(batch) = p.nodes[0].proposals.try_recv() {
         for prop in batch {
@@ -402,7 +398,7 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
         replies(&mut moved).is_empty(),
         "decided only at the leader's point"
     );
-    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.role.member_mut().flush_forwards();
     while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
         let (tx, mut rx) = oneshot::channel();
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
@@ -431,11 +427,11 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
 fn a_session_is_known_to_the_leader_from_its_prep() {
     let mut p = Pair::new(1);
     let mut c = connect(&mut p.nodes[1], 10, 0, [0; 16]);
-    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.role.member_mut().flush_forwards();
     while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
     }
-    p.nodes[0].core.log.flush();
+    p.nodes[0].core.role.log().flush();
     let mut created = Vec::new();
     while let Ok(batch) = p.nodes[0].proposals.try_recv() {
         for prop in batch {
@@ -457,7 +453,7 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     let r = replies(&mut c);
     assert_eq!(r.first().map(|x| x.0), Some(i32::MIN), "{r:?}");
     request(&mut p.nodes[1], &c, 1, create("/early", 0));
-    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.role.member_mut().flush_forwards();
     while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
     }
@@ -486,7 +482,7 @@ fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order
     let mut p = Pair::new(1);
     let (mut c, _, _) = session_on_follower(&mut p, 10);
     request(&mut p.nodes[1], &c, 1, create("/lost", 0));
-    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.role.member_mut().flush_forwards();
     // The leader took the forward and went away before proposing it.
     while p.nodes[1].to_leader.try_recv().is_ok() {}
     request(&mut p.nodes[1], &c, 2, create("/next", 0));
@@ -503,7 +499,7 @@ fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order
 /// Commits whatever the leader proposed, on both members, without moving the follower's
 /// forwards (they stay pending on it).
 fn commit_proposed(p: &mut Pair) {
-    p.nodes[0].core.log.flush();
+    p.nodes[0].core.role.log().flush();
     let mut stopped = [false; 2];
     let batches: Vec<_> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok()).collect();
     for prop in batches.into_iter().flatten() {
@@ -591,11 +587,11 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
     p.settle();
     let _ = replies(&mut reader);
     request(&mut p.nodes[1], &writer, 1, create("/x", 0));
-    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.role.member_mut().flush_forwards();
     while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
     }
-    p.nodes[0].core.log.flush();
+    p.nodes[0].core.role.log().flush();
     let txns: Vec<Txn> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok())
         .flatten()
         .filter_map(|prop| match prop {
@@ -684,7 +680,7 @@ fn a_sync_right_after_an_election_is_answered_without_waiting_for_a_write() {
 
 /// The forwards a follower has sent, as the forwarder reports them when they fail.
 fn sent_forwards(n: &mut Node) -> Vec<(i64, i32)> {
-    n.core.flush_forwards();
+    n.core.role.member_mut().flush_forwards();
     let mut out = Vec::new();
     while let Ok(m) = n.to_leader.try_recv() {
         if let ToLeader::Forward(ops) = m {
@@ -732,28 +728,17 @@ fn a_full_forward_queue_keeps_the_forwards_for_a_later_turn_and_skips_touches() 
     let (tx, rx) = tokio::sync::mpsc::channel(1);
     tx.try_send(ToLeader::Touch(Vec::new()))
         .expect("room for one");
-    p.nodes[1]
-        .core
-        .member
-        .as_mut()
-        .expect("a member")
-        .links
-        .to_leader = tx;
+    p.nodes[1].core.role.member_mut().links.to_leader = tx;
     p.nodes[1].to_leader = rx;
     request(&mut p.nodes[1], &c, 1, create("/a", 0));
-    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.role.member_mut().flush_forwards();
     request(&mut p.nodes[1], &c, 2, create("/b", 0));
-    p.nodes[1].core.flush_forwards();
+    p.nodes[1].core.role.member_mut().flush_forwards();
     p.nodes[1].core.report_sessions();
-    let kept: Vec<i32> = p.nodes[1]
-        .core
-        .member
-        .as_ref()
-        .expect("a member")
-        .queued
-        .iter()
-        .map(|f| f.cxid)
-        .collect();
+    let Seat::Follower(f) = &p.nodes[1].core.role.member().seat else {
+        panic!("a follower");
+    };
+    let kept: Vec<i32> = f.queued.iter().map(|f| f.cxid).collect();
     assert_eq!(kept, [1, 2], "both forwards kept, in order");
     assert!(
         matches!(p.nodes[1].to_leader.try_recv(), Ok(ToLeader::Touch(ids)) if ids.is_empty()),

@@ -13,58 +13,58 @@
 //! - `isro` says `ro`, `srvr` `Mode: read-only`; once the member serves again it drops every
 //!   connection and forgets the local sessions, so the clients reconnect read-write.
 
-use super::conns::Slot;
-use super::{reply, Core};
+use super::leader::Leading;
+use super::Seat;
+use crate::core::conns::Slot;
 use crate::core::watch::ConnId;
+use crate::core::{reply, Core};
 use palisade_proto::ErrorCode;
 use std::collections::HashSet;
 
-/// A member's read-only state.
-#[derive(Default)]
-pub(crate) struct ReadOnly {
-    /// Since when (core ms) the member has not been serving.
-    since: Option<u64>,
-    /// Serving read-only clients now.
-    pub active: bool,
+/// The read-only seat.
+pub(in crate::core) struct ReadOnly {
     /// The local sessions handed out while read-only.
-    pub sessions: HashSet<i64>,
+    pub(super) sessions: HashSet<i64>,
+    /// A ready leader's lead, kept beneath read-only mode (seat.rs says why).
+    pub(super) lead: Option<Leading>,
 }
 
 impl Core {
     /// Serving read-only clients.
     pub(crate) fn read_only(&self) -> bool {
-        self.member.as_ref().is_some_and(|m| m.ro.active)
+        self.role.read_only()
     }
 
     /// Each tick: read-only once the member has not served for the grace period; local
     /// sessions whose client fell silent expire here (no leader expires them).
-    pub(super) fn read_only_tick(&mut self) {
+    pub(in crate::core) fn read_only_tick(&mut self) {
         let now = self.now_ms();
-        let serving = self.serving();
-        let Some(m) = self.member.as_mut() else {
-            return;
-        };
+        let m = self.role.member_mut();
         let Some(grace) = m.links.read_only else {
             return;
         };
-        if serving {
-            m.ro.since = None;
+        if m.serving() {
+            m.unserved_since = None;
             return;
         }
-        let since = *m.ro.since.get_or_insert(now);
-        if !m.ro.active && now.saturating_sub(since) >= grace.as_millis() as u64 {
-            m.ro.active = true;
+        let since = *m.unserved_since.get_or_insert(now);
+        let read_only = matches!(m.seat, Seat::ReadOnly(_));
+        if !read_only && now.saturating_sub(since) >= grace.as_millis() as u64 {
+            m.seat.enter_read_only();
             tracing::warn!(
                 without_quorum_ms = now.saturating_sub(since),
                 "no quorum: serving read-only clients (readonlymode.enabled)"
             );
         }
-        let expired: Vec<i64> =
-            m.ro.sessions
-                .iter()
-                .copied()
-                .filter(|id| self.liveness.get(*id).is_none_or(|s| s.deadline_ms <= now))
-                .collect();
+        let Seat::ReadOnly(ro) = &m.seat else {
+            return;
+        };
+        let expired: Vec<i64> = ro
+            .sessions
+            .iter()
+            .copied()
+            .filter(|id| self.liveness.get(*id).is_none_or(|s| s.deadline_ms <= now))
+            .collect();
         for id in expired {
             tracing::info!(
                 session = format_args!("{id:#x}"),
@@ -76,25 +76,19 @@ impl Core {
 
     /// Once the member serves again: every read-only client is dropped and the local sessions
     /// are forgotten, so clients reconnect read-write (and get a session of the ensemble).
-    pub(super) fn leave_read_only(&mut self) {
-        if !self.read_only() || !self.serving() {
+    pub(in crate::core) fn leave_read_only(&mut self) {
+        if !self.role.read_only() || !self.role.serving() {
             return;
         }
-        let Some(m) = self.member.as_mut() else {
-            return;
-        };
-        m.ro.active = false;
-        m.ro.since = None;
-        let local: Vec<i64> = m.ro.sessions.drain().collect();
+        let m = self.role.member_mut();
+        m.unserved_since = None;
+        let local = m.seat.leave_read_only();
         tracing::info!(
             clients = self.conns.len(),
             sessions = local.len(),
             "serving again: dropping read-only clients"
         );
-        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
-        for c in conns {
-            self.drop_conn(c, true);
-        }
+        self.drop_all_conns();
         for id in local {
             self.liveness.remove(id);
         }
@@ -102,31 +96,25 @@ impl Core {
 
     /// A local session ends (its client closed it, or it expired): its connection goes too.
     fn end_local_session(&mut self, id: i64) {
-        if let Some(m) = self.member.as_mut() {
-            m.ro.sessions.remove(&id);
+        if let Seat::ReadOnly(ro) = &mut self.role.member_mut().seat {
+            ro.sessions.remove(&id);
         }
         if let Some(c) = self.liveness.remove(id).and_then(|s| s.conn) {
             self.drop_conn(c, true);
         }
     }
 
-    /// Whether `id` is a local session of read-only mode (the leader's expiry skips those).
-    pub(super) fn is_local_session(&self, id: i64) -> bool {
-        self.member
-            .as_ref()
-            .is_some_and(|m| m.ro.sessions.contains(&id))
-    }
-
     /// Records a local session handed out in read-only mode.
-    pub(super) fn add_local_session(&mut self, id: i64) {
-        if let Some(m) = self.member.as_mut() {
-            m.ro.sessions.insert(id);
-        }
+    pub(in crate::core) fn add_local_session(&mut self, id: i64) {
+        let Seat::ReadOnly(ro) = &mut self.role.member_mut().seat else {
+            unreachable!("a local session outside read-only mode");
+        };
+        ro.sessions.insert(id);
     }
 
     /// A write (or sync) in read-only mode: NOTREADONLY with the applied zxid, in the
     /// connection's order; closeSession ends the local session instead.
-    pub(super) fn refuse_write(&mut self, conn_id: ConnId, xid: i32, close_session: bool) {
+    pub(in crate::core) fn refuse_write(&mut self, conn_id: ConnId, xid: i32, close_session: bool) {
         let Some(conn) = self.conns.get_mut(&conn_id) else {
             return;
         };

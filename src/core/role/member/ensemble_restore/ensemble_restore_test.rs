@@ -182,7 +182,7 @@ fn chunks_then_an_abort_leave_the_live_state_and_a_snapshot_waits_for_the_outcom
         }
     }
     let (bytes, _) = got.expect("the snapshot is taken once the restore is aborted");
-    let (_, state) = crate::core::raft_snapshot::decode(&bytes).unwrap();
+    let (_, state) = super::super::raft_snapshot::decode(&bytes).unwrap();
     assert_eq!(state.tree.digest(), live);
     // A stale commit of the aborted restore does nothing.
     apply(
@@ -237,7 +237,7 @@ fn a_snapshot_asked_for_mid_restore_holds_the_restored_state() {
         }
     }
     let (bytes, _) = got.expect("the snapshot is taken once the restore is done");
-    let (_, state) = crate::core::raft_snapshot::decode(&bytes).unwrap();
+    let (_, state) = super::super::raft_snapshot::decode(&bytes).unwrap();
     assert_eq!(state.tree.digest(), restored);
     assert_eq!(state.zxid(), p.nodes[1].core.state.zxid());
 }

@@ -34,7 +34,7 @@ fn pair(term: u64, reconfig: bool) -> Pair {
 
 /// The leader's Raft reports `ids` synced (answered within the lease).
 fn synced(p: &mut Pair, ids: &[u64]) {
-    let m = p.nodes[0].core.member.as_ref().expect("member");
+    let m = p.nodes[0].core.role.member();
     m.links.info.lock().synced = ids.to_vec();
 }
 

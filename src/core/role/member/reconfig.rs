@@ -15,11 +15,11 @@
 //! - A plain setData of the node (a super user may) changes its data only, as in ZooKeeper:
 //!   only a txn with version -1 is a configuration.
 
-use super::conns::Slot;
-use super::pending::Waiter;
-use super::{reply, Core};
 use crate::acl::{self, AuthId};
+use crate::core::conns::Slot;
+use crate::core::pending::Waiter;
 use crate::core::watch::ConnId;
+use crate::core::{reply, Core};
 use crate::membership::dynamic::{ChangeError, DynConfig};
 use bytes::Bytes;
 use palisade_proto::*;
@@ -72,11 +72,8 @@ impl Core {
     /// After a join, an installed snapshot or a committed configuration: the member's
     /// configuration is the node's when one was committed (mzxid not 0), else zoo.cfg's,
     /// which the node then shows (set locally, as ZooKeeper's initConfigInZKDatabase).
-    pub(super) fn reload_config(&mut self) {
-        let Some(m) = self.member.as_ref() else {
-            return;
-        };
-        let fallback = DynConfig::from_static(&m.links.members);
+    pub(in crate::core) fn reload_config(&mut self) {
+        let fallback = DynConfig::from_static(&self.role.member().links.members);
         let committed = self
             .config_node()
             .filter(|(_, st)| st.mzxid != 0)
@@ -91,9 +88,7 @@ impl Core {
                 fallback
             }
         };
-        let Some(m) = self.member.as_mut() else {
-            return;
-        };
+        let m = self.role.member_mut();
         if *m.config != config {
             tracing::info!(
                 version = format_args!("{:#x}", config.version),
@@ -107,13 +102,13 @@ impl Core {
     }
 
     /// A txn was applied: a configuration txn makes the new configuration this member's.
-    pub(super) fn config_applied(&mut self, txn: &Txn) {
-        if self.member.is_none() || !sets_config(txn) {
+    pub(in crate::core) fn config_applied(&mut self, txn: &Txn) {
+        if !sets_config(txn) {
             return;
         }
-        if let Some(m) = self.member.as_mut() {
-            if m.config_pending.is_some_and(|z| z <= txn.header.zxid) {
-                m.config_pending = None;
+        if let Some(l) = self.role.member_mut().seat.leading_mut() {
+            if l.config_pending.is_some_and(|z| z <= txn.header.zxid) {
+                l.config_pending = None;
             }
         }
         self.reload_config();
@@ -127,10 +122,9 @@ impl Core {
         if self.commit_alone_config() {
             return;
         }
-        let Some(m) = self.member.as_ref() else {
-            return;
-        };
-        if !self.cfg.reconfig_enabled || m.config.version != 0 || m.config_pending.is_some() {
+        let m = self.role.member();
+        let pending = m.seat.leading().is_some_and(|l| l.config_pending.is_some());
+        if !self.cfg.reconfig_enabled || m.config.version != 0 || pending {
             return;
         }
         let config = (*m.config).clone();
@@ -141,9 +135,7 @@ impl Core {
             self.prep
                 .seal_built(|zxid| config_txn(&config, 0, 0, zxid, self.now.wall_ms))
         };
-        if let Some(m) = self.member.as_mut() {
-            m.config_pending = Some(txn.header.zxid);
-        }
+        self.config_prepped(txn.header.zxid);
         self.submit(txn, None);
     }
 
@@ -152,9 +144,7 @@ impl Core {
     /// leader brings Raft to is the one recovery left (the old one has no quorum). True when
     /// it did so.
     fn commit_alone_config(&mut self) -> bool {
-        let Some(m) = self.member.as_mut() else {
-            return false;
-        };
+        let m = self.role.member_mut();
         if !std::mem::take(&mut m.links.alone) {
             return false;
         }
@@ -176,15 +166,21 @@ impl Core {
             zxid = format_args!("{:#x}", txn.header.zxid),
             "--force-new-ensemble: the configuration is this member alone from here"
         );
-        if let Some(m) = self.member.as_mut() {
-            m.config_pending = Some(txn.header.zxid);
-        }
+        self.config_prepped(txn.header.zxid);
         self.submit(txn, None);
         true
     }
 
+    /// A configuration txn at `zxid` is prepped: no other until it is applied.
+    fn config_prepped(&mut self, zxid: i64) {
+        let Some(lead) = self.role.member_mut().seat.leading_mut() else {
+            unreachable!("only the member holding the lead preps a configuration");
+        };
+        lead.config_pending = Some(zxid);
+    }
+
     /// The txn of a reconfig request, or its error txn, in ZooKeeper 3.8's check order.
-    pub(super) fn prep_reconfig(
+    pub(in crate::core) fn prep_reconfig(
         &mut self,
         session: i64,
         cxid: i32,
@@ -197,9 +193,7 @@ impl Core {
                 let txn = self
                     .prep
                     .seal_built(|zxid| config_txn(&config, session, cxid, zxid, time));
-                if let Some(m) = self.member.as_mut() {
-                    m.config_pending = Some(txn.header.zxid);
-                }
+                self.config_prepped(txn.header.zxid);
                 return txn;
             }
             Err(e) => e,
@@ -212,10 +206,11 @@ impl Core {
             return Err(ErrorCode::ReconfigDisabled);
         }
         // A standalone server cannot reconfigure (ZooKeeper: UnimplementedException).
-        let m = self.member.as_ref().ok_or(ErrorCode::Unimplemented)?;
-        if m.config_pending.is_some() || m.view.config_version != m.config.version {
+        let m = self.role.as_member().ok_or(ErrorCode::Unimplemented)?;
+        let pending = m.seat.leading().and_then(|l| l.config_pending);
+        if pending.is_some() || m.view.config_version != m.config.version {
             tracing::info!(
-                pending = ?m.config_pending,
+                pending = ?pending,
                 in_force = format_args!("{:#x}", m.view.config_version),
                 committed = format_args!("{:#x}", m.config.version),
                 "reconfig refused: another one is in progress"
@@ -268,7 +263,7 @@ impl Core {
 
     /// The reply to a committed reconfig: the node's data and Stat. It goes out once Raft's
     /// membership is that configuration (or at once, for an error).
-    pub(super) fn answer_reconfig(&mut self, w: Waiter, txn: &Txn, err: i32) {
+    pub(in crate::core) fn answer_reconfig(&mut self, w: Waiter, txn: &Txn, err: i32) {
         let (xid, zxid) = (txn.header.cxid, txn.header.zxid);
         if err != 0 || !sets_config(txn) {
             self.write_answered(w.conn, xid, reply::header(xid, zxid, err), zxid);
@@ -285,8 +280,8 @@ impl Core {
             },
         );
         let in_force = self
-            .member
-            .as_ref()
+            .role
+            .as_member()
             .is_none_or(|m| m.view.config_version >= zxid);
         if in_force {
             self.write_answered(w.conn, xid, frame, zxid);
@@ -302,21 +297,17 @@ impl Core {
         if let Some(slot) = conn.queue.iter_mut().find(|s| matches!(s, Slot::Write(_))) {
             *slot = Slot::Held(xid);
         }
-        if let Some(m) = self.member.as_mut() {
-            m.parked.push(Parked {
-                conn: w.conn,
-                xid,
-                version: zxid,
-                frame,
-            });
-        }
+        self.role.member_mut().parked.push(Parked {
+            conn: w.conn,
+            xid,
+            version: zxid,
+            frame,
+        });
     }
 
     /// Answers the reconfigs whose configuration Raft now has in force.
     pub(super) fn release_parked(&mut self) {
-        let Some(m) = self.member.as_mut() else {
-            return;
-        };
+        let m = self.role.member_mut();
         let in_force = m.view.config_version;
         let (ready, waiting): (Vec<Parked>, Vec<Parked>) =
             m.parked.drain(..).partition(|p| p.version <= in_force);
@@ -341,7 +332,7 @@ impl Core {
 
     /// `conf`'s membership part: the configuration's text.
     pub(crate) fn config_text(&self) -> Option<String> {
-        self.member.as_ref().map(|m| m.config.text())
+        self.role.as_member().map(|m| m.config.text())
     }
 }
 

@@ -1,20 +1,22 @@
 //! Duties of the server that orders writes (standalone: this one; in an ensemble: only the
 //! leader, so that one closeSession or one reaper delete is logged, not one per member):
 //! expiring sessions, reaping empty containers and expired TTL nodes, and deleting at restore
-//! the ephemerals of sessions that no longer exist. Each becomes a txn like any other.
+//! the ephemerals of sessions that no longer exist. Each becomes a txn like any other. The
+//! role that runs them holds their state (standalone.rs, member/leader.rs); `tick` (mod.rs)
+//! runs them when `Role::duties` has some.
 
-use super::Core;
+use crate::core::Core;
 use crate::state::tree::NodeKind;
 
-pub(super) struct Leader {
+pub(in crate::core) struct Duties {
     /// znode.container.checkIntervalMs.
     reap_every_ms: u64,
     last_reap_ms: u64,
 }
 
-impl Leader {
-    pub fn new(reap_every_ms: u64) -> Self {
-        Leader {
+impl Duties {
+    pub(in crate::core) fn new(reap_every_ms: u64) -> Self {
+        Duties {
             reap_every_ms,
             last_reap_ms: 0,
         }
@@ -22,24 +24,10 @@ impl Leader {
 }
 
 impl Core {
-    pub(super) fn tick(&mut self) {
-        let now = self.now_ms();
-        self.held_tick(now);
-        self.report_sessions();
-        self.read_only_tick();
-        // A restore swaps the sessions and the tree: nothing expires or is reaped meanwhile.
-        if self.leader.is_some() && !self.restoring() {
-            if self.session_clocks_run() {
-                self.expire_sessions();
-            }
-            self.reap();
-        }
-    }
-
-    fn expire_sessions(&mut self) {
+    pub(super) fn expire_sessions(&mut self) {
         let now = self.now_ms();
         for id in self.liveness.expired(now) {
-            if self.is_local_session(id) {
+            if self.role.is_local_session(id) {
                 continue; // read-only mode's own (read_only.rs)
             }
             tracing::info!(session = format_args!("{id:#x}"), "session expired");
@@ -49,8 +37,8 @@ impl Core {
 
     /// Ephemerals whose session is gone (it expired while the server was down, say) are
     /// deleted through a closeSession txn of that session.
-    pub(super) fn close_orphans(&mut self) {
-        if self.leader.is_none() {
+    pub(in crate::core) fn close_orphans(&mut self) {
+        if self.role.duties().is_none() {
             return;
         }
         let mut orphans: Vec<i64> = self
@@ -72,9 +60,9 @@ impl Core {
     /// The container/TTL reaper: empty containers that once had a child, and childless TTL
     /// nodes not modified for their TTL, are deleted through a deleteContainer txn (their
     /// delete watches fire as for any delete).
-    fn reap(&mut self) {
+    pub(super) fn reap(&mut self) {
         let now = self.now_ms();
-        let Some(l) = self.leader.as_mut() else {
+        let Some(l) = self.role.duties() else {
             return;
         };
         if now < l.last_reap_ms.saturating_add(l.reap_every_ms) {

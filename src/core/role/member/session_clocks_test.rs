@@ -48,7 +48,7 @@ fn session_on_leader(p: &mut Pair, conn: ConnId) -> i64 {
 
 /// The sessions the member proposed to close since the last look (an expiry is one).
 fn closed(n: &mut Node) -> Vec<i64> {
-    n.core.log.flush();
+    n.core.role.log().flush();
     let mut out = Vec::new();
     while let Ok(batch) = n.proposals.try_recv() {
         for p in batch {
