@@ -92,7 +92,7 @@ pub struct Config {
     pub sync_limit: u64,
     /// `readonlymode.enabled` (ZooKeeper reads it as the JVM flag `-Dreadonlymode.enabled`,
     /// taken from SERVER_JVMFLAGS/JVMFLAGS too): a member cut off from its quorum serves
-    /// reads to clients that ask for a read-only session (core/read_only.rs).
+    /// reads to clients that ask for a read-only session (core/role/member/read_only.rs).
     pub read_only_mode: bool,
     /// `reconfigEnabled`: the `reconfig` request is served (docs/design/ENSEMBLE.md); otherwise it is
     /// answered RECONFIGDISABLED, as ZooKeeper's default.

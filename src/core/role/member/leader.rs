@@ -12,7 +12,6 @@ use crate::core::role::Duties;
 use crate::core::watch::ConnId;
 use crate::core::Core;
 use crate::prep::Caller;
-use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request};
 
 /// What only the member holding the lead has.
@@ -129,7 +128,9 @@ impl Core {
                 self.prep.error(session, cxid, err, time)
             }
             Forwarded::Request(bytes) => {
-                let req = decode_request(bytes, self.cfg.max_buffer);
+                let req = Request::decode_message(bytes, self.cfg.max_buffer)
+                    .ok()
+                    .map(|(_, req)| req);
                 let closing = self.liveness.get(session).is_none_or(|s| s.closing);
                 match req {
                     _ if closing => self
@@ -187,11 +188,4 @@ impl Core {
             let _ = m.links.propose.send(vec![Proposed::Key(k)]);
         }
     }
-}
-
-/// A forwarded request: header and body as the client sent them.
-fn decode_request(bytes: Bytes, max: usize) -> Option<Request> {
-    // RequestHeader: xid, then the opcode, i32 big-endian each.
-    let op = i32::from_be_bytes(*bytes.get(4..8)?.first_chunk::<4>()?);
-    Request::decode(op, bytes.slice(8..), max).ok()
 }
