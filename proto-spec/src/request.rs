@@ -301,8 +301,10 @@ impl Request {
         }
     }
 
-    /// Decodes a whole client message as `encode` writes it (RequestHeader, then the body of
-    /// its type); every byte must be used.
+    /// Decodes a whole client message (RequestHeader, then the body of its type) as a server
+    /// reads one: bytes after the request are ignored, as ZooKeeper's server ignores them
+    /// (`decode_prefix`), so a member decoding a message a follower forwarded accepts what the
+    /// follower's connection accepted.
     pub fn decode_message(
         msg: Bytes,
         max_len: usize,
@@ -310,7 +312,6 @@ impl Request {
         let mut r = Reader::new(msg, max_len);
         let header = RequestHeader::read(&mut r)?;
         let req = Request::decode_prefix(header.type_, &mut r)?;
-        r.finish()?;
         Ok((header, req))
     }
 
