@@ -383,4 +383,13 @@ pub const OBSERVER_READ_CHUNK: usize = 64 << 10;
 /// the whole tree, so the cost per txn grows with the tree); past it, one txn in
 /// `OBSERVER_DIGEST_EVERY_LARGE`.
 pub const OBSERVER_DIGEST_ALL_UP_TO_NODES: usize = 20_000;
+
+/// The observer writes a snapshot of its tree after this many logged txns (ZooKeeper's own
+/// snapCount default): a restart replays at most this many, and the log before the older of
+/// the kept snapshots is purged, so the data dir stays near two trees and this many txns.
+pub const OBSERVER_SNAPSHOT_EVERY: u64 = 100_000;
+
+/// Snapshots the observer keeps: the newest, and one before it in case the newest is damaged
+/// (the log back to the older one is kept with it).
+pub const OBSERVER_SNAPSHOTS_KEPT: usize = 2;
 pub const OBSERVER_DIGEST_EVERY_LARGE: u64 = 1_000;

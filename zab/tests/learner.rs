@@ -9,7 +9,8 @@ use palisade_proto::{
 };
 use palisade_zab::{
     make_zxid, Body, Decoder, Direction, ForwardedRequest, Frame, Input, Learner, LearnerConfig,
-    Limits, Output, Packet, PacketType, Pending, Resync, TxnEntry, PROTOCOL_VERSION, SIGNATURE,
+    Limits, Output, Packet, PacketType, Pending, Resync, SyncMode, TxnEntry, PROTOCOL_VERSION,
+    SIGNATURE,
 };
 use palisade_zkdisk::Quirk;
 
@@ -222,17 +223,28 @@ fn snap_loads_the_snapshot_skips_txns_it_holds_and_applies_the_rest() {
             out.extend(l.step(Input::Frame(f)));
         }
     }
-    let loaded: Vec<_> = out
+    // The snapshot came as items (split wherever the socket split it), then its end.
+    let items: Vec<_> = out
         .iter()
         .filter_map(|o| match o {
-            Output::LoadSnapshot { zxid, snapshot } => Some((*zxid, snapshot.decode().unwrap())),
+            Output::SnapshotItems(items) => Some(items.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let ends: Vec<_> = out
+        .iter()
+        .filter_map(|o| match o {
+            Output::SnapshotEnd { zxid, end } => Some((*zxid, *end)),
             _ => None,
         })
         .collect();
-    assert_eq!(loaded.len(), 1);
-    assert_eq!(loaded[0].0, z(1, 10));
-    assert_eq!(loaded[0].1.nodes.len(), 2);
-    assert_eq!(loaded[0].1.sessions.len(), 1);
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0].0, z(1, 10));
+    assert_eq!((ends[0].1.sessions, ends[0].1.nodes), (1, 2));
+    let loaded = palisade_zab::assemble(items);
+    assert_eq!(loaded.nodes.len(), 2);
+    assert_eq!(loaded.sessions.len(), 1);
     assert_eq!(applied(&out), [z(1, 11), z(1, 12)]);
     let skipped = out
         .iter()
@@ -333,7 +345,17 @@ fn trunc_truncates_then_syncs_from_there() {
     let mut l = Learner::new(cfg(z(2, 9)));
     handshake(&mut l, 3);
     let mut out = l.step(from_leader(z(2, 3), Body::Trunc));
-    assert_eq!(out, [Output::Truncate { zxid: z(2, 3) }]);
+    assert_eq!(
+        out,
+        [
+            Output::Syncing {
+                mode: SyncMode::Trunc,
+                zxid: z(2, 3),
+                from: z(2, 9)
+            },
+            Output::Truncate { zxid: z(2, 3) }
+        ]
+    );
     assert_eq!(l.last_zxid(), z(2, 3));
     out.extend(l.step(from_leader(z(3, 0), Body::NewLeader { config: None })));
     out.extend(l.step(from_leader(-1, Body::UpToDate)));
@@ -542,11 +564,26 @@ fn a_leader_change_in_the_middle_of_a_snap_sync_starts_over_with_the_new_leader(
     let body = snapshot_body();
     wire.extend_from_slice(&body[..body.len() / 2]);
     d.push(&wire);
+    let mut partial = Vec::new();
     while let Some(f) = d.next_frame().unwrap() {
-        assert!(l.step(Input::Frame(f)).is_empty());
+        partial.extend(l.step(Input::Frame(f)));
     }
     assert!(d.in_snapshot());
-    // The leader dies mid-snapshot: nothing of it was output; the decoder goes with the link.
+    assert!(
+        matches!(
+            partial[..],
+            [
+                Output::Syncing {
+                    mode: SyncMode::Snap,
+                    ..
+                },
+                Output::SnapshotItems(_)
+            ]
+        ),
+        "{partial:?}"
+    );
+    // The leader dies mid-snapshot: its items came out but never its end (the driver drops
+    // the tree it was building); the decoder goes with the link.
     let out = l.step(Input::Closed);
     assert_eq!(out, [Output::Resync(Resync::Closed)]);
     assert_eq!(l.last_zxid(), 0);
@@ -569,7 +606,10 @@ fn a_leader_change_in_the_middle_of_a_snap_sync_starts_over_with_the_new_leader(
     while let Some(f) = d.next_frame().unwrap() {
         out.extend(l.step(Input::Frame(f)));
     }
-    assert!(matches!(out[..], [Output::LoadSnapshot { zxid, .. }] if zxid == z(2, 41)));
+    assert!(
+        matches!(out[..], [Output::Syncing { mode: SyncMode::Snap, .. }, Output::SnapshotItems(_), Output::SnapshotEnd { zxid, .. }] if zxid == z(2, 41)),
+        "{out:?}"
+    );
     assert_eq!(l.last_zxid(), z(2, 41));
 }
 
@@ -625,13 +665,8 @@ fn packets_out_of_phase_resync() {
     let mut l = Learner::new(cfg(0));
     handshake(&mut l, 1);
     l.step(from_leader(0, Body::Diff));
-    let snap = palisade_zab::WireSnapshot {
-        body: snapshot_body(),
-        sessions: 1,
-        acls: 0,
-        nodes: 2,
-    };
-    assert!(protocol_error(&l.step(Input::Frame(Frame::Snapshot(snap)))).contains("SNAP"));
+    let items = vec![palisade_zab::SnapItem::SessionCount(0)];
+    assert!(protocol_error(&l.step(Input::Frame(Frame::SnapshotItems(items)))).contains("SNAP"));
     let mut l = Learner::new(cfg(0));
     handshake(&mut l, 1);
     l.step(from_leader(z(1, 3), Body::Snap));

@@ -14,7 +14,7 @@ mod events;
 mod steady;
 mod sync;
 
-pub use events::{Input, LearnerConfig, Output, Pending, Resync};
+pub use events::{Input, LearnerConfig, Output, Pending, Resync, SyncMode};
 
 use crate::packet::{make_zxid, Body, ForwardedRequest, Packet, PROTOCOL_VERSION};
 use crate::stream::Frame;
@@ -281,8 +281,8 @@ impl Learner {
         }
         self.last_rx_ms = self.now_ms;
         let p = match f {
-            Frame::Snapshot(s) => return self.snapshot(s),
             Frame::Packet(p) => p,
+            snapshot => return self.snapshot(snapshot),
         };
         if p.direction() != crate::packet::Direction::FromLeader {
             return Err(format!("{:?} is a learner's packet", p.kind()));
