@@ -3,7 +3,9 @@
 there as an observer), syncs from its leader while a writer runs, follows its INFORMs, and
 writes what it holds as a Palisade data dir; a Palisade started on it serves the tree the
 ZooKeeper ensemble serves, every stat field, ACL and byte equal. Then the leader is killed:
-an observer started again finds the new leader and syncs from it.
+an observer started again finds the new leader and syncs from it. A second test kills an
+observer (kill -9) while a writer runs and restarts it on its data dir (DIFF), then makes the
+data dir hold txns ZooKeeper never had (TRUNC).
 
     ZAB_PORT_BASE (default 25100: 12 ports) PALISADE_BIN (default ./target/release/palisade)
 """

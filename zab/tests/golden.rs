@@ -21,6 +21,8 @@ struct Tally {
     requests: BTreeMap<i32, usize>,
     snapshots: usize,
     revalidations: BTreeMap<bool, usize>,
+    /// A REQUEST carried the client's digest identity in its authinfo.
+    digest_authinfo: bool,
 }
 
 fn count_txn(t: &mut Tally, e: &TxnEntry) {
@@ -119,6 +121,11 @@ fn check_direction(s: &Stream, dir: Direction, tally: &mut Tally) {
                     r.op == ForwardedRequest::CREATE_SESSION || p.authinfo.is_some(),
                     "{at}: a client request carries the connection's auth ids"
                 );
+                let digest = p.authinfo.iter().flatten().any(|id| {
+                    id.scheme.as_bytes() == b"digest"
+                        && id.id.as_bytes() == b"bob:fyVmFCwVbTJYrznoSu1koqYEYF0="
+                });
+                tally.digest_authinfo |= digest;
             }
             Body::RevalidateReply(r) => *tally.revalidations.entry(r.valid).or_default() += 1,
             _ => {}
@@ -176,6 +183,10 @@ fn every_golden_frame_decodes_and_reencodes_identically() {
         );
     }
     assert_eq!(tally.snapshots, 1);
+    assert!(
+        tally.digest_authinfo,
+        "no REQUEST with a digest id (addauth) in its authinfo"
+    );
     assert_eq!(
         tally.revalidations.keys().copied().collect::<Vec<_>>(),
         [false, true],

@@ -795,3 +795,95 @@ fn a_broken_stream_or_a_second_connection_resyncs() {
     let mut l = Learner::new(cfg(0));
     assert!(l.step(Input::Closed).is_empty());
 }
+
+#[test]
+fn the_observer_roles_calls_report_what_is_pending_and_each_answer() {
+    let mut l = observing(z(1, 5), 1);
+    let s = 0x0400_0000_0000_0001; // a session this observer created (its sid on top)
+    let ip = vec![palisade_proto::Id {
+        scheme: JStr::from("ip"),
+        id: JStr::from("127.0.0.1"),
+    }];
+    let write = ForwardedRequest {
+        session_id: s,
+        cxid: 1,
+        op: 1,
+        body: Bytes::from_static(b"create body"),
+    };
+    let out = l.forward(write.clone(), Some(ip.clone()));
+    assert_eq!(
+        sent(&out),
+        [Packet {
+            zxid: -1,
+            body: Body::Request(write),
+            authinfo: Some(ip),
+        }]
+    );
+    let sync = ForwardedRequest {
+        session_id: s,
+        cxid: 2,
+        op: 9,
+        body: Bytes::from_static(b"\0\0\0\x01/"),
+    };
+    l.forward(sync, None);
+    l.revalidate(0x77, 9000);
+    l.touch(s, 30000);
+    l.touch(0x77, 9000);
+    assert_eq!(
+        l.pending(),
+        [
+            Pending::Write {
+                session_id: s,
+                cxid: 1
+            },
+            Pending::Sync {
+                session_id: s,
+                cxid: 2
+            },
+            Pending::Revalidate { session_id: 0x77 },
+        ]
+    );
+    assert_eq!(l.touches().len(), 2);
+    // The write failed at the leader (NODEEXISTS): its error txn answers it all the same.
+    let failed = TxnEntry {
+        txn: Txn {
+            header: TxnHeader {
+                client_id: s,
+                cxid: 1,
+                zxid: z(1, 6),
+                time: 1,
+                type_: -1,
+            },
+            body: TxnBody::Error(palisade_proto::ErrorTxn { err: -110 }),
+        },
+        digest: None,
+        quirk: Quirk::None,
+    };
+    let out = l.step(inform(failed));
+    assert_eq!(
+        out[1..],
+        [Output::WriteDone {
+            session_id: s,
+            cxid: 1,
+            zxid: z(1, 6)
+        }]
+    );
+    // The PING answer carries the touches, and clears them.
+    let out = l.step(from_leader(z(1, 6), Body::Ping));
+    assert!(matches!(&sent(&out)[..], [Packet { body: Body::PingReply(t), .. }] if t.len() == 2));
+    assert!(l.touches().is_empty());
+    // The link tears: what is still pending is dropped, for the role to fail to its clients.
+    let out = l.step(Input::Closed);
+    assert_eq!(
+        out,
+        [
+            Output::Dropped(Pending::Sync {
+                session_id: s,
+                cxid: 2
+            }),
+            Output::Dropped(Pending::Revalidate { session_id: 0x77 }),
+            Output::Resync(Resync::Closed),
+        ]
+    );
+    assert!(l.pending().is_empty());
+}

@@ -24,12 +24,15 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::limits::{OBSERVER_MAX_SNAPSHOT_BYTES, OBSERVER_SNAPSHOT_BATCH};
+
 const USAGE: &str = "usage: palisade observe-zookeeper --config ZOO_CFG --id N --data-dir OUT \
-[--until-zxid ZXID] [--until-path PATH] [--seconds S]\n  ZOO_CFG: the ZooKeeper ensemble's zoo.cfg (its server.N lines, \
+[--until-zxid ZXID] [--until-path PATH] [--seconds S] [--max-snapshot-bytes B]\n  ZOO_CFG: the ZooKeeper ensemble's zoo.cfg (its server.N lines, \
 tickTime, initLimit, syncLimit); N: this observer's id, listed there as server.N=…:observer.\n  \
 Stops once synced and at ZXID or later (hex with 0x), or holding the node PATH, or after S \
 seconds, or on SIGINT/SIGTERM. OUT is a Palisade data dir kept durable as txns apply: started \
-again on it, the observer recovers and syncs by DIFF from where it stopped.";
+again on it, the observer recovers and syncs by DIFF from where it stopped. B: the largest \
+snapshot taken from a leader (default 4 GiB).";
 
 struct Opts {
     config: PathBuf,
@@ -38,12 +41,14 @@ struct Opts {
     until_zxid: Option<i64>,
     until_path: Option<String>,
     seconds: Option<f64>,
+    max_snapshot_bytes: u64,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
     let (mut config, mut id, mut data_dir, mut until_zxid, mut seconds) =
         (None, None, None, None, None);
     let mut until_path = None;
+    let mut max_snapshot_bytes = OBSERVER_MAX_SNAPSHOT_BYTES;
     while let Some(a) = args.next() {
         let v = args.next().ok_or_else(|| format!("{a} needs a value"))?;
         match a.as_str() {
@@ -58,6 +63,11 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
                 until_zxid = Some(z.map_err(|e| format!("--until-zxid {v}: {e}"))?);
             }
             "--until-path" => until_path = Some(v),
+            "--max-snapshot-bytes" => {
+                max_snapshot_bytes = v
+                    .parse()
+                    .map_err(|e| format!("--max-snapshot-bytes {v}: {e}"))?;
+            }
             "--seconds" => {
                 let s: f64 = v.parse().map_err(|e| format!("--seconds {v}: {e}"))?;
                 if !(s > 0.0 && s.is_finite()) {
@@ -76,6 +86,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
             until_zxid,
             until_path,
             seconds,
+            max_snapshot_bytes,
         }),
         _ => Err("--config, --id and --data-dir are required".into()),
     }
@@ -114,7 +125,11 @@ fn link_config(o: &Opts) -> Result<link::LinkConfig, String> {
         tick_ms: c.tick_time,
         init_limit: c.init_limit,
         sync_limit: c.sync_limit,
-        limits: palisade_zab::Limits::default(),
+        limits: palisade_zab::Limits {
+            max_snapshot: o.max_snapshot_bytes,
+            snapshot_batch: OBSERVER_SNAPSHOT_BATCH,
+            ..palisade_zab::Limits::default()
+        },
         marker: o.until_path.clone(),
     })
 }
