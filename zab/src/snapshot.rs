@@ -199,12 +199,6 @@ impl SnapScan {
     /// Walks one item and decodes it. A count of items is checked against the snapshot's
     /// room before anything waits for them.
     fn item(&mut self, s: &mut Scan) -> Result<Step, Stop> {
-        let bad = |at: usize, reason: String| {
-            Stop::Bad(CodecError::Snapshot {
-                offset: at as u64,
-                reason,
-            })
-        };
         let start = s.at;
         let item = match self.part {
             Part::SessionCount => {
@@ -236,52 +230,11 @@ impl SnapScan {
                 None
             }
             Part::Acls(left) => {
-                s.long()?;
-                let n = s.count("ACL list", MIN_ACL)?;
-                let n = n.ok_or_else(|| {
-                    bad(
-                        start,
-                        "ACL table entry without a list (missing acls)".into(),
-                    )
-                })?;
-                for _ in 0..n {
-                    s.int()?;
-                    s.buffer("ACL scheme")?;
-                    s.buffer("ACL id")?;
-                }
+                let acl = acl_item(s, start)?;
                 self.part = Part::Acls(left - 1);
-                let r = &mut s.reader(start);
-                Some(SnapItem::Acl(
-                    SnapAcl::read(r).map_err(|e| bad(start, format!("ACL table entry: {e}")))?,
-                ))
+                Some(acl)
             }
-            Part::Nodes => {
-                let path = s.buffer("node path")?;
-                match path {
-                    None => return Err(bad(start, "null node path".into())),
-                    Some(b"/") => {
-                        self.part = Part::Signature;
-                        None
-                    }
-                    Some(p) => {
-                        let path = std::str::from_utf8(p)
-                            .map_err(|_| bad(start, "node path: not UTF-8".into()))?
-                            .to_string();
-                        let node_at = s.at;
-                        s.buffer("node data")?;
-                        s.skip(8 + STAT_PERSISTED)?;
-                        let r = &mut s.reader(node_at);
-                        let node =
-                            DataNode::read(r).map_err(|e| bad(start, format!("node: {e}")))?;
-                        self.nodes += 1;
-                        Some(SnapItem::Node(ZkNode {
-                            path,
-                            node,
-                            offset: self.base.saturating_add(start as u64),
-                        }))
-                    }
-                }
-            }
+            Part::Nodes => self.node_item(s, start)?,
             Part::Signature => {
                 let sig = s.buffer("signature")?;
                 if sig != Some(SIGNATURE) {
@@ -292,6 +245,63 @@ impl SnapScan {
         };
         Ok(Step::Item(item))
     }
+}
+
+impl SnapScan {
+    /// A node, or (`None`) the "/" that ends the nodes.
+    fn node_item(&mut self, s: &mut Scan, start: usize) -> Result<Option<SnapItem>, Stop> {
+        let path = s.buffer("node path")?;
+        let path = match path {
+            None => return Err(bad(start, "null node path".into())),
+            Some(b"/") => {
+                self.part = Part::Signature;
+                return Ok(None);
+            }
+            Some(p) => std::str::from_utf8(p)
+                .map_err(|_| bad(start, "node path: not UTF-8".into()))?
+                .to_string(),
+        };
+        let node_at = s.at;
+        s.buffer("node data")?;
+        s.skip(8 + STAT_PERSISTED)?;
+        let node =
+            DataNode::read(&mut s.reader(node_at)).map_err(|e| bad(start, format!("node: {e}")))?;
+        self.nodes += 1;
+        Ok(Some(SnapItem::Node(ZkNode {
+            path,
+            node,
+            offset: self.base.saturating_add(start as u64),
+        })))
+    }
+}
+
+/// An entry of the ACL table: its index, then a list that must be there (ZooKeeper: "missing
+/// acls"), each ACL's lengths checked before it is decoded.
+fn acl_item(s: &mut Scan, start: usize) -> Result<SnapItem, Stop> {
+    s.long()?;
+    let n = s.count("ACL list", MIN_ACL)?;
+    let n = n.ok_or_else(|| {
+        bad(
+            start,
+            "ACL table entry without a list (missing acls)".into(),
+        )
+    })?;
+    for _ in 0..n {
+        s.int()?;
+        s.buffer("ACL scheme")?;
+        s.buffer("ACL id")?;
+    }
+    let a = SnapAcl::read(&mut s.reader(start))
+        .map_err(|e| bad(start, format!("ACL table entry: {e}")))?;
+    Ok(SnapItem::Acl(a))
+}
+
+/// A snapshot that does not parse, at byte `at` of the buffer.
+fn bad(at: usize, reason: String) -> Stop {
+    Stop::Bad(CodecError::Snapshot {
+        offset: at as u64,
+        reason,
+    })
 }
 
 enum Step {
