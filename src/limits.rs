@@ -388,6 +388,17 @@ pub const OBSERVER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::f
 /// milliseconds at least, so a tighter loop would only burn connection attempts.
 pub const OBSERVER_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// The largest snapshot the observer takes from a leader after SNAP (its
+/// `--max-snapshot-bytes` default). ZooKeeper's learner has no bound; a hostile leader could
+/// otherwise stream nodes forever. The tree built from it is the state itself, so the bound
+/// is on the tree's size: 4 GiB of snapshot is about 10-20M typical znodes.
+pub const OBSERVER_MAX_SNAPSHOT_BYTES: u64 = 4 << 30;
+
+/// The snapshot after SNAP is handed from the decoder to the tree in batches of items of
+/// about this size: with one read and one item (at most jute.maxbuffer and its extrasize),
+/// what the link holds of the snapshot's bytes at once, whatever the snapshot's size.
+pub const OBSERVER_SNAPSHOT_BATCH: usize = 1 << 20;
+
 /// Bytes read from the leader per read call (the decoder bounds what it buffers).
 pub const OBSERVER_READ_CHUNK: usize = 64 << 10;
 
@@ -395,4 +406,17 @@ pub const OBSERVER_READ_CHUNK: usize = 64 << 10;
 /// the whole tree, so the cost per txn grows with the tree); past it, one txn in
 /// `OBSERVER_DIGEST_EVERY_LARGE`.
 pub const OBSERVER_DIGEST_ALL_UP_TO_NODES: usize = 20_000;
+
+/// The observer writes a snapshot of its tree after this many logged txns (ZooKeeper's own
+/// snapCount default): a restart replays at most this many, and the log before the older of
+/// the kept snapshots is purged, so the data dir stays near two trees and this many txns.
+pub const OBSERVER_SNAPSHOT_EVERY: u64 = 100_000;
+
+/// Snapshots the observer keeps: the newest, and one before it in case the newest is damaged
+/// (the log back to the older one is kept with it).
+pub const OBSERVER_SNAPSHOTS_KEPT: usize = 2;
+const _: () = assert!(OBSERVER_SNAPSHOT_EVERY > 0 && OBSERVER_SNAPSHOTS_KEPT >= 1);
+const _: () = assert!(
+    OBSERVER_SNAPSHOT_BATCH > 0 && (OBSERVER_SNAPSHOT_BATCH as u64) < OBSERVER_MAX_SNAPSHOT_BYTES
+);
 pub const OBSERVER_DIGEST_EVERY_LARGE: u64 = 1_000;

@@ -199,8 +199,9 @@ run_suite "ZooKeeper migration round trip" \
 
 # Palisade as an observer of a live 3-member ZooKeeper 3.8 ensemble (issue 35's first step:
 # palisade observe-zookeeper syncs by SNAP while a writer runs, follows the INFORMs, and the
-# data dir it writes serves ZooKeeper's dump; again after a leader kill; ports 25100-25112;
-# about 6 s).
+# data dir it writes serves ZooKeeper's dump; again after a leader kill; then kill -9 and a
+# restart on its data dir synced by DIFF, and a real TRUNC back from txns ZooKeeper never had;
+# ports 25100-25112; about 9 s).
 run_suite "observer of a live ZooKeeper 3.8 ensemble" \
   env PALISADE_BIN=./target/release/palisade ZAB_PORT_BASE=25100 \
   timeout -k 5 180 python3 -m pytest -q -p no:cacheprovider tests/zab

@@ -458,7 +458,6 @@ pub fn imported_sessions(data_dir: &Path) -> std::collections::HashSet<i64> {
 /// Writes the state as a Palisade data dir through the snapshot and WAL crates' writers: a
 /// complete (not fuzzy) snapshot at the state's zxid and an empty log after it.
 pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
-    use crate::durability::capture::Capture;
     let cfg = Config {
         data_dir: data_dir.to_path_buf(),
         ..Config::default()
@@ -471,7 +470,28 @@ pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
     crate::durability::datadir::create_private_dir(&snap_dir)
         .map_err(|e| format!("{}: {e}", snap_dir.display()))?;
     let zxid = state.zxid();
-    let mut w = palisade_snapshot::SnapshotWriter::create(&snap_dir, zxid, identity)
+    write_snapshot(state, &snap_dir, identity)?;
+    write_sessions(state, data_dir)?;
+    // A log that starts right after the snapshot: the server's first write is zxid + 1.
+    let opts = palisade_wal::Options {
+        identity: Some(identity),
+        ..palisade_wal::Options::new(cfg.log_dir())
+    };
+    let (mut wal, _) = palisade_wal::Wal::open(opts, palisade_wal::Corruption::Refuse)
+        .map_err(|e| e.to_string())?;
+    let next = zxid
+        .checked_add(1)
+        .ok_or_else(|| "the imported zxid is i64::MAX".to_string())?;
+    wal.start_at(next).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// A complete snapshot of `state` at its zxid in `snap_dir` (the capture with nothing applied
+/// during it: its start and end zxid are the same).
+pub fn write_snapshot(state: &State, snap_dir: &Path, identity: u64) -> Result<PathBuf, String> {
+    use crate::durability::capture::Capture;
+    let zxid = state.zxid();
+    let mut w = palisade_snapshot::SnapshotWriter::create(snap_dir, zxid, identity)
         .map_err(|e| e.to_string())?;
     let mut buf = Vec::new();
     let mut c = Capture::begin(
@@ -491,24 +511,17 @@ pub fn write_palisade(state: &State, data_dir: &Path) -> Result<(), String> {
         }
     }
     w.finish(c.trailer(zxid, state.tree.digest()))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+}
+
+/// Lists `state`'s sessions in `data_dir`'s [`SESSIONS_FILE`] (ZooKeeper's sessions, whose
+/// passwords the server accepts).
+pub fn write_sessions(state: &State, data_dir: &Path) -> Result<(), String> {
     let ids: String = state
         .sessions()
         .keys()
         .map(|id| format!("{:#x}\n", *id as u64))
         .collect();
     palisade_zkdisk::snap::write_durably(&data_dir.join(SESSIONS_FILE), ids.as_bytes())
-        .map_err(|e| e.to_string())?;
-    // A log that starts right after the snapshot: the server's first write is zxid + 1.
-    let opts = palisade_wal::Options {
-        identity: Some(identity),
-        ..palisade_wal::Options::new(cfg.log_dir())
-    };
-    let (mut wal, _) = palisade_wal::Wal::open(opts, palisade_wal::Corruption::Refuse)
-        .map_err(|e| e.to_string())?;
-    let next = zxid
-        .checked_add(1)
-        .ok_or_else(|| "the imported zxid is i64::MAX".to_string())?;
-    wal.start_at(next).map_err(|e| e.to_string())?;
-    Ok(())
+        .map_err(|e| e.to_string())
 }

@@ -4,9 +4,9 @@
 
 use crate::acl::Entry;
 use crate::state::tree::{kind_of, DataTree, Node, NodeId, NodeKind, TreeLoader, ROOT};
-use palisade_proto::{StatPersisted, ACL};
+use palisade_proto::{SnapAcl, StatPersisted, ACL};
 use palisade_snapshot::{NodeItem, NO_PARENT};
-use palisade_zkdisk::{digest, ZkSnapshot};
+use palisade_zkdisk::{digest, ZkNode, ZkSnapshot};
 use std::collections::HashMap;
 
 /// ReferenceCountedACLCache's index for world:anyone:cdrwa without a table entry.
@@ -51,28 +51,57 @@ pub fn stat_persisted(n: &Node) -> StatPersisted {
 /// (`path::is_valid`: no empty, `.` or `..` component, no forbidden character) and no child
 /// under an ephemeral node. An error names the node and the byte its record starts at.
 pub fn load(snap: &ZkSnapshot) -> Result<DataTree, String> {
-    let mut loader = TreeLoader::new();
-    let mut acl_index: HashMap<i64, u32> = HashMap::new();
-    for (i, a) in snap.acls.iter().enumerate() {
-        let local = u32::try_from(i).map_err(|_| "too many ACL lists".to_string())?;
-        loader.acl(local, entries(a.acls.as_deref().unwrap_or_default()))?;
-        acl_index.insert(a.index, local);
+    let mut l = ZkLoader::new();
+    for a in &snap.acls {
+        l.acl(a)?;
     }
-    // Each node's number and owner (ephemeralOwner), by path.
-    let mut seq_of: HashMap<&str, (u32, i64)> = HashMap::with_capacity(snap.nodes.len());
-    for (i, zn) in snap.nodes.iter().enumerate() {
+    for zn in &snap.nodes {
+        l.node(zn)?;
+    }
+    l.finish()
+}
+
+/// [`load`] item by item, as a snapshot arrives (the ACL table, then the nodes in order):
+/// what it holds is the tree being built and each node's number by path.
+#[derive(Default)]
+pub struct ZkLoader {
+    loader: TreeLoader,
+    acl_index: HashMap<i64, u32>,
+    /// Each node's number and owner (ephemeralOwner), by path.
+    seq_of: HashMap<String, (u32, i64)>,
+    nodes: usize,
+}
+
+impl ZkLoader {
+    pub fn new() -> Self {
+        ZkLoader::default()
+    }
+
+    /// The next entry of the ACL table.
+    pub fn acl(&mut self, a: &SnapAcl) -> Result<(), String> {
+        let local = u32::try_from(self.acl_index.len()).map_err(|_| "too many ACL lists")?;
+        self.loader
+            .acl(local, entries(a.acls.as_deref().unwrap_or_default()))?;
+        self.acl_index.insert(a.index, local);
+        Ok(())
+    }
+
+    /// The next node (pre-order).
+    pub fn node(&mut self, zn: &ZkNode) -> Result<(), String> {
+        let i = self.nodes;
         let seq = u32::try_from(i).map_err(|_| "too many nodes".to_string())?;
         let path = zn.path.as_str();
         let at = zn.offset;
-        let (parent, name) = place(i, path, at, &seq_of)?;
-        let acl = local_acl(zn.node.acl, &mut acl_index, &mut loader).ok_or_else(|| {
-            format!(
-                "at byte {at}: node {path:?}: ACL index {} is not in the table",
-                zn.node.acl
-            )
-        })??;
+        let (parent, name) = place(i, path, at, &self.seq_of)?;
+        let acl =
+            local_acl(zn.node.acl, &mut self.acl_index, &mut self.loader).ok_or_else(|| {
+                format!(
+                    "at byte {at}: node {path:?}: ACL index {} is not in the table",
+                    zn.node.acl
+                )
+            })??;
         let st = &zn.node.stat;
-        loader
+        self.loader
             .node(&NodeItem {
                 parent,
                 name: name.as_bytes(),
@@ -89,9 +118,15 @@ pub fn load(snap: &ZkSnapshot) -> Result<DataTree, String> {
                 owner: st.ephemeral_owner,
             })
             .map_err(|e| format!("at byte {at}: {e}"))?;
-        seq_of.insert(path, (seq, st.ephemeral_owner));
+        self.seq_of
+            .insert(path.to_string(), (seq, st.ephemeral_owner));
+        self.nodes += 1;
+        Ok(())
     }
-    loader.finish()
+
+    pub fn finish(self) -> Result<DataTree, String> {
+        self.loader.finish()
+    }
 }
 
 /// The parent (by its number) and name of the `i`th node of a snapshot, at byte `at`: the
@@ -101,7 +136,7 @@ fn place<'a>(
     i: usize,
     path: &'a str,
     at: u64,
-    seq_of: &HashMap<&str, (u32, i64)>,
+    seq_of: &HashMap<String, (u32, i64)>,
 ) -> Result<(u32, &'a str), String> {
     if i == 0 {
         if !path.is_empty() {

@@ -3,7 +3,9 @@
 there as an observer), syncs from its leader while a writer runs, follows its INFORMs, and
 writes what it holds as a Palisade data dir; a Palisade started on it serves the tree the
 ZooKeeper ensemble serves, every stat field, ACL and byte equal. Then the leader is killed:
-an observer started again finds the new leader and syncs from it.
+an observer started again finds the new leader and syncs from it. A second test kills an
+observer (kill -9) while a writer runs and restarts it on its data dir (DIFF), then makes the
+data dir hold txns ZooKeeper never had (TRUNC).
 
     ZAB_PORT_BASE (default 25100: 12 ports) PALISADE_BIN (default ./target/release/palisade)
 """
@@ -235,3 +237,111 @@ def test_an_observer_of_a_live_zookeeper_ensemble_holds_its_tree(zk, tmp_path):
         c.stop()
         c.close()
     assert obs.returncode == 0, out_text
+
+
+def summary(text, field):
+    """A field of observe-zookeeper's summary ("  syncs:      DIFF")."""
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(":")
+        if key == field:
+            return value.strip()
+    return None
+
+
+def synced_observers(sid):
+    return "zk_synced_observers\t1" in four(port(sid, "client"), "mntr")
+
+
+def test_a_restarted_observer_syncs_by_diff_and_truncates_what_the_leader_lacks(zk, tmp_path):
+    """kill -9 mid-stream, restarted on its data dir: DIFF from the zxid it had logged; then its
+    data dir goes on under a Palisade server (txns ZooKeeper never had): TRUNC back to
+    ZooKeeper's last zxid. Each time the tree equals ZooKeeper's, every stat field."""
+    leader = zk.leader()
+    hosts = ",".join("127.0.0.1:%d" % port(s, "client") for s in (1, 2, 3))
+    stop = threading.Event()
+    wrote = []
+
+    def writer():
+        c = zkdump.connect(hosts)
+        try:
+            c.ensure_path("/load")
+            while not stop.is_set():
+                wrote.append(c.create("/load/w-", b"y" * (len(wrote) % 40), sequence=True))
+                if len(wrote) % 5 == 0:
+                    c.set("/load", str(len(wrote)).encode())
+                if len(wrote) % 11 == 0:
+                    c.delete(wrote[-3])
+        finally:
+            c.stop()
+            c.close()
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    cfg = observer_cfg(tmp_path)
+    out = os.path.join(str(tmp_path), "observer")
+    obs = observe(cfg, out, "--seconds", "60")
+    try:
+        assert wait_until(lambda: synced_observers(leader), 60), "the observer never synced"
+        n = len(wrote)
+        assert wait_until(lambda: len(wrote) > n + 30, 20), "the writer stalled"
+    finally:
+        obs.kill()  # SIGKILL: no summary, no last snapshot; the log holds what was applied
+        obs.wait(10)
+    assert os.listdir(os.path.join(out, "log")), "nothing logged before the kill"
+    n = len(wrote)
+    assert wait_until(lambda: len(wrote) > n + 20, 20), "the writer stalled"
+
+    obs = observe(cfg, out, "--until-path", "/restart-end")
+    c = None
+    try:
+        assert wait_until(lambda: synced_observers(leader), 60), "the restarted observer never synced"
+        stop.set()
+        t.join(30)
+        # This session stays open to the end: after /restart-end ZooKeeper has no txn more.
+        c = zkdump.connect(hosts)
+        c.create("/restart-end", b"the last txn")
+        text, _ = obs.communicate(timeout=60)
+        assert obs.returncode == 0, text
+        assert summary(text, "recovered").startswith("at 0x"), text
+        assert summary(text, "syncs") == "DIFF", text
+        strip = lambda d: {p: v for p, v in d.items() if not p.startswith("/zookeeper")}  # noqa: E731
+        want = strip(zkdump.dump(c))
+        end = c.exists("/restart-end").czxid
+        assert int(summary(text, "zxid"), 16) == end, text
+
+        pal = serve(out, str(tmp_path), BASE + 12)
+        try:
+            got = strip(dump(BASE + 12))
+            # The data dir goes on as a Palisade server's: txns ZooKeeper never had.
+            pc = zkdump.connect("127.0.0.1:%d" % (BASE + 12))
+            for i in range(3):
+                pc.create("/diverged-%d" % i, b"not ZooKeeper's")
+            pc.stop()
+            pc.close()
+        finally:
+            pal.kill()
+            pal.wait(10)
+        diff = differences(want, got)
+        assert not diff, "after DIFF: %d differences, e.g. %s" % (len(diff), diff[:5])
+        assert len(want) > 30
+
+        obs = observe(cfg, out, "--until-zxid", hex(end))
+        text, _ = obs.communicate(timeout=60)
+        assert obs.returncode == 0, text
+        assert summary(text, "syncs") == "TRUNC", text
+        assert int(summary(text, "zxid"), 16) == end, text
+        pal = serve(out, str(tmp_path), BASE + 12)
+        try:
+            got = strip(dump(BASE + 12))
+        finally:
+            pal.kill()
+            pal.wait(10)
+        diff = differences(want, got)
+        assert not diff, "after TRUNC: %d differences, e.g. %s" % (len(diff), diff[:5])
+    finally:
+        stop.set()
+        if obs.poll() is None:
+            obs.kill()
+        if c is not None:
+            c.stop()
+            c.close()

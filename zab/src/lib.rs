@@ -4,7 +4,8 @@
 //! - [`packet`]: QuorumPackets with their data decoded by type ([`Packet`], [`Body`]);
 //!   [`txn`]: the txns in PROPOSAL / INFORM, read as zkdisk reads a txn log.
 //! - [`stream`]: incremental, bounded decoding of a link's bytes ([`Decoder`]): the link has
-//!   no framing, and after SNAP the snapshot follows unframed ([`snapshot`]).
+//!   no framing, and after SNAP the snapshot follows unframed ([`snapshot`]), handed on in
+//!   bounded batches of items.
 //! - [`learner`]: the observer's side as a sans-IO state machine ([`Learner`]).
 //!
 //! No sockets, clock or files here: the driver reads and writes the connection, feeds the
@@ -36,11 +37,11 @@ pub mod stream;
 pub mod txn;
 
 pub use error::CodecError;
-pub use learner::{Input, Learner, LearnerConfig, Output, Pending, Resync};
+pub use learner::{Input, Learner, LearnerConfig, Output, Pending, Resync, SyncMode};
 pub use packet::{
     epoch_of, make_zxid, Body, Direction, ForwardedBody, ForwardedRequest, Packet, PacketType,
     PROTOCOL_VERSION,
 };
-pub use snapshot::{WireSnapshot, SIGNATURE};
+pub use snapshot::{assemble, SnapItem, SnapshotEnd, SIGNATURE};
 pub use stream::{Decoder, Frame, Limits};
 pub use txn::TxnEntry;

@@ -62,6 +62,13 @@ impl<'a> Scan<'a> {
         Ok(s)
     }
 
+    /// A reader over the bytes walked from `from` to here (whole, so decoding them cannot
+    /// run short; any length inside was already checked).
+    pub fn reader(&self, from: usize) -> palisade_proto::Reader {
+        let b = self.b.get(from..self.at).unwrap_or_default();
+        palisade_proto::Reader::new(bytes::Bytes::copy_from_slice(b), self.max_buffer)
+    }
+
     pub fn skip(&mut self, n: usize) -> Step<()> {
         self.claim(n).map(|_| ())
     }

@@ -10,7 +10,7 @@
 use crate::error::CodecError;
 use crate::packet::{Body, Direction, Packet};
 use crate::scan::{Scan, Stop};
-use crate::snapshot::{SnapScan, WireSnapshot};
+use crate::snapshot::{SnapItem, SnapScan, SnapshotEnd, Walked};
 use bytes::{Buf, BytesMut};
 use palisade_proto::{QuorumPacket, Record, DEFAULT_MAX_BUFFER};
 
@@ -25,18 +25,22 @@ pub struct Limits {
     pub max_packet: u64,
     /// The largest snapshot after SNAP. ZooKeeper has no bound; a learner must have one.
     pub max_snapshot: u64,
+    /// The snapshot is handed on in batches of items of about this many bytes: what the
+    /// decoder holds of it at once (with one item and one read).
+    pub snapshot_batch: usize,
 }
 
 impl Limits {
     /// ZooKeeper's own per-buffer bound for these settings (extrasize defaults to
     /// jute.maxbuffer, and is at least 1024), 64 KiB more for a packet's header and
-    /// authinfo, and a snapshot bound of `max_snapshot` bytes.
+    /// authinfo, a snapshot bound of `max_snapshot` bytes, handed on in 1 MiB batches.
     pub fn zookeeper(jute_maxbuffer: usize, extrasize: usize, max_snapshot: u64) -> Limits {
         let max_buffer = jute_maxbuffer.saturating_add(extrasize.max(1024));
         Limits {
             max_buffer,
             max_packet: max_buffer as u64 + 64 * 1024,
             max_snapshot,
+            snapshot_batch: 1 << 20,
         }
     }
 }
@@ -49,11 +53,13 @@ impl Default for Limits {
     }
 }
 
-/// One unit of a stream: a packet, or the snapshot that follows a SNAP.
+/// One unit of a stream: a packet, or a part of the snapshot that follows a SNAP (batches of
+/// its items, then its end).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
     Packet(Packet),
-    Snapshot(WireSnapshot),
+    SnapshotItems(Vec<SnapItem>),
+    SnapshotEnd(SnapshotEnd),
 }
 
 impl Frame {
@@ -61,7 +67,8 @@ impl Frame {
     pub fn write(&self, w: &mut BytesMut) {
         match self {
             Frame::Packet(p) => p.write(w),
-            Frame::Snapshot(s) => s.write(w),
+            Frame::SnapshotItems(items) => items.iter().for_each(|i| i.write(w)),
+            Frame::SnapshotEnd(e) => e.write(w),
         }
     }
 }
@@ -123,18 +130,18 @@ impl Decoder {
     fn decode(&mut self) -> Result<Option<Frame>, CodecError> {
         let l = self.limits;
         if let Some(scan) = &mut self.snapshot {
-            let Some(w) = scan.advance(&self.buf, l.max_buffer, l.max_snapshot)? else {
-                return Ok(None);
-            };
-            let body = self.buf.split_to(w.body_len).freeze();
-            self.buf.advance(w.end.saturating_sub(w.body_len));
-            self.snapshot = None;
-            return Ok(Some(Frame::Snapshot(WireSnapshot {
-                body,
-                sessions: w.sessions,
-                acls: w.acls,
-                nodes: w.nodes,
-            })));
+            let walked = scan.advance(&self.buf, l.max_buffer, l.max_snapshot, l.snapshot_batch)?;
+            return Ok(match walked {
+                Walked::Items { items, used } => {
+                    self.buf.advance(used);
+                    (!items.is_empty()).then_some(Frame::SnapshotItems(items))
+                }
+                Walked::End { end, used } => {
+                    self.buf.advance(used);
+                    self.snapshot = None;
+                    Some(Frame::SnapshotEnd(end))
+                }
+            });
         }
         let len = match packet_len(&self.buf, l) {
             Ok(n) => n,

@@ -450,6 +450,18 @@ def main():
     t.commit()
     oc.sync("/via-observer")
     oc.delete("/via-observer/m")
+    # A forwarded write that fails (NODEEXISTS: an error txn answers it), then the
+    # connection's digest identity in every REQUEST's authinfo, and a setACL through it.
+    from kazoo.exceptions import NodeExistsError
+    from kazoo.security import make_digest_acl, OPEN_ACL_UNSAFE
+    try:
+        oc.create("/via-observer", b"again")
+    except NodeExistsError:
+        pass
+    oc.add_auth("digest", "bob:secret")
+    oc.create("/via-observer/auth", b"a", acl=[make_digest_acl("bob", "secret", all=True)])
+    oc.set_acls("/via-observer/auth", [make_digest_acl("bob", "secret", all=True)]
+                + list(OPEN_ACL_UNSAFE))
     time.sleep(3 * TICK_MS / 1000)  # PINGs, with this session's touches
     # A session moving in from a follower (REVALIDATE, valid), then a made-up one (invalid).
     follower = next(m for m in parts if m is not ld)

@@ -9,7 +9,8 @@ use palisade_proto::{
 };
 use palisade_zab::{
     make_zxid, Body, Decoder, Direction, ForwardedRequest, Frame, Input, Learner, LearnerConfig,
-    Limits, Output, Packet, PacketType, Pending, Resync, TxnEntry, PROTOCOL_VERSION, SIGNATURE,
+    Limits, Output, Packet, PacketType, Pending, Resync, SyncMode, TxnEntry, PROTOCOL_VERSION,
+    SIGNATURE,
 };
 use palisade_zkdisk::Quirk;
 
@@ -222,17 +223,28 @@ fn snap_loads_the_snapshot_skips_txns_it_holds_and_applies_the_rest() {
             out.extend(l.step(Input::Frame(f)));
         }
     }
-    let loaded: Vec<_> = out
+    // The snapshot came as items (split wherever the socket split it), then its end.
+    let items: Vec<_> = out
         .iter()
         .filter_map(|o| match o {
-            Output::LoadSnapshot { zxid, snapshot } => Some((*zxid, snapshot.decode().unwrap())),
+            Output::SnapshotItems(items) => Some(items.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let ends: Vec<_> = out
+        .iter()
+        .filter_map(|o| match o {
+            Output::SnapshotEnd { zxid, end } => Some((*zxid, *end)),
             _ => None,
         })
         .collect();
-    assert_eq!(loaded.len(), 1);
-    assert_eq!(loaded[0].0, z(1, 10));
-    assert_eq!(loaded[0].1.nodes.len(), 2);
-    assert_eq!(loaded[0].1.sessions.len(), 1);
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0].0, z(1, 10));
+    assert_eq!((ends[0].1.sessions, ends[0].1.nodes), (1, 2));
+    let loaded = palisade_zab::assemble(items);
+    assert_eq!(loaded.nodes.len(), 2);
+    assert_eq!(loaded.sessions.len(), 1);
     assert_eq!(applied(&out), [z(1, 11), z(1, 12)]);
     let skipped = out
         .iter()
@@ -333,7 +345,17 @@ fn trunc_truncates_then_syncs_from_there() {
     let mut l = Learner::new(cfg(z(2, 9)));
     handshake(&mut l, 3);
     let mut out = l.step(from_leader(z(2, 3), Body::Trunc));
-    assert_eq!(out, [Output::Truncate { zxid: z(2, 3) }]);
+    assert_eq!(
+        out,
+        [
+            Output::Syncing {
+                mode: SyncMode::Trunc,
+                zxid: z(2, 3),
+                from: z(2, 9)
+            },
+            Output::Truncate { zxid: z(2, 3) }
+        ]
+    );
     assert_eq!(l.last_zxid(), z(2, 3));
     out.extend(l.step(from_leader(z(3, 0), Body::NewLeader { config: None })));
     out.extend(l.step(from_leader(-1, Body::UpToDate)));
@@ -542,11 +564,26 @@ fn a_leader_change_in_the_middle_of_a_snap_sync_starts_over_with_the_new_leader(
     let body = snapshot_body();
     wire.extend_from_slice(&body[..body.len() / 2]);
     d.push(&wire);
+    let mut partial = Vec::new();
     while let Some(f) = d.next_frame().unwrap() {
-        assert!(l.step(Input::Frame(f)).is_empty());
+        partial.extend(l.step(Input::Frame(f)));
     }
     assert!(d.in_snapshot());
-    // The leader dies mid-snapshot: nothing of it was output; the decoder goes with the link.
+    assert!(
+        matches!(
+            partial[..],
+            [
+                Output::Syncing {
+                    mode: SyncMode::Snap,
+                    ..
+                },
+                Output::SnapshotItems(_)
+            ]
+        ),
+        "{partial:?}"
+    );
+    // The leader dies mid-snapshot: its items came out but never its end (the driver drops
+    // the tree it was building); the decoder goes with the link.
     let out = l.step(Input::Closed);
     assert_eq!(out, [Output::Resync(Resync::Closed)]);
     assert_eq!(l.last_zxid(), 0);
@@ -569,7 +606,10 @@ fn a_leader_change_in_the_middle_of_a_snap_sync_starts_over_with_the_new_leader(
     while let Some(f) = d.next_frame().unwrap() {
         out.extend(l.step(Input::Frame(f)));
     }
-    assert!(matches!(out[..], [Output::LoadSnapshot { zxid, .. }] if zxid == z(2, 41)));
+    assert!(
+        matches!(out[..], [Output::Syncing { mode: SyncMode::Snap, .. }, Output::SnapshotItems(_), Output::SnapshotEnd { zxid, .. }] if zxid == z(2, 41)),
+        "{out:?}"
+    );
     assert_eq!(l.last_zxid(), z(2, 41));
 }
 
@@ -625,13 +665,8 @@ fn packets_out_of_phase_resync() {
     let mut l = Learner::new(cfg(0));
     handshake(&mut l, 1);
     l.step(from_leader(0, Body::Diff));
-    let snap = palisade_zab::WireSnapshot {
-        body: snapshot_body(),
-        sessions: 1,
-        acls: 0,
-        nodes: 2,
-    };
-    assert!(protocol_error(&l.step(Input::Frame(Frame::Snapshot(snap)))).contains("SNAP"));
+    let items = vec![palisade_zab::SnapItem::SessionCount(0)];
+    assert!(protocol_error(&l.step(Input::Frame(Frame::SnapshotItems(items)))).contains("SNAP"));
     let mut l = Learner::new(cfg(0));
     handshake(&mut l, 1);
     l.step(from_leader(z(1, 3), Body::Snap));
@@ -759,4 +794,96 @@ fn a_broken_stream_or_a_second_connection_resyncs() {
     // Idle: closing again says nothing.
     let mut l = Learner::new(cfg(0));
     assert!(l.step(Input::Closed).is_empty());
+}
+
+#[test]
+fn the_observer_roles_calls_report_what_is_pending_and_each_answer() {
+    let mut l = observing(z(1, 5), 1);
+    let s = 0x0400_0000_0000_0001; // a session this observer created (its sid on top)
+    let ip = vec![palisade_proto::Id {
+        scheme: JStr::from("ip"),
+        id: JStr::from("127.0.0.1"),
+    }];
+    let write = ForwardedRequest {
+        session_id: s,
+        cxid: 1,
+        op: 1,
+        body: Bytes::from_static(b"create body"),
+    };
+    let out = l.forward(write.clone(), Some(ip.clone()));
+    assert_eq!(
+        sent(&out),
+        [Packet {
+            zxid: -1,
+            body: Body::Request(write),
+            authinfo: Some(ip),
+        }]
+    );
+    let sync = ForwardedRequest {
+        session_id: s,
+        cxid: 2,
+        op: 9,
+        body: Bytes::from_static(b"\0\0\0\x01/"),
+    };
+    l.forward(sync, None);
+    l.revalidate(0x77, 9000);
+    l.touch(s, 30000);
+    l.touch(0x77, 9000);
+    assert_eq!(
+        l.pending(),
+        [
+            Pending::Write {
+                session_id: s,
+                cxid: 1
+            },
+            Pending::Sync {
+                session_id: s,
+                cxid: 2
+            },
+            Pending::Revalidate { session_id: 0x77 },
+        ]
+    );
+    assert_eq!(l.touches().len(), 2);
+    // The write failed at the leader (NODEEXISTS): its error txn answers it all the same.
+    let failed = TxnEntry {
+        txn: Txn {
+            header: TxnHeader {
+                client_id: s,
+                cxid: 1,
+                zxid: z(1, 6),
+                time: 1,
+                type_: -1,
+            },
+            body: TxnBody::Error(palisade_proto::ErrorTxn { err: -110 }),
+        },
+        digest: None,
+        quirk: Quirk::None,
+    };
+    let out = l.step(inform(failed));
+    assert_eq!(
+        out[1..],
+        [Output::WriteDone {
+            session_id: s,
+            cxid: 1,
+            zxid: z(1, 6)
+        }]
+    );
+    // The PING answer carries the touches, and clears them.
+    let out = l.step(from_leader(z(1, 6), Body::Ping));
+    assert!(matches!(&sent(&out)[..], [Packet { body: Body::PingReply(t), .. }] if t.len() == 2));
+    assert!(l.touches().is_empty());
+    // The link tears: what is still pending is dropped, for the role to fail to its clients.
+    let out = l.step(Input::Closed);
+    assert_eq!(
+        out,
+        [
+            Output::Dropped(Pending::Sync {
+                session_id: s,
+                cxid: 2
+            }),
+            Output::Dropped(Pending::Revalidate { session_id: 0x77 }),
+            Output::Resync(Resync::Closed),
+        ]
+    );
+    assert!(l.pending().is_empty());
 }

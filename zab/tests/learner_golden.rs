@@ -7,6 +7,7 @@
 mod common;
 
 use common::*;
+use palisade_proto::OpCode;
 use palisade_zab::{
     epoch_of, Body, Decoder, Direction, Frame, Input, Learner, LearnerConfig, Limits, Output,
     Packet, PacketType, Resync,
@@ -23,7 +24,7 @@ fn packets(frames: Vec<Frame>) -> Vec<Packet> {
         .into_iter()
         .map(|f| match f {
             Frame::Packet(p) => p,
-            Frame::Snapshot(_) => panic!("a learner sends no snapshot"),
+            _ => panic!("a learner sends no snapshot"),
         })
         .collect()
 }
@@ -169,14 +170,19 @@ fn snap_sync_then_steady_state_as_zookeepers_observer() {
         .outputs
         .iter()
         .find_map(|o| match o {
-            Output::LoadSnapshot { zxid, snapshot } => {
-                let z = snapshot.decode().unwrap();
-                assert!(z.nodes.len() > 10);
+            Output::SnapshotEnd { zxid, end } => {
+                assert!(end.nodes > 10);
                 Some(*zxid)
             }
             _ => None,
         })
         .expect("a snapshot to load");
+    let items = r.outputs.iter().filter_map(|o| match o {
+        Output::SnapshotItems(items) => Some(items.clone()),
+        _ => None,
+    });
+    let z = palisade_zab::assemble(items.flatten());
+    assert!(z.nodes.len() > 10);
     let zxids = applied_zxids(&r);
     assert_eq!(
         zxids.first(),
@@ -186,9 +192,31 @@ fn snap_sync_then_steady_state_as_zookeepers_observer() {
     assert!(zxids.windows(2).all(|w| w[1] == w[0] + 1), "consecutive");
     assert_eq!(r.learner.last_zxid(), *zxids.last().unwrap());
     assert_eq!(count(&r, |o| matches!(o, Output::Synced { .. })), 1);
-    // Every write forwarded (createSession, creates, setData, multi, delete, two
-    // closeSessions) was answered by its INFORM; the sync by the leader's SYNC.
-    assert_eq!(count(&r, |o| matches!(o, Output::WriteDone { .. })), 9);
+    // Every write forwarded (createSession, creates, setData, multi, delete, a create that
+    // failed, setACL, closeSessions) was answered by its INFORM; the sync by the leader's SYNC.
+    let s = stream("observer-snap-1");
+    let pieces = s
+        .chunks
+        .iter()
+        .filter(|(d, _)| *d == Direction::FromLearner)
+        .map(|(_, c)| c.clone());
+    let writes = packets(decode_all(Direction::FromLearner, pieces).0)
+        .into_iter()
+        .filter(|p| matches!(&p.body, Body::Request(q) if q.op != OpCode::Sync.code()))
+        .count();
+    assert!(writes >= 10, "{writes} forwarded writes in the capture");
+    assert_eq!(count(&r, |o| matches!(o, Output::WriteDone { .. })), writes);
+    // The failed create is answered by its error txn, matched by (session, cxid).
+    let by_error = r.outputs.windows(2).any(|w| match w {
+        [Output::Apply { entry }, Output::WriteDone {
+            session_id, cxid, ..
+        }] => {
+            entry.txn.header.type_ == OpCode::Error.code()
+                && (entry.txn.header.client_id, entry.txn.header.cxid) == (*session_id, *cxid)
+        }
+        _ => false,
+    });
+    assert!(by_error, "no forwarded write answered by an error txn");
     assert_eq!(count(&r, |o| matches!(o, Output::SyncDone { .. })), 1);
     let mut revalidated: Vec<bool> = r
         .outputs
@@ -211,7 +239,7 @@ fn diff_sync_applies_proposal_commit_pairs_and_a_torn_link_resyncs() {
     let zxids = applied_zxids(&r);
     assert!(zxids.len() > 20);
     assert!(zxids.windows(2).all(|w| w[1] == w[0] + 1));
-    assert_eq!(count(&r, |o| matches!(o, Output::LoadSnapshot { .. })), 0);
+    assert_eq!(count(&r, |o| matches!(o, Output::SnapshotEnd { .. })), 0);
     assert_eq!(count(&r, |o| matches!(o, Output::Synced { .. })), 1);
     // The leader was killed (kill -9) with the observer attached: the stream just ends.
     let out = r.learner.step(Input::Closed);

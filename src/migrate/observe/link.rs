@@ -6,9 +6,9 @@
 //! participant's in turn until one answers with LEADERINFO; after a resync (the leader gone,
 //! a silent or broken stream, a protocol error) it starts over from the next one.
 
-use super::mirror::Mirror;
+use super::mirror::{Failure, Mirror};
 use bytes::BytesMut;
-use palisade_zab::{Decoder, Direction, Input, Learner, LearnerConfig, Limits, Output};
+use palisade_zab::{Decoder, Direction, Input, Learner, LearnerConfig, Limits, Output, SyncMode};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -44,6 +44,18 @@ pub struct Progress {
     /// snapshot's transfer and load).
     pub sync_ms: Option<u64>,
     pub resyncs: Vec<String>,
+    /// How the leader synced each connection, in order.
+    pub syncs: Vec<SyncMode>,
+    /// The data dir failed: the run stopped.
+    pub fatal: Option<String>,
+}
+
+/// Why a connection ended.
+enum End {
+    /// Connect again (to the next participant) and sync.
+    Resync(String),
+    /// Stop the run.
+    Fatal(String),
 }
 
 /// Runs the link until `stop` turns true (or its sender is gone); `progress` is published
@@ -60,7 +72,6 @@ pub async fn run(
         progress,
         p: Progress::default(),
         origin: Instant::now(),
-        epochs: (0, 0),
     };
     let n = cfg.participants.len().max(1);
     let mut next = 0usize;
@@ -81,7 +92,17 @@ pub async fn run(
         };
         let _ = stream.set_nodelay(true);
         link.p.connections += 1;
-        let why = link.connection(stream, &mut stop).await;
+        let ended = link.connection(stream, &mut stop).await;
+        link.mirror.abort_snapshot();
+        let why = match ended {
+            End::Resync(why) => why,
+            End::Fatal(why) => {
+                tracing::error!(why = %why, "observer: the data dir failed; stopping");
+                link.p.fatal = Some(why);
+                progress.send_replace(link.p.clone());
+                return;
+            }
+        };
         tracing::info!(leader_candidate = %addr, why = %why, "observer: the link to the ZooKeeper leader ended");
         if *stop.borrow() {
             break; // stopped: the last sync stands, for the summary
@@ -92,16 +113,14 @@ pub async fn run(
     }
 }
 
-/// What lives across connections: the mirror, the epochs (ZooKeeper keeps them in files),
-/// what was seen.
+/// What lives across connections: the mirror (with the epochs it stores, as ZooKeeper keeps
+/// them in files), what was seen.
 struct Link<'a> {
     cfg: &'a LinkConfig,
     mirror: &'a mut Mirror,
     progress: &'a watch::Sender<Progress>,
     p: Progress,
     origin: Instant,
-    /// acceptedEpoch, currentEpoch.
-    epochs: (i64, i64),
 }
 
 impl Link<'_> {
@@ -110,16 +129,13 @@ impl Link<'_> {
     }
 
     /// One connection, until the learner asks for a resync or `stop`; why it ended.
-    async fn connection(
-        &mut self,
-        mut stream: TcpStream,
-        stop: &mut watch::Receiver<bool>,
-    ) -> String {
+    async fn connection(&mut self, mut stream: TcpStream, stop: &mut watch::Receiver<bool>) -> End {
+        let (accepted_epoch, current_epoch) = self.mirror.epochs();
         let mut learner = Learner::new(LearnerConfig {
             server_id: self.cfg.server_id,
             config_version: 0,
-            accepted_epoch: self.epochs.0,
-            current_epoch: self.epochs.1,
+            accepted_epoch,
+            current_epoch,
             last_zxid: self.mirror.last_zxid(),
             tick_ms: self.cfg.tick_ms,
             init_limit: self.cfg.init_limit,
@@ -136,30 +152,40 @@ impl Link<'_> {
         loop {
             let mut send = BytesMut::new();
             let was_synced = self.p.synced_at.is_some();
+            let mut ended = None;
             for o in outs.drain(..) {
-                if let Some(why) = output(o, self.mirror, &mut send, &mut self.p) {
-                    return why;
+                if let Err(end) = output(o, self.mirror, &mut send, &mut self.p) {
+                    ended = Some(end);
+                    break;
                 }
+            }
+            // What was applied is made durable (and the epochs stored) before anything more
+            // is read; a connection that ends keeps what it applied.
+            let epochs = (learner.accepted_epoch(), learner.current_epoch());
+            if let Err(e) = self.mirror.sync(epochs) {
+                return End::Fatal(e.to_string());
+            }
+            if let Some(end) = ended {
+                return end;
             }
             if !was_synced && self.p.synced_at.is_some() {
                 self.p.sync_ms = Some(opened.elapsed().as_millis() as u64);
             }
-            self.epochs = (learner.accepted_epoch(), learner.current_epoch());
             self.publish();
             if !send.is_empty() {
                 if let Err(e) = stream.write_all(&send).await {
-                    return format!("write: {e}");
+                    return End::Resync(format!("write: {e}"));
                 }
             }
             if *stop.borrow() {
-                return "stopped".into();
+                return End::Resync("stopped".into());
             }
             tokio::select! {
                 r = stream.read(&mut buf) => {
                     let n = match r {
-                        Ok(0) => return "the leader closed the connection".into(),
+                        Ok(0) => return End::Resync("the leader closed the connection".into()),
                         Ok(n) => n,
-                        Err(e) => return format!("read: {e}"),
+                        Err(e) => return End::Resync(format!("read: {e}")),
                     };
                     decoder.push(buf.get(..n).unwrap_or_default());
                     loop {
@@ -191,26 +217,47 @@ impl Link<'_> {
     }
 }
 
-/// Carries out one learner output; `Some(why)` ends the connection.
-fn output(o: Output, mirror: &mut Mirror, send: &mut BytesMut, p: &mut Progress) -> Option<String> {
-    let failed = |mirror: &mut Mirror, why: String| {
-        tracing::error!(why = %why, "observer: the mirror refused what the leader sent; syncing again from nothing");
-        mirror.reset();
-        Some(why)
+/// Carries out one learner output; `Err` ends the connection.
+fn output(
+    o: Output,
+    mirror: &mut Mirror,
+    send: &mut BytesMut,
+    p: &mut Progress,
+) -> Result<(), End> {
+    let failed = |mirror: &mut Mirror, f: Failure| match f {
+        Failure::Disk(why) => End::Fatal(why),
+        Failure::Diverged(why) => {
+            tracing::error!(why = %why, "observer: the mirror refused what the leader sent; syncing again from nothing");
+            match mirror.reset() {
+                Ok(()) => End::Resync(why),
+                Err(e) => End::Fatal(e.to_string()),
+            }
+        }
     };
     match o {
         Output::Send(packet) => packet.write(send),
-        Output::LoadSnapshot { zxid, snapshot } => {
-            if let Err(why) = mirror.load(zxid, &snapshot) {
-                return failed(mirror, why);
+        Output::Syncing { mode, zxid, from } => {
+            tracing::info!(
+                mode = ?mode,
+                zxid = format_args!("{zxid:#x}"),
+                from = format_args!("{from:#x}"),
+                "observer: the ZooKeeper leader syncs us"
+            );
+            p.syncs.push(mode);
+            if mode == SyncMode::Snap {
+                mirror.begin_snapshot();
             }
         }
-        Output::Truncate { zxid } => mirror.truncate(zxid),
-        Output::Apply { entry } => {
-            if let Err(why) = mirror.apply(entry) {
-                return failed(mirror, why);
-            }
+        Output::SnapshotItems(items) => {
+            mirror
+                .snapshot_items(items)
+                .map_err(|f| failed(mirror, f))?;
         }
+        Output::SnapshotEnd { zxid, .. } => {
+            mirror.end_snapshot(zxid).map_err(|f| failed(mirror, f))?;
+        }
+        Output::Truncate { zxid } => mirror.truncate(zxid).map_err(|f| failed(mirror, f))?,
+        Output::Apply { entry } => mirror.apply(entry).map_err(|f| failed(mirror, f))?,
         Output::Synced { zxid } => {
             tracing::info!(
                 zxid = format_args!("{zxid:#x}"),
@@ -218,7 +265,7 @@ fn output(o: Output, mirror: &mut Mirror, send: &mut BytesMut, p: &mut Progress)
             );
             p.synced_at = Some(zxid);
         }
-        Output::Resync(why) => return Some(format!("{why:?}")),
+        Output::Resync(why) => return Err(End::Resync(format!("{why:?}"))),
         // No clients of its own yet: nothing is forwarded, so nothing is answered.
         Output::WriteDone { .. }
         | Output::SyncDone { .. }
@@ -227,5 +274,9 @@ fn output(o: Output, mirror: &mut Mirror, send: &mut BytesMut, p: &mut Progress)
         | Output::Reconfigured { .. }
         | Output::Ignored { .. } => {}
     }
-    None
+    Ok(())
 }
+
+#[cfg(test)]
+#[path = "link_test.rs"]
+mod tests;

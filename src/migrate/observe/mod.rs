@@ -4,12 +4,18 @@
 //! applies a logged one, and at the end writes the tree it holds as a Palisade data dir: an
 //! import from a live ensemble, without its data dir and without stopping it.
 //!
+//! The data dir is durable as it goes (store.rs): every txn applied is logged as a standalone
+//! server logs it, with snapshots, so an observer restarted on the same data dir (after a stop
+//! or a kill -9) recovers its tree and syncs by DIFF from its last zxid (TRUNC handled).
+//!
 //! The codec and the learner's decisions are the `palisade_zab` crate's (sans-IO); this
-//! module owns the sockets (link.rs) and the tree (mirror.rs). It serves no clients yet:
+//! module owns the sockets (link.rs), the tree (mirror.rs) and the data dir (store.rs). It
+//! serves no clients yet:
 //! forwarding writes and taking sessions over come with the observer role in the engine.
 
 mod link;
 mod mirror;
+mod store;
 
 use crate::config::Config;
 use crate::membership::members::Role;
@@ -18,11 +24,15 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::limits::{OBSERVER_MAX_SNAPSHOT_BYTES, OBSERVER_SNAPSHOT_BATCH};
+
 const USAGE: &str = "usage: palisade observe-zookeeper --config ZOO_CFG --id N --data-dir OUT \
-[--until-zxid ZXID] [--until-path PATH] [--seconds S]\n  ZOO_CFG: the ZooKeeper ensemble's zoo.cfg (its server.N lines, \
+[--until-zxid ZXID] [--until-path PATH] [--seconds S] [--max-snapshot-bytes B]\n  ZOO_CFG: the ZooKeeper ensemble's zoo.cfg (its server.N lines, \
 tickTime, initLimit, syncLimit); N: this observer's id, listed there as server.N=…:observer.\n  \
 Stops once synced and at ZXID or later (hex with 0x), or holding the node PATH, or after S \
-seconds, or on SIGINT/SIGTERM; then writes the tree as a Palisade data dir at OUT.";
+seconds, or on SIGINT/SIGTERM. OUT is a Palisade data dir kept durable as txns apply: started \
+again on it, the observer recovers and syncs by DIFF from where it stopped. B: the largest \
+snapshot taken from a leader (default 4 GiB).";
 
 struct Opts {
     config: PathBuf,
@@ -31,12 +41,14 @@ struct Opts {
     until_zxid: Option<i64>,
     until_path: Option<String>,
     seconds: Option<f64>,
+    max_snapshot_bytes: u64,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
     let (mut config, mut id, mut data_dir, mut until_zxid, mut seconds) =
         (None, None, None, None, None);
     let mut until_path = None;
+    let mut max_snapshot_bytes = OBSERVER_MAX_SNAPSHOT_BYTES;
     while let Some(a) = args.next() {
         let v = args.next().ok_or_else(|| format!("{a} needs a value"))?;
         match a.as_str() {
@@ -51,6 +63,11 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
                 until_zxid = Some(z.map_err(|e| format!("--until-zxid {v}: {e}"))?);
             }
             "--until-path" => until_path = Some(v),
+            "--max-snapshot-bytes" => {
+                max_snapshot_bytes = v
+                    .parse()
+                    .map_err(|e| format!("--max-snapshot-bytes {v}: {e}"))?;
+            }
             "--seconds" => {
                 let s: f64 = v.parse().map_err(|e| format!("--seconds {v}: {e}"))?;
                 if !(s > 0.0 && s.is_finite()) {
@@ -69,6 +86,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
             until_zxid,
             until_path,
             seconds,
+            max_snapshot_bytes,
         }),
         _ => Err("--config, --id and --data-dir are required".into()),
     }
@@ -107,7 +125,11 @@ fn link_config(o: &Opts) -> Result<link::LinkConfig, String> {
         tick_ms: c.tick_time,
         init_limit: c.init_limit,
         sync_limit: c.sync_limit,
-        limits: palisade_zab::Limits::default(),
+        limits: palisade_zab::Limits {
+            max_snapshot: o.max_snapshot_bytes,
+            snapshot_batch: OBSERVER_SNAPSHOT_BATCH,
+            ..palisade_zab::Limits::default()
+        },
         marker: o.until_path.clone(),
     })
 }
@@ -139,8 +161,24 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
         }
     };
     let t0 = Instant::now();
-    let mut mirror = Mirror::default();
+    let opened = match store::Store::open(&o.data_dir, store::StoreConfig::default()) {
+        Ok(opened) => opened,
+        Err(e) => {
+            eprintln!("observe-zookeeper: {e}");
+            return 1;
+        }
+    };
+    let recovered = opened.state.as_ref().map(|s| s.zxid());
+    let mut mirror = Mirror::durable(opened.store, opened.state);
     let progress = rt.block_on(observe(cfg, &mut mirror, &o));
+    if let Some(why) = &progress.fatal {
+        eprintln!("observe-zookeeper: {why}");
+        return 1;
+    }
+    if let Err(e) = mirror.finish() {
+        eprintln!("observe-zookeeper: {e}");
+        return 1;
+    }
     let Some(state) = mirror.state() else {
         eprintln!(
             "observe-zookeeper: nothing synced from the leader (resyncs: {:?})",
@@ -148,17 +186,20 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
         );
         return 1;
     };
-    if let Err(e) = crate::migrate::import::write_palisade(state, &o.data_dir) {
-        eprintln!("observe-zookeeper: {e}");
-        return 1;
-    }
+    let syncs: Vec<String> = progress
+        .syncs
+        .iter()
+        .map(|m| format!("{m:?}").to_uppercase())
+        .collect();
     println!(
-        "observed a ZooKeeper ensemble\n  synced:     {}\n  nodes:      {}, {} sessions\n  zxid:       {:#x}\n  applied:    {} txns after {} snapshot(s), {} ZooKeeper digest(s) checked\n  links:      {} connection(s), {} resync(s)\n  time:       {:.1} s\n  written:    {}",
+        "observed a ZooKeeper ensemble\n  recovered:  {}\n  synced:     {}\n  syncs:      {}\n  nodes:      {}, {} sessions\n  zxid:       {:#x}\n  applied:    {} txns after {} snapshot(s), {} ZooKeeper digest(s) checked\n  links:      {} connection(s), {} resync(s)\n  time:       {:.1} s\n  data dir:   {} ({} snapshot(s) written)",
+        recovered.map_or("nothing (a new data dir)".into(), |z| format!("at {z:#x}")),
         match (progress.synced_at, progress.sync_ms) {
             (Some(z), Some(ms)) => format!("at {z:#x}, {ms} ms after connecting"),
             (Some(z), None) => format!("at {z:#x}"),
             _ => "no (stopped before UPTODATE)".into(),
         },
+        if syncs.is_empty() { "none".into() } else { syncs.join(", ") },
         state.tree.znode_count(),
         state.sessions().len(),
         state.zxid(),
@@ -168,7 +209,8 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
         progress.connections,
         progress.resyncs.len(),
         t0.elapsed().as_secs_f64(),
-        o.data_dir.display()
+        o.data_dir.display(),
+        mirror.snapshots_written()
     );
     0
 }
@@ -197,6 +239,9 @@ async fn observe(cfg: link::LinkConfig, mirror: &mut Mirror, o: &Opts) -> link::
                         break;
                     }
                     let p = progress_rx.borrow().clone();
+                    if p.fatal.is_some() {
+                        break;
+                    }
                     let synced = p.synced_at.is_some();
                     if synced && (until.is_some_and(|z| p.last_zxid >= z) || p.marker) {
                         break;

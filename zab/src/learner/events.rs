@@ -2,7 +2,7 @@
 
 use crate::error::CodecError;
 use crate::packet::{ForwardedRequest, Packet, PacketType};
-use crate::snapshot::WireSnapshot;
+use crate::snapshot::{SnapItem, SnapshotEnd};
 use crate::stream::Frame;
 use crate::txn::TxnEntry;
 use palisade_proto::Id;
@@ -66,15 +66,36 @@ pub enum Pending {
     Revalidate { session_id: i64 },
 }
 
+/// How the leader syncs the learner (LearnerHandler.syncFollower's choice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncMode {
+    /// The txns after the learner's last zxid follow (PROPOSAL/COMMIT pairs).
+    Diff,
+    /// The learner holds txns the leader does not: cut them, then as DIFF.
+    Trunc,
+    /// The learner is too far behind (or elsewhere): the whole tree follows.
+    Snap,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
     Send(Packet),
-    /// Replace the whole state with this snapshot, taken at `zxid`. It is fuzzy (as a
+    /// The leader chose how to sync: `zxid` is the DIFF's last committed zxid, the TRUNC's
+    /// cut, or the SNAP's; `from` is the learner's last zxid it answered (ACKEPOCH).
+    Syncing {
+        mode: SyncMode,
+        zxid: i64,
+        from: i64,
+    },
+    /// Items of the leader's snapshot, in order: after `Syncing { mode: Snap }`, build a new
+    /// tree from them (the old one is being replaced).
+    SnapshotItems(Vec<SnapItem>),
+    /// The snapshot is whole: the new tree replaces the state, at `zxid`. It is fuzzy (as a
     /// snapshot file is): txns after `zxid` may be partly in it, and the Apply outputs that
     /// follow must be applied as ZooKeeper replays a log over a snapshot.
-    LoadSnapshot {
+    SnapshotEnd {
         zxid: i64,
-        snapshot: WireSnapshot,
+        end: SnapshotEnd,
     },
     /// Drop every txn after `zxid`.
     Truncate {

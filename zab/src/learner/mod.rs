@@ -14,7 +14,7 @@ mod events;
 mod steady;
 mod sync;
 
-pub use events::{Input, LearnerConfig, Output, Pending, Resync};
+pub use events::{Input, LearnerConfig, Output, Pending, Resync, SyncMode};
 
 use crate::packet::{make_zxid, Body, ForwardedRequest, Packet, PROTOCOL_VERSION};
 use crate::stream::Frame;
@@ -100,6 +100,63 @@ impl Learner {
         self.phase == Phase::Observing
     }
 
+    /// The observer role's calls, each the same as its [`Input`] to [`Learner::step`].
+    ///
+    /// A client's request for the leader (REQUEST): a write, createSession (its body the
+    /// negotiated timeout), closeSession, or a sync (answered by SyncDone once every txn
+    /// before the leader's SYNC was output). A write is answered by WriteDone right after the
+    /// Apply of the txn with its (session, cxid), an error txn included; Dropped if the link
+    /// resyncs first. Sent only when synced, Dropped at once otherwise.
+    pub fn forward(&mut self, request: ForwardedRequest, authinfo: Option<Vec<Id>>) -> Vec<Output> {
+        self.step(Input::Forward { request, authinfo })
+    }
+
+    /// A client reconnecting with a session this member does not own (REVALIDATE): answered
+    /// by Revalidated (valid: the session is now this member's), or Dropped.
+    pub fn revalidate(&mut self, session_id: i64, timeout: i32) -> Vec<Output> {
+        self.step(Input::Revalidate {
+            session_id,
+            timeout,
+        })
+    }
+
+    /// A session of this member's clients was used: reported, with its timeout, in the answer
+    /// to the leader's next PING (which keeps it alive on the leader).
+    pub fn touch(&mut self, session_id: i64, timeout: i32) {
+        self.touch_session(session_id, timeout);
+    }
+
+    /// The sessions touched since the last PING answer, in first-touch order.
+    pub fn touches(&self) -> &[SessionTouch] {
+        &self.touches
+    }
+
+    /// Requests waiting for the leader: forwarded writes (by session and cxid), syncs (in
+    /// order), revalidations.
+    pub fn pending(&self) -> Vec<Pending> {
+        let mut p: Vec<Pending> = self
+            .writes
+            .iter()
+            .map(|&(session_id, cxid)| Pending::Write { session_id, cxid })
+            .collect();
+        p.sort_unstable_by_key(|w| match w {
+            Pending::Write { session_id, cxid } => (*session_id, *cxid),
+            _ => (0, 0),
+        });
+        p.extend(
+            self.syncs
+                .iter()
+                .map(|&(session_id, cxid)| Pending::Sync { session_id, cxid }),
+        );
+        let mut revs: Vec<i64> = self.revalidations.iter().copied().collect();
+        revs.sort_unstable();
+        p.extend(
+            revs.into_iter()
+                .map(|session_id| Pending::Revalidate { session_id }),
+        );
+        p
+    }
+
     pub fn step(&mut self, input: Input) -> Vec<Output> {
         let r = match input {
             Input::Tick { now_ms } => {
@@ -128,21 +185,21 @@ impl Learner {
             }
             Input::Frame(f) => self.frame(f),
             Input::Forward { request, authinfo } => {
-                self.forward(request, authinfo);
+                self.forward_request(request, authinfo);
                 Ok(())
             }
             Input::Revalidate {
                 session_id,
                 timeout,
             } => {
-                self.revalidate(session_id, timeout);
+                self.revalidate_session(session_id, timeout);
                 Ok(())
             }
             Input::Touch {
                 session_id,
                 timeout,
             } => {
-                self.touch(session_id, timeout);
+                self.touch_session(session_id, timeout);
                 Ok(())
             }
         };
@@ -211,7 +268,7 @@ impl Learner {
         }
     }
 
-    fn forward(&mut self, request: ForwardedRequest, authinfo: Option<Vec<Id>>) {
+    fn forward_request(&mut self, request: ForwardedRequest, authinfo: Option<Vec<Id>>) {
         let key = (request.session_id, request.cxid);
         let is_sync = request.op == OpCode::Sync.code();
         if self.phase != Phase::Observing {
@@ -241,7 +298,7 @@ impl Learner {
         });
     }
 
-    fn revalidate(&mut self, session_id: i64, timeout: i32) {
+    fn revalidate_session(&mut self, session_id: i64, timeout: i32) {
         if self.phase != Phase::Observing {
             self.out
                 .push(Output::Dropped(Pending::Revalidate { session_id }));
@@ -257,7 +314,7 @@ impl Learner {
         ));
     }
 
-    fn touch(&mut self, session_id: i64, timeout: i32) {
+    fn touch_session(&mut self, session_id: i64, timeout: i32) {
         match self.touched.get(&session_id) {
             Some(&i) => {
                 if let Some(t) = self.touches.get_mut(i) {
@@ -281,8 +338,8 @@ impl Learner {
         }
         self.last_rx_ms = self.now_ms;
         let p = match f {
-            Frame::Snapshot(s) => return self.snapshot(s),
             Frame::Packet(p) => p,
+            snapshot => return self.snapshot(snapshot),
         };
         if p.direction() != crate::packet::Direction::FromLeader {
             return Err(format!("{:?} is a learner's packet", p.kind()));

@@ -2,9 +2,9 @@
 //! LEADERINFO to UPTODATE.
 
 use super::steady::check_header;
-use super::{Learner, Output, Phase, Step, SyncState};
+use super::{Learner, Output, Phase, Step, SyncMode, SyncState};
 use crate::packet::{epoch_of, make_zxid, Body, Packet, PacketType, PROTOCOL_VERSION};
-use crate::snapshot::WireSnapshot;
+use crate::stream::Frame;
 use std::collections::VecDeque;
 
 impl Learner {
@@ -49,41 +49,63 @@ impl Learner {
                 proposals: VecDeque::new(),
             })
         };
-        match p.body {
-            Body::Diff => self.phase = syncing(None),
-            Body::Snap => self.phase = Phase::AwaitSnapshot { zxid: p.zxid },
-            Body::Trunc => {
-                if p.zxid > self.last_zxid {
-                    return Err(format!(
-                        "TRUNC to {:#x}, after the last zxid {:#x}",
-                        p.zxid, self.last_zxid
-                    ));
-                }
-                self.last_zxid = p.zxid;
-                self.out.push(Output::Truncate { zxid: p.zxid });
-                self.phase = syncing(None);
-            }
+        let mode = match p.body {
+            Body::Diff => SyncMode::Diff,
+            Body::Snap => SyncMode::Snap,
+            Body::Trunc => SyncMode::Trunc,
             _ => {
                 return Err(format!(
                     "{:?} where DIFF, SNAP or TRUNC was expected",
                     p.kind()
                 ))
             }
+        };
+        if mode == SyncMode::Trunc && p.zxid > self.last_zxid {
+            return Err(format!(
+                "TRUNC to {:#x}, after the last zxid {:#x}",
+                p.zxid, self.last_zxid
+            ));
+        }
+        self.out.push(Output::Syncing {
+            mode,
+            zxid: p.zxid,
+            from: self.last_zxid,
+        });
+        match mode {
+            SyncMode::Diff => self.phase = syncing(None),
+            SyncMode::Snap => self.phase = Phase::AwaitSnapshot { zxid: p.zxid },
+            SyncMode::Trunc => {
+                self.last_zxid = p.zxid;
+                self.out.push(Output::Truncate { zxid: p.zxid });
+                self.phase = syncing(None);
+            }
         }
         Ok(())
     }
 
-    pub(super) fn snapshot(&mut self, s: WireSnapshot) -> Step {
+    /// A part of the snapshot after SNAP (a frame of items, or its end).
+    pub(super) fn snapshot(&mut self, f: Frame) -> Step {
         let Phase::AwaitSnapshot { zxid } = self.phase else {
             return Err("a snapshot without a SNAP before it".into());
         };
-        self.last_zxid = zxid;
-        self.out.push(Output::LoadSnapshot { zxid, snapshot: s });
-        self.phase = Phase::Syncing(SyncState {
-            snap_zxid: Some(zxid),
-            newleader: false,
-            proposals: VecDeque::new(),
-        });
+        match f {
+            Frame::SnapshotItems(items) => self.out.push(Output::SnapshotItems(items)),
+            Frame::SnapshotEnd(end) => {
+                self.last_zxid = zxid;
+                self.out.push(Output::SnapshotEnd { zxid, end });
+                self.phase = Phase::Syncing(SyncState {
+                    snap_zxid: Some(zxid),
+                    newleader: false,
+                    proposals: VecDeque::new(),
+                });
+            }
+            Frame::Packet(p) => {
+                return Err(format!(
+                    "{:?} where the snapshot after SNAP was expected",
+                    p.kind()
+                ))
+            }
+        }
         Ok(())
     }
 

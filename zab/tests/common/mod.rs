@@ -83,3 +83,15 @@ pub fn encode_all(frames: &[Frame]) -> Bytes {
     }
     w.freeze()
 }
+
+/// The frames with each run of snapshot item batches merged into one.
+pub fn merge_items(frames: Vec<Frame>) -> Vec<Frame> {
+    let mut out: Vec<Frame> = Vec::new();
+    for f in frames {
+        match (out.last_mut(), f) {
+            (Some(Frame::SnapshotItems(all)), Frame::SnapshotItems(more)) => all.extend(more),
+            (_, f) => out.push(f),
+        }
+    }
+    out
+}
