@@ -91,8 +91,13 @@ class ZkEnsemble:
                                "admin.enableServer=false", zkdump.super_digest_line()]
                               + servers_cfg()) + "\n")
         log = open(os.path.join(d, "server.log"), "ab")
+        # Members started together on loopback can miss each other's first election
+        # notifications, and FastLeaderElection then backs off up to 60 s between rounds: a
+        # loaded CI machine once waited past the 90 s below. Rounds at most 1 s apart.
+        env = dict(os.environ, REFZK_JVMFLAGS=(os.environ.get("REFZK_JVMFLAGS", "")
+                   + " -Dzookeeper.fastleader.maxNotificationInterval=1000").strip())
         self.procs[sid] = subprocess.Popen([RUN, "run", cfg], stdout=log, stderr=log,
-                                           start_new_session=True)
+                                           start_new_session=True, env=env)
 
     def stop(self, sid, sig=signal.SIGTERM):
         p = self.procs.pop(sid, None)
@@ -114,9 +119,15 @@ def zk(tmp_path):
     for sid in (1, 2, 3):
         e.start(sid)
     try:
-        assert wait_until(lambda: e.leader() is not None
-                          and sum(mode(s) == "follower" for s in (1, 2, 3)) == 2, 90), \
-            "the ZooKeeper ensemble did not form"
+        formed = wait_until(lambda: e.leader() is not None
+                            and sum(mode(s) == "follower" for s in (1, 2, 3)) == 2, 90)
+        if not formed:
+            tails = []
+            for sid in (1, 2, 3):
+                with open(os.path.join(e.work, "zk%d" % sid, "server.log"), "rb") as f:
+                    tails.append("--- zk%d (mode %s):\n" % (sid, mode(sid))
+                                 + f.read()[-3000:].decode(errors="replace"))
+            pytest.fail("the ZooKeeper ensemble did not form in 90 s\n" + "\n".join(tails))
         yield e
     finally:
         for sid in list(e.procs):
