@@ -312,12 +312,7 @@ impl Core {
         sessions.sort_unstable();
         for (id, deadline) in sessions {
             expiry.entry(deadline).or_default().push(id);
-            let paths: Vec<String> = self
-                .state
-                .tree
-                .ephemerals_of(id)
-                .map(|n| self.state.tree.path_of(n))
-                .collect();
+            let paths = self.state.tree.ephemeral_paths(id);
             if !paths.is_empty() {
                 ephemerals.insert(id.to_string(), json!(paths));
             }

@@ -32,20 +32,3 @@ impl Sealed for LogId<NodeId> {
         Ok(LogId::new(CommittedLeaderId::new(term, node), index))
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::sealed::assert_damage_refused;
-    use super::*;
-
-    #[test]
-    fn purge_points_read_back_and_damage_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let f = PurgedFile::new(d.path());
-        assert_eq!(f.read().unwrap(), None);
-        let id = LogId::new(CommittedLeaderId::new(3, 2), 41);
-        f.save(&id).unwrap();
-        assert_eq!(f.read().unwrap(), Some(id));
-        assert_damage_refused(&f);
-    }
-}
