@@ -152,6 +152,12 @@ impl Default for Config {
 }
 
 impl Config {
+    /// Test support: why `text` is refused ("" if it is not).
+    #[cfg(test)]
+    pub(crate) fn refusal(&mut self, text: &str) -> String {
+        self.apply_zoo_cfg(text).err().unwrap_or_default()
+    }
+
     /// Applies zoo.cfg text. Returns the unknown keys (to warn about).
     pub fn apply_zoo_cfg(&mut self, text: &str) -> Result<Vec<String>, String> {
         let mut unknown = Vec::new();
@@ -256,15 +262,9 @@ mod tests {
     #[test]
     fn invalid_values_name_key_and_value() {
         let mut c = Config::default();
-        let e = c
-            .apply_zoo_cfg("clientPort=abc\n")
-            .err()
-            .unwrap_or_default();
+        let e = c.refusal("clientPort=abc\n");
         assert!(e.contains("clientPort") && e.contains("abc"), "{e}");
-        let e = c
-            .apply_zoo_cfg("forceSync=maybe\n")
-            .err()
-            .unwrap_or_default();
+        let e = c.refusal("forceSync=maybe\n");
         assert!(e.contains("forceSync"), "{e}");
     }
 

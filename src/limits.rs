@@ -23,6 +23,10 @@ pub const SNAPSHOT_BLOCK: usize = 1 << 20;
 /// A connection's writer stops gathering queued frames into one write past this many bytes.
 pub const WRITE_BATCH: usize = 1 << 20;
 
+/// The largest staging buffer a connection keeps between the core's turns (core/outbox.rs):
+/// most turns write a few small replies, and one big reply should not pin its buffer.
+pub const STAGED_KEEP_BYTES: usize = 64 << 10;
+
 /// The capacity a reply frame starts with when its size is not known in advance: a reply
 /// header (16) plus a Stat (68) plus a short path, so that most replies need one allocation.
 pub const REPLY_GUESS: usize = 108;
@@ -279,6 +283,13 @@ pub const LEASE_CEILING_MS: u64 = 300;
 /// The shortest lease: six heartbeats of 10 ms or more.
 pub const LEASE_FLOOR_MS: u64 = 60;
 
+/// The role task looks at the view again every lease / 4 when nothing changed, but no more
+/// often than this (src/ensemble/raft/roles.rs).
+pub const ROLE_VIEW_RECHECK_MIN_MS: u64 = 10;
+
+// The shortest lease's quarter is above the floor: the floor only guards a misconfiguration.
+const _: () = assert!(LEASE_FLOOR_MS / 4 >= ROLE_VIEW_RECHECK_MIN_MS);
+
 /// The role task builds the core's view again at most once a millisecond when only Raft's
 /// metrics changed (they change at every commit; a view costs sets, maps and strings: a few %
 /// of a busy ensemble's CPU).
@@ -322,6 +333,13 @@ pub const TLS_RELOAD_CHECK: Duration = Duration::from_secs(1);
 
 /// How often the AdminServer's HTTPS store files are checked for changes.
 pub const ADMIN_TLS_RELOAD_CHECK: Duration = Duration::from_secs(60);
+
+/// A TLS store file seen changing is reloaded once it has stayed the same this long: a
+/// writer (an operator's copy, a certificate renewal) gets time to finish the file.
+pub const TLS_RELOAD_SETTLE: Duration = Duration::from_millis(200);
+
+// A settle shorter than a check: a file changing all the time is still looked at every check.
+const _: () = assert!(TLS_RELOAD_SETTLE.as_millis() < TLS_RELOAD_CHECK.as_millis());
 
 /// Connections each HTTP listener (AdminServer, /metrics) serves at once (each a task, a socket
 /// and hyper's buffers, a few KiB while its request is small). Was 64: a hundred slow-drip

@@ -129,6 +129,19 @@ impl Workload {
         w
     }
 
+    /// A workload of `seed` after `steps` steps.
+    pub fn run(seed: u64, steps: u64) -> Self {
+        let mut w = Workload::new(seed);
+        w.steps(steps);
+        w
+    }
+
+    pub fn steps(&mut self, n: u64) {
+        for _ in 0..n {
+            self.step();
+        }
+    }
+
     /// Shorthands for what the tests read.
     pub fn tree(&self) -> &DataTree {
         &self.state.tree

@@ -183,27 +183,15 @@ mod tests {
 
     #[test]
     fn a_challenge_for_another_service_or_algorithm_is_refused() {
-        let mut c = ClientExchange::new(QUORUM, "learner", "s3cret");
-        assert!(c
-            .respond(
-                b"realm=\"zk-sasl-md5\",nonce=\"a\",algorithm=md5-sess",
-                |_| true
-            )
-            .is_err());
-        let mut c = ClientExchange::new(QUORUM, "learner", "s3cret");
-        assert!(c
-            .respond(
-                b"realm=\"zk-quorum-sasl-md5\",nonce=\"a\",algorithm=md5",
-                |_| true
-            )
-            .is_err());
-        let mut c = ClientExchange::new(QUORUM, "learner", "s3cret");
-        assert!(c
-            .respond(
-                b"realm=\"zk-quorum-sasl-md5\",nonce=\"a\",algorithm=md5-sess,qop=\"auth-conf\"",
-                |_| true
-            )
-            .is_err());
+        for challenge in [
+            &b"realm=\"zk-sasl-md5\",nonce=\"a\",algorithm=md5-sess"[..],
+            b"realm=\"zk-quorum-sasl-md5\",nonce=\"a\",algorithm=md5",
+            b"realm=\"zk-quorum-sasl-md5\",nonce=\"a\",algorithm=md5-sess,qop=\"auth-conf\"",
+        ] {
+            let mut c = ClientExchange::new(QUORUM, "learner", "s3cret");
+            let got = c.respond(challenge, |_| true);
+            assert!(got.is_err(), "{}", String::from_utf8_lossy(challenge));
+        }
         let mut c = ClientExchange::new(QUORUM, "learner", "s3cret");
         assert!(c.respond(&[b'x'; MAX_TOKEN + 1], |_| true).is_err());
     }

@@ -265,10 +265,7 @@ mod tests {
 
     #[test]
     fn the_last_processed_zxid_is_found_only_in_the_third_section() {
-        let mut w = Workload::new(3);
-        for _ in 0..300 {
-            w.step();
-        }
+        let w = Workload::run(3, 300);
         let stream = crate::backup::stream::encode(&w.state);
         assert_eq!(last_processed_zxid(&stream), Some(w.state.zxid()));
         // ZooKeeper 3.8's form (digest section last) has none.
@@ -280,10 +277,7 @@ mod tests {
     /// A backup stream restored offline is the same tree (every stat field, data and ACL).
     #[test]
     fn a_stream_restores_to_the_same_tree() {
-        let mut w = Workload::new(11);
-        for _ in 0..800 {
-            w.step();
-        }
+        let w = Workload::run(11, 800);
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("backup.snap");
         std::fs::write(&file, crate::backup::stream::encode(&w.state)).unwrap();

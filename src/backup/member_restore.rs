@@ -16,9 +16,9 @@
 use crate::config::Config;
 use crate::ensemble::raft::reconcile::peer_addr;
 use crate::ensemble::raft::snapshot_buf::SnapshotBuf;
-use crate::ensemble::raft::state_machine::{Applier, PendingImage};
+use crate::ensemble::raft::state_machine::{Applier, Committed, PendingImage};
 use crate::ensemble::raft::storage;
-use crate::ensemble::raft::types::{NodeId, Proposal};
+use crate::ensemble::raft::types::NodeId;
 use crate::state::State;
 use openraft::storage::{RaftLogStorage, RaftStateMachine};
 use openraft::{BasicNode, CommittedLeaderId, LogId, Membership, SnapshotMeta, StoredMembership};
@@ -132,11 +132,7 @@ pub fn write(state: &State, t: &Target) -> Result<u64, String> {
 struct Files;
 
 impl Applier for Files {
-    async fn apply(
-        &mut self,
-        _: Vec<(LogId<NodeId>, Proposal)>,
-        _: LogId<NodeId>,
-    ) -> io::Result<()> {
+    async fn apply(&mut self, _: Committed, _: LogId<NodeId>) -> io::Result<()> {
         Err(io::Error::other("a restore applies no entries"))
     }
 

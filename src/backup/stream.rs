@@ -32,10 +32,7 @@ mod tests {
     /// zkdisk reads the stream back (every seal checked, the third one too) to the same tree.
     #[test]
     fn the_stream_reads_back_with_every_seal() {
-        let mut w = Workload::new(7);
-        for _ in 0..500 {
-            w.step();
-        }
+        let w = Workload::run(7, 500);
         let state = w.state;
         let bytes = encode(&state);
         let zk = snap::decode_snapshot(bytes.clone(), std::path::Path::new("(stream)")).unwrap();

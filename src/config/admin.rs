@@ -181,22 +181,13 @@ mod tests {
             ("127.0.0.1", 7001)
         );
         assert_eq!(a.initial_text, text);
-        let e = c
-            .apply_zoo_cfg("metricsProvider.className=com.example.Other\n")
-            .err()
-            .unwrap_or_default();
+        let e = c.refusal("metricsProvider.className=com.example.Other\n");
         assert!(e.contains("metricsProvider.className"), "{e}");
         for bad in ["/", "commands", "/ready", "/a{b}", "/a b"] {
-            let e = c
-                .apply_zoo_cfg(&format!("admin.commandURL={bad}\n"))
-                .err()
-                .unwrap_or_default();
+            let e = c.refusal(&format!("admin.commandURL={bad}\n"));
             assert!(e.contains("admin.commandURL"), "{bad}: {e}");
         }
-        let e = c
-            .apply_zoo_cfg("admin.serverPort=x\n")
-            .err()
-            .unwrap_or_default();
+        let e = c.refusal("admin.serverPort=x\n");
         assert!(e.contains("admin.serverPort"), "{e}");
     }
 }

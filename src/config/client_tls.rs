@@ -65,24 +65,15 @@ mod tests {
     #[test]
     fn tls_config_errors_are_clear() {
         let mut c = Config::default();
-        let e = c
-            .apply_zoo_cfg("secureClientPort=2281\nssl.keyStore.location=/k.jks\n")
-            .err()
-            .unwrap_or_default();
+        let e = c.refusal("secureClientPort=2281\nssl.keyStore.location=/k.jks\n");
         assert!(
             e.contains("JKS") && e.contains("PEM") && e.contains("PKCS12"),
             "{e}"
         );
         let mut c = Config::default();
-        let e = c
-            .apply_zoo_cfg("secureClientPort=2281\n")
-            .err()
-            .unwrap_or_default();
+        let e = c.refusal("secureClientPort=2281\n");
         assert!(e.contains("ssl.keyStore.location"), "{e}");
-        let e = Config::default()
-            .apply_zoo_cfg("ssl.clientAuth=sometimes\n")
-            .err()
-            .unwrap_or_default();
+        let e = Config::default().refusal("ssl.clientAuth=sometimes\n");
         assert!(
             e.contains("ssl.clientAuth") && e.contains("sometimes"),
             "{e}"

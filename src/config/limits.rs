@@ -99,10 +99,7 @@ mod tests {
             ),
             (123, 4567, Some(89))
         );
-        let e = c
-            .apply_zoo_cfg("maxReplySize=0\n")
-            .err()
-            .unwrap_or_default();
+        let e = c.refusal("maxReplySize=0\n");
         assert!(e.contains("maxReplySize"), "{e}");
     }
 
@@ -115,10 +112,7 @@ mod tests {
         );
         assert_eq!(c.apply_zoo_cfg("spinWaitMicros=0\n"), Ok(vec![]));
         assert_eq!(c.spin_wait(), std::time::Duration::ZERO);
-        let e = c
-            .apply_zoo_cfg("spinWaitMicros=20000\n")
-            .err()
-            .unwrap_or_default();
+        let e = c.refusal("spinWaitMicros=20000\n");
         assert!(e.contains("spinWaitMicros") && e.contains("20000"), "{e}");
     }
 

@@ -159,15 +159,6 @@ fn obj(v: Value) -> Json {
     }
 }
 
-fn latency_avg(c: &Core) -> f64 {
-    let s = &c.stats;
-    if s.latency_count == 0 {
-        0.0
-    } else {
-        ((s.latency_sum as f64 / s.latency_count as f64) * 10_000.0).round() / 10_000.0
-    }
-}
-
 /// ZooKeeper's client_response_stats: reply sizes without the length prefix (-1: none yet).
 fn response_sizes(c: &Core) -> Value {
     let (last, min, max) = c.stats.response_sizes();
@@ -188,7 +179,6 @@ fn conn_brief(c: &super::Conn) -> Json {
 impl Core {
     fn server_stats_json(&self) -> Json {
         let s = &self.stats;
-        let outstanding: usize = self.conns.values().map(|c| c.queue.len()).sum();
         obj(json!({
             "version": VERSION,
             "read_only": self.read_only(),
@@ -203,12 +193,12 @@ impl Core {
                 "log_dir_size": 0,
                 "server_state": self.mode(),
                 "last_processed_zxid": self.state.zxid(),
-                "outstanding_requests": outstanding,
-                "avg_latency": latency_avg(self),
+                "outstanding_requests": self.outstanding(),
+                "avg_latency": s.latency_avg(),
                 "max_latency": s.latency_max,
                 "min_latency": s.latency_min,
                 "num_alive_client_connections": self.conns.len(),
-                "uptime": self.now.since(self.started).as_millis() as u64,
+                "uptime": self.uptime_ms(),
                 "auth_failed_count": self.metrics.auth_failed,
                 "non_mtlsremote_conn_count": 0,
                 "non_mtlslocal_conn_count": 0,
@@ -228,32 +218,7 @@ impl Core {
     /// A core command's fields.
     pub(crate) fn admin_command(&mut self, cmd: CoreCmd) -> Json {
         match cmd {
-            CoreCmd::Connections => {
-                let list: Vec<Value> = self
-                    .sorted_conns()
-                    .into_iter()
-                    .map(|c| {
-                        let mut row = conn_brief(c);
-                        row.extend(obj(json!({
-                            "session_id": c.session,
-                            // Not tracked per connection: ZooKeeper's values before the first
-                            // request completes.
-                            "last_operation": "NA",
-                            "established": c.established,
-                            "session_timeout": c.timeout,
-                            "last_cxid": -1,
-                            "last_zxid": c.last_zxid,
-                            "last_response_time": 0,
-                            "last_latency": 0,
-                            "min_latency": 0,
-                            "avg_latency": 0,
-                            "max_latency": 0,
-                        })));
-                        Value::Object(row)
-                    })
-                    .collect();
-                obj(json!({ "connections": list, "secure_connections": [] }))
-            }
+            CoreCmd::Connections => self.connections_json(),
             CoreCmd::ConnectionStatReset => {
                 for c in self.conns.values_mut() {
                     c.received = 0;
@@ -261,36 +226,7 @@ impl Core {
                 }
                 Json::new()
             }
-            CoreCmd::Dump => {
-                let mut expiry: std::collections::BTreeMap<u64, Vec<i64>> = Default::default();
-                let mut ephemerals = Json::new();
-                let mut sessions: Vec<(i64, u64)> = self
-                    .liveness
-                    .iter()
-                    .map(|(id, s)| (*id, s.deadline_ms))
-                    .collect();
-                sessions.sort_unstable();
-                for (id, deadline) in sessions {
-                    expiry.entry(deadline).or_default().push(id);
-                    let paths: Vec<String> = self
-                        .state
-                        .tree
-                        .ephemerals_of(id)
-                        .map(|n| self.state.tree.path_of(n))
-                        .collect();
-                    if !paths.is_empty() {
-                        ephemerals.insert(id.to_string(), json!(paths));
-                    }
-                }
-                let expiry: Json = expiry
-                    .into_iter()
-                    .map(|(t, ids)| (t.to_string(), json!(ids)))
-                    .collect();
-                obj(json!({
-                    "expiry_time_to_session_ids": expiry,
-                    "session_id_to_ephemeral_paths": ephemerals,
-                }))
-            }
+            CoreCmd::Dump => self.dump_json(),
             // Palisade's digest of the current tree (not ZooKeeper's digest function).
             CoreCmd::Hash => obj(json!({
                 "digests": [{ "zxid": self.state.zxid(), "digest": self.state.tree.digest() }],
@@ -323,40 +259,11 @@ impl Core {
                 }))
             }
             CoreCmd::Watches => {
-                let mut rows: Vec<(i64, Vec<String>)> = self
-                    .watches
-                    .data_by_conn()
-                    .filter_map(|(c, paths)| {
-                        let mut paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
-                        paths.sort_unstable();
-                        self.conns.get(&c).map(|conn| (conn.session, paths))
-                    })
-                    .collect();
-                rows.sort_unstable();
-                let map: Json = rows
-                    .into_iter()
-                    .map(|(s, p)| (s.to_string(), json!(p)))
-                    .collect();
+                let map = keyed(self.watched_paths_by_session(), |s| s.to_string());
                 obj(json!({ "session_id_to_watched_paths": map }))
             }
             CoreCmd::WatchesByPath => {
-                let mut map = Json::new();
-                let mut rows: Vec<(String, Vec<i64>)> = self
-                    .watches
-                    .data_by_path()
-                    .map(|(p, conns)| {
-                        let mut s: Vec<i64> = conns
-                            .iter()
-                            .filter_map(|c| self.conns.get(c).map(|conn| conn.session))
-                            .collect();
-                        s.sort_unstable();
-                        (p.to_string(), s)
-                    })
-                    .collect();
-                rows.sort_unstable();
-                for (p, s) in rows {
-                    map.insert(p, json!(s));
-                }
+                let map = keyed(self.watching_sessions_by_path(), str::to_string);
                 obj(json!({ "path_to_session_ids": map }))
             }
             CoreCmd::IsReadOnly => obj(json!({ "read_only": self.read_only() })),
@@ -364,4 +271,64 @@ impl Core {
             CoreCmd::Backup => Json::new(),
         }
     }
+
+    /// `connections`: each connection's counters and its session's.
+    fn connections_json(&self) -> Json {
+        let list: Vec<Value> = self
+            .sorted_conns()
+            .into_iter()
+            .map(|c| {
+                let mut row = conn_brief(c);
+                row.extend(obj(json!({
+                    "session_id": c.session,
+                    // Not tracked per connection: ZooKeeper's values before the first
+                    // request completes.
+                    "last_operation": "NA",
+                    "established": c.established,
+                    "session_timeout": c.timeout,
+                    "last_cxid": -1,
+                    "last_zxid": c.last_zxid,
+                    "last_response_time": 0,
+                    "last_latency": 0,
+                    "min_latency": 0,
+                    "avg_latency": 0,
+                    "max_latency": 0,
+                })));
+                Value::Object(row)
+            })
+            .collect();
+        obj(json!({ "connections": list, "secure_connections": [] }))
+    }
+
+    /// `dump`: the sessions by expiry deadline, and each session's ephemeral nodes.
+    fn dump_json(&self) -> Json {
+        let mut expiry: std::collections::BTreeMap<u64, Vec<i64>> = Default::default();
+        let mut ephemerals = Json::new();
+        let mut sessions: Vec<(i64, u64)> = self
+            .liveness
+            .iter()
+            .map(|(id, s)| (*id, s.deadline_ms))
+            .collect();
+        sessions.sort_unstable();
+        for (id, deadline) in sessions {
+            expiry.entry(deadline).or_default().push(id);
+            let paths = self.state.tree.ephemeral_paths(id);
+            if !paths.is_empty() {
+                ephemerals.insert(id.to_string(), json!(paths));
+            }
+        }
+        let expiry: Json = expiry
+            .into_iter()
+            .map(|(t, ids)| (t.to_string(), json!(ids)))
+            .collect();
+        obj(json!({
+            "expiry_time_to_session_ids": expiry,
+            "session_id_to_ephemeral_paths": ephemerals,
+        }))
+    }
+}
+
+/// Sorted rows as one JSON object, each row's key named by `key`.
+fn keyed<K, V: serde::Serialize>(rows: Vec<(K, V)>, key: impl Fn(K) -> String) -> Json {
+    rows.into_iter().map(|(k, v)| (key(k), json!(v))).collect()
 }

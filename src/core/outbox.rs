@@ -60,7 +60,7 @@ impl Direct {
 
     /// The staging buffer goes back for the next turn, unless a big reply made it big.
     pub fn keep(&self, mut buf: Vec<u8>) {
-        if buf.capacity() <= KEEP_BYTES {
+        if buf.capacity() <= crate::limits::STAGED_KEEP_BYTES {
             buf.clear();
             let mut s = self.staged.lock();
             if s.buf.capacity() == 0 {
@@ -69,9 +69,6 @@ impl Direct {
         }
     }
 }
-
-/// The largest staging buffer a connection keeps between turns.
-const KEEP_BYTES: usize = 64 << 10;
 
 /// Connections whose holds a direct write lifted (as a writer's `CoreMsg::Drained` would say).
 #[derive(Debug, Default)]

@@ -57,6 +57,15 @@ impl Stats {
             .map_or((-1, -1, -1), |(l, mn, mx)| (i(l), i(mn), i(mx)))
     }
 
+    /// The mean latency in ms, to four decimals as ZooKeeper reports it (0 before the first).
+    pub fn latency_avg(&self) -> f64 {
+        if self.latency_count == 0 {
+            0.0
+        } else {
+            crate::metrics::round4(self.latency_sum as f64 / self.latency_count as f64)
+        }
+    }
+
     /// One request answered at `now`, received at `at` (ZooKeeper reports whole milliseconds).
     pub fn record(&mut self, at: Instant, now: Instant) -> u64 {
         let ms = u64::try_from(now.saturating_duration_since(at).as_millis()).unwrap_or(u64::MAX);
@@ -71,6 +80,11 @@ impl Stats {
 }
 
 impl Core {
+    /// How long this server has run, as `monitor` and `server_stats` report it.
+    pub(crate) fn uptime_ms(&self) -> u64 {
+        self.now.since(self.started).as_millis() as u64
+    }
+
     /// A read answered.
     pub(crate) fn record_read(&mut self, at: Instant) {
         let ms = self.stats.record(at, self.now.mono);

@@ -24,9 +24,7 @@ fn seeds() -> u64 {
 fn run(seed: u64) -> (u64, i64) {
     let mut w = Workload::new(seed);
     let before = w.rng.below(120);
-    for _ in 0..before {
-        w.step();
-    }
+    w.steps(before);
     let start = w.zxid();
     let mut buf = Vec::new();
     let sessions: Vec<(i64, i32)> = w.sessions().iter().map(|(k, v)| (*k, *v)).collect();
@@ -45,9 +43,8 @@ fn run(seed: u64) -> (u64, i64) {
     }
     let end = w.zxid();
     let trailer = capture.trailer(end, w.tree().digest());
-    for _ in 0..w.rng.below(40) {
-        w.step();
-    }
+    let after = w.rng.below(40);
+    w.steps(after);
     assert_eq!(
         w.tree().digest(),
         w.tree().full_digest(),

@@ -109,20 +109,22 @@ fn txn_ends(path: &Path, txns_before: usize) -> Vec<(u64, usize)> {
         .collect()
 }
 
-fn workload(seed: u64, steps: usize) -> Workload {
-    let mut w = Workload::new(seed);
-    for _ in 0..steps {
-        w.step();
-    }
-    w
+fn workload(seed: u64, steps: u64) -> Workload {
+    Workload::run(seed, steps)
+}
+
+/// A data dir `name` in a new temporary directory, holding the log of a workload.
+fn logged(seed: u64, steps: u64, name: &str) -> (tempfile::TempDir, std::path::PathBuf, Workload) {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tmp.path().join(name);
+    let w = workload(seed, steps);
+    write_log(&dir, &w, 0);
+    (tmp, dir, w)
 }
 
 #[test]
 fn a_torn_tail_at_any_byte_recovers_exactly_the_complete_prefix() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let base = tmp.path().join("base");
-    let w = workload(11, 150);
-    write_log(&base, &w, 0);
+    let (tmp, base, w) = logged(11, 150, "base");
     let seg = last_segment(&base);
     let name = seg.file_name().unwrap_or_default().to_owned();
     let first: i64 =
@@ -206,13 +208,9 @@ fn snapshot_plus_log_recovers_and_damaged_snapshots_fall_back() {
     let dir = tmp.path().join("d");
     let mut w = workload(3, 80);
     let (s1, _) = snapshot_during(&dir, &mut w, 20);
-    for _ in 0..60 {
-        w.step();
-    }
+    w.steps(60);
     let (s2, e2) = snapshot_during(&dir, &mut w, 30);
-    for _ in 0..40 {
-        w.step();
-    }
+    w.steps(40);
     // The log is kept from the older snapshot's start on, as purge would leave it.
     write_log(&dir, &w, s1 as usize);
     let want = prefix_tree(&w, w.log.len());
@@ -245,10 +243,7 @@ fn snapshot_plus_log_recovers_and_damaged_snapshots_fall_back() {
 
 #[test]
 fn a_bit_flip_in_the_middle_of_the_log_stops_recovery() {
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let dir = tmp.path().join("d");
-    let w = workload(5, 120);
-    write_log(&dir, &w, 0);
+    let (_tmp, dir, w) = logged(5, 120, "d");
     let mut segs: Vec<_> = std::fs::read_dir(dir.join("log"))
         .into_iter()
         .flatten()

@@ -115,32 +115,17 @@ pub fn encode(sample: &Sample) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Entry, Summary};
+    use crate::metrics::Summary;
 
     #[test]
     fn names_and_types_as_zookeeper_exports_them() {
         let mut lat = Summary::default();
         lat.observe(3);
-        let sample = Sample {
-            entries: vec![
-                Entry {
-                    name: "version".into(),
-                    value: Value::Text("x".into()),
-                },
-                Entry {
-                    name: "znode_count".into(),
-                    value: Value::Gauge(5),
-                },
-                Entry {
-                    name: "commit_count".into(),
-                    value: Value::Counter(2),
-                },
-                Entry {
-                    name: "readlatency".into(),
-                    value: Value::Summary(lat, Detail::Advanced),
-                },
-            ],
-        };
+        let mut sample = Sample::default();
+        sample.push("version", Value::Text("x".into()));
+        sample.push("znode_count", Value::Gauge(5));
+        sample.push("commit_count", Value::Counter(2));
+        sample.push("readlatency", Value::Summary(lat, Detail::Advanced));
         let text = encode(&sample).unwrap_or_default();
         assert!(!text.contains("version"), "{text}");
         assert!(
@@ -167,21 +152,13 @@ mod tests {
         a.observe(84);
         let mut q = Summary::default();
         q.observe(1);
-        let sample = Sample {
-            entries: vec![
-                Entry {
-                    name: "read_per_namespace".into(),
-                    value: Value::SummarySet(
-                        vec![("app".into(), a), ("q\"x".into(), q)],
-                        Detail::Basic,
-                    ),
-                },
-                Entry {
-                    name: "write_per_namespace".into(),
-                    value: Value::SummarySet(vec![], Detail::Basic),
-                },
-            ],
-        };
+        let sets = vec![("app".into(), a), ("q\"x".into(), q)];
+        let mut sample = Sample::default();
+        sample.push("read_per_namespace", Value::SummarySet(sets, Detail::Basic));
+        sample.push(
+            "write_per_namespace",
+            Value::SummarySet(vec![], Detail::Basic),
+        );
         let text = encode(&sample).unwrap_or_default();
         assert!(
             text.contains("# TYPE read_per_namespace summary\n"),

@@ -1,5 +1,5 @@
-//! One sample of every metric (taken by the core, src/core/sample.rs, between two messages, so
-//! every value in it describes the same moment).
+//! One sample of every metric (taken by the core, src/core/metrics_sample.rs, between two
+//! messages, so every value in it describes the same moment).
 
 use super::Summary;
 

@@ -34,16 +34,18 @@ struct Shared {
     budget: Arc<OutBudget>,
 }
 
+/// Who a client connection is, and where its requests go.
+pub struct Client {
+    pub peer: SocketAddr,
+    pub conn: ConnId,
+    pub core: mpsc::Sender<CoreMsg>,
+    pub params: Arc<ConnParams>,
+}
+
 /// A plaintext connection: the socket's own split halves (no lock between reader and writer),
 /// and a dup of it for the core, which writes replies itself when the writer task holds
 /// nothing (`direct.rs`).
-pub async fn serve(
-    stream: TcpStream,
-    peer: SocketAddr,
-    conn: ConnId,
-    core: mpsc::Sender<CoreMsg>,
-    p: Arc<ConnParams>,
-) {
+pub async fn serve(stream: TcpStream, client: Client) {
     use std::os::fd::AsFd;
     let _ = stream.set_nodelay(true);
     let direct = stream
@@ -53,40 +55,28 @@ pub async fn serve(
         .map(std::net::TcpStream::from)
         .map(super::direct::Socket);
     let (rd, wr) = stream.into_split();
-    serve_inner(rd, wr, peer, conn, core, p, None, direct).await
+    serve_halves(rd, wr, client, None, direct).await
 }
 
-/// Any byte stream split in two (a TLS stream through `tokio::io::split`); `x509` is the
-/// subject of its verified client certificate.
+/// A connection's byte stream split in two: a plaintext socket's own halves, with `direct`
+/// its dup for the core, or a TLS stream through `tokio::io::split` (no direct writes), with
+/// `x509` the subject of its verified client certificate.
 pub async fn serve_halves<R, W>(
     rd: R,
     wr: W,
-    peer: SocketAddr,
-    conn: ConnId,
-    core: mpsc::Sender<CoreMsg>,
-    p: Arc<ConnParams>,
-    x509: Option<Box<str>>,
-) where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    serve_inner(rd, wr, peer, conn, core, p, x509, None).await
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn serve_inner<R, W>(
-    rd: R,
-    wr: W,
-    peer: SocketAddr,
-    conn: ConnId,
-    core: mpsc::Sender<CoreMsg>,
-    p: Arc<ConnParams>,
+    client: Client,
     x509: Option<Box<str>>,
     direct: Option<super::direct::Socket>,
 ) where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let Client {
+        peer,
+        conn,
+        core,
+        params: p,
+    } = client;
     let budget = OutBudget::new(p.output_budget, p.global.clone());
     let shared = Arc::new(Shared {
         cancel: budget.cancel.clone(),

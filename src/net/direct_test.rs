@@ -4,6 +4,7 @@ use crate::core::{GlobalBudget, OutBudget};
 use crate::limits::WRITE_BATCH;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// A connected loopback pair: (the server's socket, non-blocking as tokio's are; the client).
@@ -13,6 +14,25 @@ fn pair() -> (TcpStream, TcpStream) {
     let (server, _) = l.accept().unwrap();
     server.set_nonblocking(true).unwrap();
     (server, client)
+}
+
+/// Connection 7 on `server`, with a direct writer, a budget of `limit` bytes and its writer
+/// task's queue.
+fn direct(
+    server: TcpStream,
+    limit: usize,
+) -> (mpsc::UnboundedReceiver<Out>, Arc<OutBudget>, OutTx) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let budget = OutBudget::new(limit, GlobalBudget::new(1 << 30));
+    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
+    (rx, budget, out)
+}
+
+/// An outbox that stages a turn's output, as the core's does.
+fn staging() -> Outbox {
+    let mut outbox = Outbox::default();
+    outbox.stage_turns();
+    outbox
 }
 
 fn frame(n: u8, len: usize) -> Bytes {
@@ -30,13 +50,10 @@ fn read_exactly(c: &mut TcpStream, n: usize) -> Vec<u8> {
 #[test]
 fn a_turns_output_is_written_by_the_core_when_the_writer_holds_nothing() {
     let (server, mut client) = pair();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let budget = OutBudget::new(1 << 20, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
+    let (mut rx, budget, out) = direct(server, 1 << 20);
     budget.read_one();
     budget.read_one();
-    let mut outbox = Outbox::default();
-    outbox.stage_turns();
+    let mut outbox = staging();
     outbox.send(&out, Out::Reply(frame(1, 10)));
     outbox.send(&out, Out::Event(frame(2, 5)));
     outbox.send(&out, Out::Reply(frame(3, 10)));
@@ -59,11 +76,8 @@ fn a_turns_output_is_written_by_the_core_when_the_writer_holds_nothing() {
 #[test]
 fn output_goes_behind_what_the_writer_holds() {
     let (server, mut client) = pair();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let budget = OutBudget::new(1 << 20, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
-    let mut outbox = Outbox::default();
-    outbox.stage_turns();
+    let (mut rx, budget, out) = direct(server, 1 << 20);
+    let mut outbox = staging();
     out.hand(Out::Bytes(frame(9, 4))).unwrap();
     budget.read_one();
     outbox.send(&out, Out::Reply(frame(1, 10)));
@@ -90,11 +104,8 @@ fn what_the_socket_does_not_take_goes_to_the_writer() {
     let (server, _client) = pair();
     let fill = server.try_clone().unwrap();
     while (&fill).write(&[0; 64 << 10]).is_ok() {}
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let budget = OutBudget::new(1 << 30, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
-    let mut outbox = Outbox::default();
-    outbox.stage_turns();
+    let (mut rx, budget, out) = direct(server, 1 << 30);
+    let mut outbox = staging();
     let big = 512 << 10;
     outbox.send(&out, Out::Reply(frame(1, big)));
     outbox.send(&out, Out::Reply(frame(2, 10)));
@@ -125,11 +136,8 @@ fn what_the_socket_does_not_take_goes_to_the_writer() {
 #[test]
 fn a_large_replys_parts_go_to_the_writer_as_they_are_behind_what_was_staged() {
     let (server, _client) = pair();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let budget = OutBudget::new(1 << 30, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
-    let mut outbox = Outbox::default();
-    outbox.stage_turns();
+    let (mut rx, budget, out) = direct(server, 1 << 30);
+    let mut outbox = staging();
     outbox.send(&out, Out::Reply(frame(1, 10)));
     outbox.send(&out, Out::Bytes(frame(2, WRITE_BATCH)));
     outbox.send(&out, Out::Reply(frame(3, 100)));
@@ -150,11 +158,8 @@ fn a_large_replys_parts_go_to_the_writer_as_they_are_behind_what_was_staged() {
 #[test]
 fn a_close_and_output_outside_a_turn_go_to_the_writer() {
     let (server, _client) = pair();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let budget = OutBudget::new(1 << 20, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
-    let mut outbox = Outbox::default();
-    outbox.stage_turns();
+    let (mut rx, _, out) = direct(server, 1 << 20);
+    let mut outbox = staging();
     outbox.send(&out, Out::Reply(frame(1, 10)));
     outbox.send(&out, Out::Close);
     outbox.write();
@@ -176,8 +181,7 @@ fn a_direct_write_lifts_a_hold() {
     let (tx, _rx) = mpsc::unbounded_channel();
     let budget = OutBudget::new(16, GlobalBudget::new(1 << 30));
     let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
-    let mut outbox = Outbox::default();
-    outbox.stage_turns();
+    let mut outbox = staging();
     outbox.send(&out, Out::Reply(frame(1, 20)));
     assert!(budget.over());
     assert!(budget.hold());

@@ -436,7 +436,7 @@ pub fn spawn_reloader(target: Arc<dyn Reload>, every: Duration) {
                 target.reload("SIGHUP");
             } else if now != seen {
                 // Let a writer finish: reload once the files have stopped changing.
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                tokio::time::sleep(crate::limits::TLS_RELOAD_SETTLE).await;
                 let settled = fingerprint(&files);
                 if settled == now {
                     seen = now;

@@ -52,12 +52,19 @@ async fn serve_conn(
             }
         }
     };
+    let handshake_timeout = params.handshake_timeout;
+    let client = connection::Client {
+        peer,
+        conn,
+        core: core_tx,
+        params,
+    };
     let Some(acceptor) = tls.filter(|_| is_tls) else {
-        connection::serve(stream, peer, conn, core_tx, params).await;
+        connection::serve(stream, client).await;
         return;
     };
     let _ = stream.set_nodelay(true);
-    let hs = tokio::time::timeout(params.handshake_timeout, acceptor.acceptor().accept(stream));
+    let hs = tokio::time::timeout(handshake_timeout, acceptor.acceptor().accept(stream));
     match hs.await {
         Ok(Ok(s)) => {
             let x509 = s
@@ -68,7 +75,7 @@ async fn serve_conn(
                 .and_then(tls::x509_id)
                 .map(String::into_boxed_str);
             let (rd, wr) = tokio::io::split(s);
-            connection::serve_halves(rd, wr, peer, conn, core_tx, params, x509).await;
+            connection::serve_halves(rd, wr, client, x509, None).await;
         }
         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed; closing"),
         Err(_) => tracing::debug!(%peer, "TLS handshake timed out; closing"),

@@ -70,15 +70,10 @@ mod tests {
     /// restored parent counts from the live one's, and every other field is the backup's.
     #[test]
     fn a_restored_parent_counts_child_creations_from_the_larger() {
-        let mut w = Workload::new(7);
-        for _ in 0..200 {
-            w.step();
-        }
+        let mut w = Workload::run(7, 200);
         let backup =
             crate::durability::image::decode(&crate::durability::image::encode(&w.state)).unwrap();
-        for _ in 0..400 {
-            w.step();
-        }
+        w.steps(400);
         let live = &w.state;
         let zxid = live.zxid().max(backup.zxid()) + 1;
         let mut raised_some = false;
@@ -123,10 +118,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "does not follow")]
     fn a_restore_zxid_behind_the_live_state_stops() {
-        let mut w = Workload::new(1);
-        for _ in 0..20 {
-            w.step();
-        }
+        let w = Workload::run(1, 20);
         let z = w.state.zxid();
         crate::state::State::new().restored_over(&w.state, z);
     }

@@ -58,10 +58,7 @@ fn changes(e: &Effects<'_>) -> Vec<(EventType, String)> {
 #[test]
 fn the_same_log_gives_the_same_state_in_every_replica() {
     for seed in 0..50 {
-        let mut w = Workload::new(seed);
-        for _ in 0..300 {
-            w.step();
-        }
+        let w = Workload::run(seed, 300);
         let mut a = State::new();
         let mut b = State::new();
         for t in &w.log {

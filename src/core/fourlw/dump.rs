@@ -61,16 +61,7 @@ impl Core {
         sessions.sort_unstable();
         let with_ephemerals: Vec<(i64, Vec<String>)> = sessions
             .into_iter()
-            .map(|s| {
-                let mut paths: Vec<String> = self
-                    .state
-                    .tree
-                    .ephemerals_of(s)
-                    .map(|id| self.state.tree.path_of(id))
-                    .collect();
-                paths.sort_unstable();
-                (s, paths)
-            })
+            .map(|s| (s, self.state.tree.ephemeral_paths(s)))
             .filter(|(_, paths)| !paths.is_empty())
             .collect();
         let _ = writeln!(out, "Sessions with Ephemerals ({}):", with_ephemerals.len());

@@ -1,8 +1,8 @@
 //! The server's and its connections' statistics: srvr, stat, cons, mntr.
 
 use super::VERSION;
-use crate::core::Core;
-use crate::metrics::{java_double, monitor_fields, round4, Field};
+use crate::core::{Conn, Core};
+use crate::metrics::{java_double, monitor_fields, Field};
 use ::core::net::SocketAddr;
 use std::fmt::Write as _;
 
@@ -10,6 +10,12 @@ use std::fmt::Write as _;
 /// other, with interest ops 0 and the one request it received.
 fn own_line(peer: SocketAddr) -> String {
     format!(" /{peer}[0](queued=0,recved=1,sent=0)")
+}
+
+/// A client connection's line as `stat` and `cons` begin it (each closes the parenthesis).
+fn conn_line(c: &Conn) -> String {
+    let (peer, queued, recved, sent) = (c.peer, c.queue.len(), c.received, c.sent);
+    format!(" /{peer}[1](queued={queued},recved={recved},sent={sent}")
 }
 
 impl Core {
@@ -22,14 +28,7 @@ impl Core {
         self.version_lines(out, ro);
         let _ = writeln!(out, "Clients:");
         for c in self.conns.values() {
-            let _ = writeln!(
-                out,
-                " /{}[1](queued={},recved={},sent={})",
-                c.peer,
-                c.queue.len(),
-                c.received,
-                c.sent
-            );
+            let _ = writeln!(out, "{})", conn_line(c));
         }
         let _ = writeln!(out, "{}", own_line(peer));
         out.push('\n');
@@ -38,16 +37,11 @@ impl Core {
 
     pub(super) fn cons(&self, out: &mut String, peer: SocketAddr) {
         for c in self.conns.values() {
+            let (sid, lzxid, to) = (c.session, c.last_zxid, c.timeout);
             let _ = writeln!(
                 out,
-                " /{}[1](queued={},recved={},sent={},sid={:#x},lzxid={:#x},to={})",
-                c.peer,
-                c.queue.len(),
-                c.received,
-                c.sent,
-                c.session,
-                c.last_zxid,
-                c.timeout
+                "{},sid={sid:#x},lzxid={lzxid:#x},to={to})",
+                conn_line(c)
             );
         }
         let _ = writeln!(out, "{}", own_line(peer));
@@ -86,12 +80,7 @@ impl Core {
 
     fn latency(&self) -> (u64, String, u64) {
         let s = &self.stats;
-        let avg = if s.latency_count == 0 {
-            0.0
-        } else {
-            s.latency_sum as f64 / s.latency_count as f64
-        };
-        (s.latency_min, java_double(round4(avg)), s.latency_max)
+        (s.latency_min, java_double(s.latency_avg()), s.latency_max)
     }
 
     fn srvr_stats(&self, out: &mut String) {
@@ -112,7 +101,8 @@ impl Core {
         self.conns.len() + 1
     }
 
-    fn outstanding(&self) -> usize {
+    /// Requests received and not answered yet, over all connections.
+    pub(in crate::core) fn outstanding(&self) -> usize {
         self.conns.values().map(|c| c.queue.len()).sum()
     }
 }
@@ -120,6 +110,7 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::round4;
 
     #[test]
     fn averages_print_as_java_doubles() {

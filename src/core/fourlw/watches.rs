@@ -1,8 +1,8 @@
-//! The watch reports: wchs, wchc, wchp. ZooKeeper 3.8 reports the data-watch table only.
+//! The watch reports: wchs, wchc, wchp (and their rows, which the admin commands `watches`
+//! and `watches_by_path` give as JSON). ZooKeeper 3.8 reports the data-watch table only.
 
-use crate::core::watch::ConnId;
 use crate::core::Core;
-use std::fmt::Write as _;
+use std::fmt::{self, Display, Write as _};
 
 impl Core {
     /// ZooKeeper 3.8 counts every connection that registered a data watch and is still open,
@@ -16,28 +16,36 @@ impl Core {
     /// Each session with the paths it watches (a session whose data watches all went is
     /// listed with none), and a blank line at the end, as in ZooKeeper 3.8.
     pub(super) fn wchc(&self, out: &mut String) {
-        let session = |c: ConnId| self.conns.get(&c).map(|conn| conn.session);
+        let rows = self.watched_paths_by_session();
+        write_groups(out, rows.into_iter().map(|(s, paths)| (Hex(s), paths)));
+    }
+
+    /// Each path with the sessions watching it, and a blank line at the end.
+    pub(super) fn wchp(&self, out: &mut String) {
+        let rows = self.watching_sessions_by_path();
+        write_groups(
+            out,
+            rows.into_iter().map(|(p, s)| (p, s.into_iter().map(Hex))),
+        );
+    }
+
+    /// Each session with a data watch, and the paths it watches; both sorted.
+    pub(in crate::core) fn watched_paths_by_session(&self) -> Vec<(i64, Vec<&str>)> {
         let mut rows: Vec<(i64, Vec<&str>)> = self
             .watches
             .data_by_conn()
             .filter_map(|(c, paths)| {
                 let mut paths: Vec<&str> = paths.iter().map(|p| &**p).collect();
                 paths.sort_unstable();
-                session(c).map(|s| (s, paths))
+                self.conns.get(&c).map(|conn| (conn.session, paths))
             })
             .collect();
         rows.sort_unstable();
-        for (s, paths) in rows {
-            let _ = writeln!(out, "{s:#x}");
-            for p in paths {
-                let _ = writeln!(out, "\t{p}");
-            }
-        }
-        out.push('\n');
+        rows
     }
 
-    /// Each path with the sessions watching it, and a blank line at the end.
-    pub(super) fn wchp(&self, out: &mut String) {
+    /// Each watched path, and the sessions watching it; both sorted.
+    pub(in crate::core) fn watching_sessions_by_path(&self) -> Vec<(&str, Vec<i64>)> {
         let mut rows: Vec<(&str, Vec<i64>)> = self
             .watches
             .data_by_path()
@@ -51,12 +59,29 @@ impl Core {
             })
             .collect();
         rows.sort_unstable();
-        for (p, sessions) in rows {
-            let _ = writeln!(out, "{p}");
-            for s in sessions {
-                let _ = writeln!(out, "\t{s:#x}");
-            }
-        }
-        out.push('\n');
+        rows
     }
+}
+
+/// A session id as the watch reports print it.
+struct Hex(i64);
+
+impl Display for Hex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// Each group's head on a line, its items below it indented by a tab, then a blank line.
+fn write_groups<H: Display, I: IntoIterator<Item: Display>>(
+    out: &mut String,
+    groups: impl Iterator<Item = (H, I)>,
+) {
+    for (head, items) in groups {
+        let _ = writeln!(out, "{head}");
+        for i in items {
+            let _ = writeln!(out, "\t{i}");
+        }
+    }
+    out.push('\n');
 }

@@ -91,12 +91,7 @@ impl Core {
     pub(super) fn get_ephemerals(&mut self, q: Asked, r: GetEphemeralsRequest) -> Answer {
         let session = self.conns.get(&q.conn).map_or(0, |c| c.session);
         let prefix = r.prefix_path.as_str().unwrap_or("");
-        let mut paths: Vec<String> = self
-            .state
-            .tree
-            .ephemerals_of(session)
-            .map(|id| self.state.tree.path_of(id))
-            .collect();
+        let mut paths = self.state.tree.ephemeral_paths(session);
         if !(prefix.is_empty() || prefix == "/") {
             paths.retain(|p| p.starts_with(prefix));
         }
@@ -107,7 +102,6 @@ impl Core {
             Room::Wait => self.hold(q, Request::GetEphemerals(r), len),
             Room::Never => Answer::Reply(self.too_big(q, "getEphemerals", len)),
             Room::Now => {
-                paths.sort();
                 let ephemerals = Some(paths.into_iter().map(JStr::from).collect());
                 Answer::Reply(reply::record(
                     q.xid,
@@ -122,12 +116,7 @@ impl Core {
     /// node with a million children costs no more than a reply of `cap` bytes.
     pub(super) fn children_bytes(&self, id: NodeId, cap: usize) -> Option<usize> {
         let mut total = 4usize;
-        for c in self
-            .state
-            .tree
-            .children(id)
-            .filter_map(|c| self.state.tree.node(c))
-        {
+        for c in self.state.tree.child_nodes(id) {
             total = total.saturating_add(4 + c.name().len());
             if total > cap {
                 return None;
@@ -142,12 +131,7 @@ impl Core {
         let n = self.state.tree.node(id).map_or(0, |n| n.num_children());
         w.put_i32(n as i32);
         let mut names = 0u64;
-        for c in self
-            .state
-            .tree
-            .children(id)
-            .filter_map(|c| self.state.tree.node(c))
-        {
+        for c in self.state.tree.child_nodes(id) {
             write_buffer(w, Some(c.name().as_bytes()));
             names = names.saturating_add(namespace::java_len(c.name()));
         }

@@ -85,8 +85,7 @@ impl Core {
             let bytes = if children {
                 self.state
                     .tree
-                    .children(id)
-                    .filter_map(|c| self.state.tree.node(c))
+                    .child_nodes(id)
                     .fold(0u64, |n, c| n.saturating_add(namespace::java_len(c.name())))
             } else {
                 self.data_len(id)

@@ -4,8 +4,10 @@
 use super::{text, Asked, RResult};
 use crate::core::watch::{self, ConnId, Kind, Mode};
 use crate::core::{reply, Core};
+use crate::state::tree::Node;
 use bytes::Bytes;
 use palisade_proto::*;
+use EventType::{NodeChildrenChanged, NodeDataChanged};
 
 impl Core {
     pub(super) fn set_watches(&mut self, q: Asked, s: &SetWatches) -> Bytes {
@@ -86,34 +88,22 @@ impl Core {
             return Err(ErrorCode::MarshallingError);
         };
         let mut events = Vec::new();
-        for p in data.iter().map(text) {
-            match self
-                .state
-                .tree
-                .lookup(&p)
-                .and_then(|id| self.state.tree.node(id))
-            {
-                None => events.push((EventType::NodeDeleted, p)),
-                Some(n) if n.mzxid > rel => events.push((EventType::NodeDataChanged, p)),
-                Some(_) => self.watches.add(Kind::Data, &p, conn),
-            }
-        }
-        for p in exist.iter().map(text) {
-            match self.state.tree.lookup(&p) {
-                Some(_) => events.push((EventType::NodeCreated, p)),
-                None => self.watches.add(Kind::Data, &p, conn),
-            }
-        }
-        for p in child.iter().map(text) {
-            match self
-                .state
-                .tree
-                .lookup(&p)
-                .and_then(|id| self.state.tree.node(id))
-            {
-                None => events.push((EventType::NodeDeleted, p)),
-                Some(n) if n.pzxid > rel => events.push((EventType::NodeChildrenChanged, p)),
-                Some(_) => self.watches.add(Kind::Child, &p, conn),
+        let tree = &self.state.tree;
+        let lists: [(_, _, Fires); 3] = [
+            (data, Kind::Data, |n, rel| {
+                gone_or_changed(n, rel, |n| n.mzxid, NodeDataChanged)
+            }),
+            (exist, Kind::Data, |n, _| n.map(|_| EventType::NodeCreated)),
+            (child, Kind::Child, |n, rel| {
+                gone_or_changed(n, rel, |n| n.pzxid, NodeChildrenChanged)
+            }),
+        ];
+        for (paths, kind, fires) in lists {
+            for p in paths.iter().map(text) {
+                match fires(tree.lookup(&p).and_then(|id| tree.node(id)), rel) {
+                    Some(e) => events.push((e, p)),
+                    None => self.watches.add(kind, &p, conn),
+                }
             }
         }
         for (mode, paths) in [(Mode::Persistent, persistent), (Mode::Recursive, recursive)] {
@@ -125,6 +115,24 @@ impl Core {
             self.send_event(conn, reply::event(kind, &p));
         }
         Ok(())
+    }
+}
+
+/// The event a re-registered one-shot watch fires at once, given its node (if it exists) and
+/// the client's last zxid; `None` sets the watch again.
+type Fires = fn(Option<&Node>, i64) -> Option<EventType>;
+
+/// A data or child watch fires if its node is gone, or changed (by `since`) after `rel`.
+fn gone_or_changed(
+    n: Option<&Node>,
+    rel: i64,
+    since: fn(&Node) -> i64,
+    changed: EventType,
+) -> Option<EventType> {
+    match n {
+        None => Some(EventType::NodeDeleted),
+        Some(n) if since(n) > rel => Some(changed),
+        Some(_) => None,
     }
 }
 

@@ -130,15 +130,15 @@ async fn handshake(
             .as_ref()
             .ok_or_else(|| refused("TLS on a peer port without sslQuorum"))?;
         let s = tls.acceptor().accept(tcp).await?;
-        Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(s)))
+        Either::Right(Box::new(tokio_rustls::TlsStream::Server(s)))
     } else if sec.accept_plain {
-        Stream::Plain(tcp)
+        Either::Left(tcp)
     } else {
         return Err(refused(
             "a plaintext link to a member with sslQuorum=true (and no portUnification)",
         ));
     };
-    let cert = stream.peer_certificate();
+    let cert = stream::peer_certificate(&stream);
     let mut link = BufReader::new(stream);
     let greeting = read::<Greeting>(&mut link, sec).await?;
     pending.heard();

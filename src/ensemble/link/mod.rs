@@ -52,6 +52,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
+use tokio_util::either::Either;
 
 // A handshake frame holds a SASL token (and its framing) whole.
 const _: () = assert!(PEER_HANDSHAKE_FRAME as usize >= 2 * crate::auth::digest_md5::MAX_TOKEN);
@@ -308,7 +309,7 @@ async fn connect(addr: &str, sec: &Security) -> io::Result<Stream> {
     let tcp = TcpStream::connect(addr).await?;
     let _ = tcp.set_nodelay(true);
     if !sec.dial_tls {
-        return Ok(Stream::Plain(tcp));
+        return Ok(Either::Left(tcp));
     }
     let tls = sec
         .tls
@@ -316,7 +317,7 @@ async fn connect(addr: &str, sec: &Security) -> io::Result<Stream> {
         .ok_or_else(|| io::Error::other("sslQuorum without TLS configs"))?;
     let name = tls::server_name(addr).map_err(io::Error::other)?;
     let s = tls.connector().connect(name, tcp).await?;
-    Ok(Stream::Tls(Box::new(tokio_rustls::TlsStream::Client(s))))
+    Ok(Either::Right(Box::new(tokio_rustls::TlsStream::Client(s))))
 }
 
 async fn read<T: for<'a> serde::Deserialize<'a>>(link: &mut Link, sec: &Security) -> io::Result<T> {

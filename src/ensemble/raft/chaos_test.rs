@@ -11,7 +11,7 @@
 
 use super::state_machine::{proposal, StateApplier, StateMachine};
 use super::storage;
-use super::types::{NodeId, TypeConfig};
+use super::types::{NodeId, RpcResult, TypeConfig};
 use crate::testkit::{assert_one_state, member_state, Workload};
 use openraft::error::Unreachable;
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError};
@@ -84,48 +84,47 @@ fn reply_lost<E: std::error::Error>() -> RPCError<NodeId, BasicNode, E> {
     RPCError::Network(NetworkError::new(&e))
 }
 
+impl Link {
+    /// One call: `rpc` on the target's Raft if the request gets through, its answer if the
+    /// reply gets back.
+    async fn call<R, E, F>(&self, rpc: impl FnOnce(Raft<TypeConfig>) -> F) -> RpcResult<R, E>
+    where
+        F: std::future::Future<Output = Result<R, RaftError<NodeId, E>>>,
+        E: std::error::Error,
+    {
+        let r = rpc(self.target().ok_or_else(cut_off)?).await;
+        if !self.back() {
+            return Err(reply_lost());
+        }
+        r.map_err(|e| RemoteError::new(self.to, e).into())
+    }
+}
+
 impl RaftNetwork<TypeConfig> for Link {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let r = self.target().ok_or_else(cut_off)?.append_entries(rpc).await;
-        if !self.back() {
-            return Err(reply_lost());
-        }
-        r.map_err(|e| RemoteError::new(self.to, e).into())
+    ) -> RpcResult<AppendEntriesResponse<NodeId>> {
+        self.call(|r| async move { r.append_entries(rpc).await })
+            .await
     }
 
     async fn install_snapshot(
         &mut self,
         rpc: InstallSnapshotRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Result<
-        InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
-    > {
-        let r = self
-            .target()
-            .ok_or_else(cut_off)?
-            .install_snapshot(rpc)
-            .await;
-        if !self.back() {
-            return Err(reply_lost());
-        }
-        r.map_err(|e| RemoteError::new(self.to, e).into())
+    ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+        self.call(|r| async move { r.install_snapshot(rpc).await })
+            .await
     }
 
     async fn vote(
         &mut self,
         rpc: VoteRequest<NodeId>,
         _option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let r = self.target().ok_or_else(cut_off)?.vote(rpc).await;
-        if !self.back() {
-            return Err(reply_lost());
-        }
-        r.map_err(|e| RemoteError::new(self.to, e).into())
+    ) -> RpcResult<VoteResponse<NodeId>> {
+        self.call(|r| async move { r.vote(rpc).await }).await
     }
 }
 
@@ -236,6 +235,126 @@ fn open_acl() -> Vec<ACL> {
     }]
 }
 
+/// A create of `path`, open to all, as the writer sends them.
+fn create(path: &str) -> Request {
+    Request::Create(CreateRequest {
+        path: JStr::from(path),
+        data: None,
+        acl: Some(open_acl()),
+        flags: 0,
+    })
+}
+
+/// One fault drawn from `rng` (the member it hits by rule: the leader, or any); a member it
+/// crashes joins `down`.
+async fn fault(c: &mut Cluster, rng: &mut fastrand::Rng, n: u64, down: &mut Vec<NodeId>) {
+    let ids: Vec<NodeId> = (1..=n).collect();
+    match rng.u8(0..4) {
+        0 => {
+            // halves (a minority and a majority), both ways
+            let mut s = ids.clone();
+            rng.shuffle(&mut s);
+            let k = rng.usize(1..=(n as usize - 1) / 2);
+            let (a, b) = s.split_at(k);
+            let mut cut = c.net.cut.lock();
+            for x in a {
+                for y in b {
+                    cut.insert((*x, *y));
+                    cut.insert((*y, *x));
+                }
+            }
+        }
+        1 => {
+            // the leader hears nobody (its messages still go out), or is cut off whole
+            if let Some(l) = c.leader() {
+                let both = rng.bool();
+                let mut cut = c.net.cut.lock();
+                for y in ids.iter().filter(|y| **y != l) {
+                    cut.insert((*y, l));
+                    if both {
+                        cut.insert((l, *y));
+                    }
+                }
+            }
+        }
+        2 => {
+            // crash the leader or any member (a majority stays up)
+            let pick = if rng.bool() {
+                c.leader()
+            } else {
+                Some(ids[rng.usize(..ids.len())])
+            };
+            if let Some(id) = pick {
+                if !down.contains(&id) && down.len() < (n as usize - 1) / 2 {
+                    c.crash(id).await;
+                    down.push(id);
+                }
+            }
+        }
+        _ => heal(c, down).await,
+    }
+    c.faults += 1;
+}
+
+/// Heals the links and restarts the crashed.
+async fn heal(c: &mut Cluster, down: &mut Vec<NodeId>) {
+    c.net.cut.lock().clear();
+    for id in down.drain(..) {
+        c.start(id).await;
+    }
+}
+
+/// Writes while a fault lasts (two failures in a row end them: no quorum now), each a create
+/// of `/w<next>`; the acknowledged ones' paths go to `acked`.
+async fn writes(
+    c: &Cluster,
+    w: &mut Workload,
+    rng: &mut fastrand::Rng,
+    next: &mut u64,
+    acked: &mut Vec<String>,
+) {
+    let mut failed = 0;
+    for _ in 0..rng.usize(2..9) {
+        if failed == 2 {
+            break;
+        }
+        *next += 1;
+        let path = format!("/w{next}");
+        w.write(0x100, create(&path));
+        let txn = &w.log[w.log.len() - 1];
+        if c.write(txn).await.is_some() {
+            acked.push(path);
+            failed = 0;
+        } else {
+            // No leader yet, or it lost its quorum: a moment for an election.
+            failed += 1;
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+    }
+}
+
+/// After the heal: one last write acknowledged by the whole ensemble's leader, applied by
+/// every member.
+async fn last_write(c: &Cluster, w: &mut Workload, seed: u64) {
+    let mut last = None;
+    for i in 0..400 {
+        w.write(0x100, create(&format!("/final{i}")));
+        if let Some(ix) = c.write(&w.log[w.log.len() - 1]).await {
+            last = Some(ix);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let last = last.unwrap_or_else(|| panic!("seed {seed}: no write after the heal"));
+    for m in c.members.values() {
+        m.raft
+            .wait(Some(Duration::from_secs(20)))
+            .applied_index_at_least(Some(last), "every member applied the last write")
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    }
+}
+
 /// One schedule: `steps` faults under a writer, then the heal and the checks. Returns the
 /// number of acknowledged writes checked.
 async fn schedule(n: u64, seed: u64, steps: usize) -> (usize, usize) {
@@ -259,117 +378,11 @@ async fn schedule(n: u64, seed: u64, steps: usize) -> (usize, usize) {
     let mut next = 0u64;
     let mut down: Vec<NodeId> = Vec::new();
     for _ in 0..steps {
-        // A fault, drawn from the seed (the member it hits by rule: the leader, or any).
-        let ids: Vec<NodeId> = (1..=n).collect();
-        match rng.u8(0..4) {
-            0 => {
-                // halves (a minority and a majority), both ways
-                let mut s = ids.clone();
-                rng.shuffle(&mut s);
-                let k = rng.usize(1..=(n as usize - 1) / 2);
-                let (a, b) = s.split_at(k);
-                let mut cut = c.net.cut.lock();
-                for x in a {
-                    for y in b {
-                        cut.insert((*x, *y));
-                        cut.insert((*y, *x));
-                    }
-                }
-            }
-            1 => {
-                // the leader hears nobody (its messages still go out), or is cut off whole
-                if let Some(l) = c.leader() {
-                    let both = rng.bool();
-                    let mut cut = c.net.cut.lock();
-                    for y in ids.iter().filter(|y| **y != l) {
-                        cut.insert((*y, l));
-                        if both {
-                            cut.insert((l, *y));
-                        }
-                    }
-                }
-            }
-            2 => {
-                // crash the leader or any member (a majority stays up)
-                let pick = if rng.bool() {
-                    c.leader()
-                } else {
-                    Some(ids[rng.usize(..ids.len())])
-                };
-                if let Some(id) = pick {
-                    if !down.contains(&id) && down.len() < (n as usize - 1) / 2 {
-                        c.crash(id).await;
-                        down.push(id);
-                    }
-                }
-            }
-            _ => {
-                // heal the links, restart the crashed
-                c.net.cut.lock().clear();
-                for id in down.drain(..) {
-                    c.start(id).await;
-                }
-            }
-        }
-        c.faults += 1;
-        // Writes while the fault lasts (two failures in a row end them: no quorum now).
-        let mut failed = 0;
-        for _ in 0..rng.usize(2..9) {
-            if failed == 2 {
-                break;
-            }
-            next += 1;
-            let path = format!("/w{next}");
-            w.write(
-                0x100,
-                Request::Create(CreateRequest {
-                    path: JStr::from(path.as_str()),
-                    data: None,
-                    acl: Some(open_acl()),
-                    flags: 0,
-                }),
-            );
-            let txn = &w.log[w.log.len() - 1];
-            if c.write(txn).await.is_some() {
-                acked.push(path);
-                failed = 0;
-            } else {
-                // No leader yet, or it lost its quorum: a moment for an election.
-                failed += 1;
-                tokio::time::sleep(Duration::from_millis(15)).await;
-            }
-        }
+        fault(&mut c, &mut rng, n, &mut down).await;
+        writes(&c, &mut w, &mut rng, &mut next, &mut acked).await;
     }
-    // Heal, restart, and one last write acknowledged by the whole ensemble's leader.
-    c.net.cut.lock().clear();
-    for id in down.drain(..) {
-        c.start(id).await;
-    }
-    let mut last = None;
-    for i in 0..400 {
-        w.write(
-            0x100,
-            Request::Create(CreateRequest {
-                path: JStr::from(format!("/final{i}").as_str()),
-                data: None,
-                acl: Some(open_acl()),
-                flags: 0,
-            }),
-        );
-        if let Some(ix) = c.write(&w.log[w.log.len() - 1]).await {
-            last = Some(ix);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let last = last.unwrap_or_else(|| panic!("seed {seed}: no write after the heal"));
-    for m in c.members.values() {
-        m.raft
-            .wait(Some(Duration::from_secs(20)))
-            .applied_index_at_least(Some(last), "every member applied the last write")
-            .await
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    }
+    heal(&mut c, &mut down).await;
+    last_write(&c, &mut w, seed).await;
     // Every member: every acknowledged create, and one state.
     let mut states = Vec::new();
     for (id, m) in &c.members {

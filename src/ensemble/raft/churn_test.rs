@@ -147,25 +147,12 @@ fn assert_same_state(what: &str, got: &State, want: &State) {
     assert_same_tree(what, &got.tree, &want.tree);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn membership_changes_interleaved_with_leader_stops_do_not_panic_openraft() {
-    let panics = openraft_panics();
-    let secs: u64 = std::env::var("PALISADE_CHURN_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(6);
-    let seed = std::env::var("PALISADE_CHURN_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| fastrand::u64(..));
-    eprintln!("churn: {secs} s, seed {seed} (PALISADE_CHURN_SEED to repeat)");
-    let mut rng = fastrand::Rng::with_seed(seed);
-    let cfg = config();
+/// Five slots on free addresses, none running. Below Linux's ephemeral range (32768..): a
+/// port the kernel hands out for other tests' connections and `:0` binds could take a stopped
+/// member's address before it starts again (seen once: "the slot's address again").
+async fn slots() -> Vec<Slot> {
     let mut slots = Vec::new();
     for id in 1..=5u64 {
-        // Below Linux's ephemeral range (32768..): a port the kernel hands out for other
-        // tests' connections and `:0` binds could take a stopped member's address before it
-        // starts again (seen once: "the slot's address again").
         let mut addr = None;
         while addr.is_none() {
             let a = format!("127.0.0.1:{}", fastrand::u16(20_000..32_000));
@@ -188,173 +175,118 @@ async fn membership_changes_interleaved_with_leader_stops_do_not_panic_openraft(
     for s in &mut slots {
         s.peers = peers.clone();
     }
-    let node = |s: &Slot| BasicNode::new(s.addr.clone());
-    for s in slots.iter_mut().take(3) {
-        s.start(cfg.clone()).await;
-    }
-    let first: BTreeMap<NodeId, BasicNode> =
-        slots.iter().take(3).map(|s| (s.id, node(s))).collect();
-    slots[0]
-        .raft()
-        .expect("running")
-        .initialize(first)
-        .await
-        .expect("initialize");
+    slots
+}
 
-    // The writer: one txn after another to whoever leads, never retried (a txn whose write
-    // failed may still commit; the next one's zxid is higher either way).
-    let mut w = Workload::new(seed);
-    while w.log.len() < 200_000 {
-        w.step();
-    }
-    let txns = Arc::new(std::mem::take(&mut w.log));
-    let rafts: Arc<Mutex<Vec<Raft<TypeConfig>>>> = Arc::default();
-    let written = Arc::new(AtomicU64::new(0));
-    let stop_writer = CancellationToken::new();
-    let writer = {
-        let (txns, rafts, written, stop) = (
-            txns.clone(),
-            rafts.clone(),
-            written.clone(),
-            stop_writer.clone(),
-        );
-        tokio::spawn(async move {
-            let mut i = 0;
-            while !stop.is_cancelled() && i < txns.len() {
-                let leader = rafts.lock().ok().and_then(|rs| {
-                    rs.iter()
-                        .find(|r| {
-                            let m = r.metrics();
-                            let m = m.borrow();
-                            m.state == ServerState::Leader && m.current_leader == Some(m.id)
-                        })
-                        .cloned()
-                });
-                let Some(r) = leader else {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                };
-                let p = proposal(&txns[i]);
-                i += 1;
-                if let Ok(Ok(_)) =
-                    tokio::time::timeout(Duration::from_secs(2), r.client_write(p)).await
-                {
-                    written.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        })
-    };
-    let publish = |slots: &[Slot]| {
-        if let Ok(mut rs) = rafts.lock() {
-            *rs = slots.iter().filter_map(|s| s.raft().cloned()).collect();
-        }
-    };
-    publish(&slots);
+fn node(s: &Slot) -> BasicNode {
+    BasicNode::new(s.addr.clone())
+}
 
-    let t0 = Instant::now();
-    let (mut rounds, mut changes, mut stops, mut failed) = (0u64, 0u64, 0u64, 0u64);
-    while t0.elapsed() < Duration::from_secs(secs) {
-        rounds += 1;
-        // The slots that are down start: the leader stopped last round coming back from its
-        // log (a voter of some configuration: without it a joint one may lack a quorum), and
-        // in the first rounds the two that never ran, as new learners.
-        for s in slots.iter_mut() {
-            if s.run.is_none() {
-                s.start(cfg.clone()).await;
+/// The writer: one txn after another to whoever leads among `rafts`, never retried (a txn
+/// whose write failed may still commit; the next one's zxid is higher either way); counts
+/// the acknowledged ones in `written`.
+fn spawn_writer(
+    txns: Arc<Vec<palisade_proto::Txn>>,
+    rafts: Arc<Mutex<Vec<Raft<TypeConfig>>>>,
+    written: Arc<AtomicU64>,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut i = 0;
+        while !stop.is_cancelled() && i < txns.len() {
+            let leader = rafts.lock().ok().and_then(|rs| {
+                rs.iter()
+                    .find(|r| {
+                        let m = r.metrics();
+                        let m = m.borrow();
+                        m.state == ServerState::Leader && m.current_leader == Some(m.id)
+                    })
+                    .cloned()
+            });
+            let Some(r) = leader else {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            };
+            let p = proposal(&txns[i]);
+            i += 1;
+            if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), r.client_write(p)).await
+            {
+                written.fetch_add(1, Ordering::Relaxed);
             }
         }
-        publish(&slots);
-        let Some(l) = wait_leader(&slots, Duration::from_secs(20)).await else {
-            panic!("round {rounds}: no leader within 20 s (seed {seed})");
-        };
-        let up: Vec<usize> = (0..slots.len())
-            .filter(|i| slots[*i].run.is_some())
-            .collect();
-        // Three voters among the running ones; the rest learners (retained) or dropped.
-        let mut pick = up.clone();
-        rng.shuffle(&mut pick);
-        let voters: BTreeSet<NodeId> = pick.iter().take(3).map(|i| slots[*i].id).collect();
-        let retain = rng.bool();
-        let lr = slots[l].raft().cloned().expect("the leader runs");
-        let change = {
-            let lr = lr.clone();
-            let learners: Vec<(NodeId, BasicNode)> = up
-                .iter()
-                .map(|i| (slots[*i].id, node(&slots[*i])))
-                .collect();
-            let voters = voters.clone();
-            tokio::spawn(async move {
-                for (id, n) in learners {
-                    let known = lr
-                        .metrics()
-                        .borrow()
-                        .membership_config
-                        .membership()
-                        .get_node(&id)
-                        .is_some();
-                    if !known {
-                        lr.add_learner(id, n, false)
-                            .await
-                            .map_err(|e| e.to_string())?;
-                    }
-                }
-                lr.change_membership(ChangeMembers::ReplaceAllVoters(voters), retain)
+    })
+}
+
+/// A membership change through the leader `lr`: the running slots added as learners where
+/// they are not members yet, then `voters` made the voters (the others kept as learners if
+/// `retain`).
+fn spawn_change(
+    lr: Raft<TypeConfig>,
+    learners: Vec<(NodeId, BasicNode)>,
+    voters: BTreeSet<NodeId>,
+    retain: bool,
+) -> tokio::task::JoinHandle<Result<(), String>> {
+    tokio::spawn(async move {
+        for (id, n) in learners {
+            let known = lr
+                .metrics()
+                .borrow()
+                .membership_config
+                .membership()
+                .get_node(&id)
+                .is_some();
+            if !known {
+                lr.add_learner(id, n, false)
                     .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            })
-        };
-        // Half the rounds, the leader stops somewhere in the middle of the change.
-        if rng.bool() {
-            tokio::time::sleep(Duration::from_millis(rng.u64(0..60))).await;
-            slots[l].stop().await;
-            stops += 1;
-            publish(&slots);
-        }
-        match tokio::time::timeout(Duration::from_secs(10), change).await {
-            Ok(Ok(Ok(()))) => changes += 1,
-            _ => failed += 1,
-        }
-        tokio::time::sleep(Duration::from_millis(rng.u64(0..100))).await;
-        let p = panics.lock().map(|p| p.clone()).unwrap_or_default();
-        assert!(
-            p.is_empty(),
-            "openraft panicked (seed {seed}, round {rounds}): {p:?}"
-        );
-        for s in &slots {
-            if let Some(r) = s.raft() {
-                let m = r.metrics();
-                let state = m.borrow().running_state.clone();
-                assert!(
-                    state.is_ok(),
-                    "member {} stopped: {state:?} (seed {seed})",
-                    s.id
-                );
+                    .map_err(|e| e.to_string())?;
             }
         }
-    }
-    stop_writer.cancel();
-    let _ = writer.await;
+        lr.change_membership(ChangeMembers::ReplaceAllVoters(voters), retain)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+}
 
-    // Every member back, and the ones in the membership converge on one state.
+/// No panic in openraft so far, and every running Raft still runs.
+fn assert_no_panic_and_all_run(slots: &[Slot], what: &str) {
+    let p = openraft_panics()
+        .lock()
+        .map(|p| p.clone())
+        .unwrap_or_default();
+    assert!(p.is_empty(), "openraft panicked ({what}): {p:?}");
+    for s in slots {
+        if let Some(r) = s.raft() {
+            let m = r.metrics();
+            let state = m.borrow().running_state.clone();
+            assert!(state.is_ok(), "member {} stopped: {state:?} ({what})", s.id);
+        }
+    }
+}
+
+/// Every slot started again; the members of the last membership apply one final write and
+/// are returned with their states.
+async fn converge(
+    slots: &mut [Slot],
+    cfg: &Arc<Config>,
+    last_txn: &palisade_proto::Txn,
+    seed: u64,
+) -> Vec<(NodeId, State)> {
     for s in slots.iter_mut() {
         if s.run.is_none() {
             s.start(cfg.clone()).await;
         }
     }
-    let l = wait_leader(&slots, Duration::from_secs(20))
+    let l = wait_leader(slots, Duration::from_secs(20))
         .await
         .unwrap_or_else(|| panic!("no leader at the end (seed {seed})"));
     let lr = slots[l].raft().cloned().expect("leader");
-    let last = tokio::time::timeout(
-        Duration::from_secs(20),
-        lr.client_write(proposal(&txns[txns.len() - 1])),
-    )
-    .await
-    .ok()
-    .and_then(|r| r.ok())
-    .map(|r| r.log_id.index)
-    .unwrap_or_else(|| panic!("no final write (seed {seed})"));
+    let last = tokio::time::timeout(Duration::from_secs(20), lr.client_write(proposal(last_txn)))
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .map(|r| r.log_id.index)
+        .unwrap_or_else(|| panic!("no final write (seed {seed})"));
     let members: BTreeSet<NodeId> = lr
         .metrics()
         .borrow()
@@ -379,11 +311,125 @@ async fn membership_changes_interleaved_with_leader_stops_do_not_panic_openraft(
             .await;
         states.push((s.id, st));
     }
+    states
+}
+
+/// The running Rafts, where the writer looks for the leader.
+fn publish(rafts: &Mutex<Vec<Raft<TypeConfig>>>, slots: &[Slot]) {
+    if let Ok(mut rs) = rafts.lock() {
+        *rs = slots.iter().filter_map(|s| s.raft().cloned()).collect();
+    }
+}
+
+/// One round: the slots that are down start (the leader stopped last round coming back from
+/// its log, a voter of some configuration: without it a joint one may lack a quorum; in the
+/// first rounds the two that never ran, as new learners), then a membership change, and in
+/// half the rounds the leader stops somewhere in the middle of it. Whether the change
+/// committed, and whether the leader stopped.
+async fn round(
+    slots: &mut [Slot],
+    cfg: &Arc<Config>,
+    rng: &mut fastrand::Rng,
+    rafts: &Mutex<Vec<Raft<TypeConfig>>>,
+    what: &str,
+) -> (bool, bool) {
+    for s in slots.iter_mut() {
+        if s.run.is_none() {
+            s.start(cfg.clone()).await;
+        }
+    }
+    publish(rafts, slots);
+    let Some(l) = wait_leader(slots, Duration::from_secs(20)).await else {
+        panic!("{what}: no leader within 20 s");
+    };
+    let up: Vec<usize> = (0..slots.len())
+        .filter(|i| slots[*i].run.is_some())
+        .collect();
+    // Three voters among the running ones; the rest learners (retained) or dropped.
+    let mut pick = up.clone();
+    rng.shuffle(&mut pick);
+    let voters: BTreeSet<NodeId> = pick.iter().take(3).map(|i| slots[*i].id).collect();
+    let retain = rng.bool();
+    let lr = slots[l].raft().cloned().expect("the leader runs");
+    let learners = up.iter().map(|i| (slots[*i].id, node(&slots[*i])));
+    let change = spawn_change(lr, learners.collect(), voters, retain);
+    let stopped = rng.bool();
+    if stopped {
+        tokio::time::sleep(Duration::from_millis(rng.u64(0..60))).await;
+        slots[l].stop().await;
+        publish(rafts, slots);
+    }
+    let changed = matches!(
+        tokio::time::timeout(Duration::from_secs(10), change).await,
+        Ok(Ok(Ok(())))
+    );
+    tokio::time::sleep(Duration::from_millis(rng.u64(0..100))).await;
+    (changed, stopped)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn membership_changes_interleaved_with_leader_stops_do_not_panic_openraft() {
+    openraft_panics();
+    let secs: u64 = std::env::var("PALISADE_CHURN_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6);
+    let seed = std::env::var("PALISADE_CHURN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("churn: {secs} s, seed {seed} (PALISADE_CHURN_SEED to repeat)");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let cfg = config();
+    let mut slots = slots().await;
+    for s in slots.iter_mut().take(3) {
+        s.start(cfg.clone()).await;
+    }
+    let first: BTreeMap<NodeId, BasicNode> =
+        slots.iter().take(3).map(|s| (s.id, node(s))).collect();
+    slots[0]
+        .raft()
+        .expect("running")
+        .initialize(first)
+        .await
+        .expect("initialize");
+
+    let mut w = Workload::new(seed);
+    while w.log.len() < 200_000 {
+        w.step();
+    }
+    let txns = Arc::new(std::mem::take(&mut w.log));
+    let rafts: Arc<Mutex<Vec<Raft<TypeConfig>>>> = Arc::default();
+    let written = Arc::new(AtomicU64::new(0));
+    let stop_writer = CancellationToken::new();
+    let writer = spawn_writer(
+        txns.clone(),
+        rafts.clone(),
+        written.clone(),
+        stop_writer.clone(),
+    );
+    publish(&rafts, &slots);
+
+    let what = |round: u64| format!("seed {seed}, round {round}");
+    let t0 = Instant::now();
+    let (mut rounds, mut changes, mut stops, mut failed) = (0u64, 0u64, 0u64, 0u64);
+    while t0.elapsed() < Duration::from_secs(secs) {
+        rounds += 1;
+        let (changed, stopped) = round(&mut slots, &cfg, &mut rng, &rafts, &what(rounds)).await;
+        changes += u64::from(changed);
+        failed += u64::from(!changed);
+        stops += u64::from(stopped);
+        assert_no_panic_and_all_run(&slots, &what(rounds));
+    }
+    stop_writer.cancel();
+    let _ = writer.await;
+
+    // Every member back, and the ones in the membership converge on one state.
+    let states = converge(&mut slots, &cfg, &txns[txns.len() - 1], seed).await;
     for (id, st) in &states[1..] {
         assert_same_state(&format!("member {id} (seed {seed})"), st, &states[0].1);
     }
-    let p = panics.lock().map(|p| p.clone()).unwrap_or_default();
-    assert!(p.is_empty(), "openraft panicked (seed {seed}): {p:?}");
+    assert_no_panic_and_all_run(&[], &format!("seed {seed}"));
     eprintln!(
         "churn: {rounds} rounds, {changes} changes committed, {failed} cut short, {stops} leader stops, {} writes acknowledged, {} members at the end",
         written.load(Ordering::Relaxed),

@@ -114,13 +114,57 @@ async fn form(
         members.push(start(i as u64 + 1, dirs[i].path(), l, config.clone(), &nodes).await);
     }
     members[0].raft.initialize(nodes.clone()).await.unwrap();
-    let m = members[0]
+    let leader = leader_seen_by(&members[0], "a leader").await;
+    (members, nodes, leader)
+}
+
+/// The leader `m` knows of, once it knows one.
+async fn leader_seen_by(m: &Member, what: &str) -> NodeId {
+    let m = m
         .raft
         .wait(WAIT)
-        .metrics(|m| m.current_leader.is_some(), "a leader")
+        .metrics(|m| m.current_leader.is_some(), what)
         .await
         .unwrap();
-    (members, nodes, m.current_leader.unwrap())
+    m.current_leader.unwrap()
+}
+
+/// The first `n` txns of a workload.
+fn txns(seed: u64, n: usize) -> Vec<palisade_proto::Txn> {
+    let mut w = Workload::new(seed);
+    while w.log.len() < n {
+        w.step();
+    }
+    w.log
+}
+
+/// The state these txns make, applied directly.
+fn applied(txns: &[palisade_proto::Txn]) -> State {
+    let mut s = State::new();
+    for t in txns {
+        s.apply(t);
+    }
+    s
+}
+
+/// Stops member `id` and takes it out of `members`; where its log ended.
+async fn stop_one(members: &mut Vec<Member>, id: NodeId) -> Option<u64> {
+    let pos = members
+        .iter()
+        .position(|m| m.raft.metrics().borrow().id == id)
+        .unwrap();
+    let gone = members.remove(pos);
+    let stopped_at = gone.raft.metrics().borrow().last_log_index;
+    gone.raft.shutdown().await.unwrap();
+    gone.stop.cancel();
+    stopped_at
+}
+
+async fn stop_all(members: Vec<Member>) {
+    for m in members {
+        m.raft.shutdown().await.unwrap();
+        m.stop.cancel();
+    }
 }
 
 async fn all_agree(members: &[Member], last: u64, direct: &State) {
@@ -145,32 +189,13 @@ async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let config = with_snapshots(SnapshotPolicy::LogsSinceLast(25));
     let (mut members, nodes, leader) = form(&dirs, config.clone()).await;
-    let mut w = Workload::new(5);
-    while w.log.len() < 200 {
-        w.step();
-    }
-    let mut direct = State::new();
-    for t in &w.log {
-        direct.apply(t);
-    }
-    let last = write(&members, leader, &w.log[..40]).await;
-    let mut upto_40 = State::new();
-    for t in &w.log[..40] {
-        upto_40.apply(t);
-    }
-    all_agree(&members, last, &upto_40).await;
+    let log = txns(5, 200);
+    let last = write(&members, leader, &log[..40]).await;
+    all_agree(&members, last, &applied(&log[..40])).await;
 
     let f = if leader == 3 { 1 } else { 3 };
-    let pos = members
-        .iter()
-        .position(|m| m.raft.metrics().borrow().id == f)
-        .unwrap();
-    let gone = members.remove(pos);
-    let stopped_at = gone.raft.metrics().borrow().last_log_index.unwrap();
-    gone.raft.shutdown().await.unwrap();
-    gone.stop.cancel();
-    drop(gone);
-    let mut last = write(&members, leader, &w.log[40..160]).await;
+    let stopped_at = stop_one(&mut members, f).await.unwrap();
+    let mut last = write(&members, leader, &log[40..160]).await;
     let lm = members
         .iter()
         .find(|m| m.raft.metrics().borrow().id == leader)
@@ -184,20 +209,9 @@ async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
         .await
         .unwrap();
     assert!(lm.snapshot.is_some());
-    let back = start(
-        f,
-        dirs[f as usize - 1].path(),
-        rebind(&nodes[&f].addr).await,
-        config.clone(),
-        &nodes,
-    )
-    .await;
-    members.push(back);
-    let mut upto_160 = State::new();
-    for t in &w.log[..160] {
-        upto_160.apply(t);
-    }
-    all_agree(&members, last, &upto_160).await;
+    let l = rebind(&nodes[&f].addr).await;
+    members.push(start(f, dirs[f as usize - 1].path(), l, config.clone(), &nodes).await);
+    all_agree(&members, last, &applied(&log[..160])).await;
     let fm = members.last().unwrap().raft.metrics().borrow().clone();
     assert!(
         fm.snapshot.is_some_and(|s| s.index > stopped_at),
@@ -206,10 +220,7 @@ async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
     );
 
     // Everyone stops; everyone restarts from its snapshot file and log.
-    for m in members.drain(..) {
-        m.raft.shutdown().await.unwrap();
-        m.stop.cancel();
-    }
+    stop_all(std::mem::take(&mut members)).await;
     for id in 1..=3u64 {
         let l = rebind(&nodes[&id].addr).await;
         members.push(start(id, dirs[id as usize - 1].path(), l, config.clone(), &nodes).await);
@@ -218,18 +229,10 @@ async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
         m.sm.with_applier(|a| assert!(a.state.zxid() > 0, "restored from its snapshot"))
             .await;
     }
-    let m = members[0]
-        .raft
-        .wait(WAIT)
-        .metrics(|m| m.current_leader.is_some(), "a leader after the restart")
-        .await
-        .unwrap();
-    last = write(&members, m.current_leader.unwrap(), &w.log[160..]).await;
-    all_agree(&members, last, &direct).await;
-    for m in members {
-        m.raft.shutdown().await.unwrap();
-        m.stop.cancel();
-    }
+    let leader = leader_seen_by(&members[0], "a leader after the restart").await;
+    last = write(&members, leader, &log[160..]).await;
+    all_agree(&members, last, &applied(&log)).await;
+    stop_all(members).await;
 }
 
 fn assert_same_state(what: &str, got: &State, want: &State) {
@@ -245,89 +248,19 @@ async fn three_members_elect_replicate_and_agree() {
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let (mut members, nodes, leader) = form(&dirs, config()).await;
 
-    let mut w = Workload::new(11);
-    while w.log.len() < 120 {
-        w.step();
-    }
-    let (first, second) = w.log.split_at(80);
-    let mut last = 0;
-    for t in first {
-        let r = members[leader as usize - 1]
-            .raft
-            .client_write(proposal(t))
-            .await
-            .unwrap();
-        last = r.log_id.index;
-    }
-    let mut direct = State::new();
-    for t in first {
-        direct.apply(t);
-    }
-    for (i, m) in members.iter().enumerate() {
-        m.raft
-            .wait(WAIT)
-            .applied_index_at_least(Some(last), "applied")
-            .await
-            .unwrap();
-        m.sm.with_applier(|a| assert_same_state(&format!("member {}", i + 1), &a.state, &direct))
-            .await;
-    }
+    let log = txns(11, 120);
+    let last = write(&members, leader, &log[..80]).await;
+    all_agree(&members, last, &applied(&log[..80])).await;
 
     // A follower stops; it restarts from its log alone (a fresh State, no snapshot) and the
     // entries written while it was away reach it too.
     let f = if leader == 3 { 1 } else { 3 };
-    let gone = members.remove(f as usize - 1);
-    gone.raft.shutdown().await.unwrap();
-    gone.stop.cancel();
-    drop(gone);
-    for t in second {
-        let r = members
-            .iter()
-            .find(|m| m.raft.metrics().borrow().id == leader)
-            .unwrap()
-            .raft
-            .client_write(proposal(t))
-            .await
-            .unwrap();
-        last = r.log_id.index;
-    }
-    for t in second {
-        direct.apply(t);
-    }
-    let addr = nodes[&f].addr.clone();
-    let mut listener = None;
-    for _ in 0..50 {
-        match TcpListener::bind(&addr).await {
-            Ok(l) => {
-                listener = Some(l);
-                break;
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-    let back = start(
-        f,
-        dirs[f as usize - 1].path(),
-        listener.unwrap(),
-        config(),
-        &nodes,
-    )
-    .await;
-    members.push(back);
-    for m in &members {
-        m.raft
-            .wait(WAIT)
-            .applied_index_at_least(Some(last), "applied after the restart")
-            .await
-            .unwrap();
-        let id = m.raft.metrics().borrow().id;
-        m.sm.with_applier(|a| assert_same_state(&format!("member {id}"), &a.state, &direct))
-            .await;
-    }
-    for m in members {
-        m.raft.shutdown().await.unwrap();
-        m.stop.cancel();
-    }
+    stop_one(&mut members, f).await;
+    let last = write(&members, leader, &log[80..]).await;
+    let l = rebind(&nodes[&f].addr).await;
+    members.push(start(f, dirs[f as usize - 1].path(), l, config(), &nodes).await);
+    all_agree(&members, last, &applied(&log)).await;
+    stop_all(members).await;
 }
 
 /// How: the leader stops after acknowledged writes; the two others elect a new leader (the
@@ -338,19 +271,9 @@ async fn the_leader_stops_and_no_acknowledged_write_is_lost() {
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let config = with_snapshots(SnapshotPolicy::LogsSinceLast(40));
     let (mut members, nodes, leader) = form(&dirs, config.clone()).await;
-    let mut w = Workload::new(9);
-    while w.log.len() < 100 {
-        w.step();
-    }
-    write(&members, leader, &w.log[..50]).await;
-    let pos = members
-        .iter()
-        .position(|m| m.raft.metrics().borrow().id == leader)
-        .unwrap();
-    let old = members.remove(pos);
-    old.raft.shutdown().await.unwrap();
-    old.stop.cancel();
-    drop(old);
+    let log = txns(9, 100);
+    write(&members, leader, &log[..50]).await;
+    stop_one(&mut members, leader).await;
     let stopped = std::time::Instant::now();
     let m = members[0]
         .raft
@@ -363,7 +286,7 @@ async fn the_leader_stops_and_no_acknowledged_write_is_lost() {
         .unwrap();
     let elected = stopped.elapsed();
     let new_leader = m.current_leader.unwrap();
-    let last = write(&members, new_leader, &w.log[50..]).await;
+    let last = write(&members, new_leader, &log[50..]).await;
     println!(
         "leader {leader} stopped; {new_leader} elected after {} ms",
         elected.as_millis()
@@ -379,13 +302,6 @@ async fn the_leader_stops_and_no_acknowledged_write_is_lost() {
         )
         .await,
     );
-    let mut direct = State::new();
-    for t in &w.log {
-        direct.apply(t);
-    }
-    all_agree(&members, last, &direct).await;
-    for m in members {
-        m.raft.shutdown().await.unwrap();
-        m.stop.cancel();
-    }
+    all_agree(&members, last, &applied(&log)).await;
+    stop_all(members).await;
 }

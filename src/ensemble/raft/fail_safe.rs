@@ -66,7 +66,7 @@ mod tests {
     use crate::core::CoreMsg;
     use crate::ensemble::raft::election;
     use crate::ensemble::raft::network::Network;
-    use crate::ensemble::raft::state_machine::{Applier, PendingImage};
+    use crate::ensemble::raft::state_machine::{Applier, Committed, PendingImage};
     use crate::ensemble::raft::storage;
     use crate::ensemble::raft::types::{NodeId, Proposal};
     use openraft::{BasicNode, LogId};
@@ -80,11 +80,7 @@ mod tests {
     struct Broken;
 
     impl Applier for Broken {
-        async fn apply(
-            &mut self,
-            _: Vec<(LogId<NodeId>, Proposal)>,
-            _: LogId<NodeId>,
-        ) -> io::Result<()> {
+        async fn apply(&mut self, _: Committed, _: LogId<NodeId>) -> io::Result<()> {
             Err(io::Error::other("disk on fire"))
         }
         async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {

@@ -6,12 +6,12 @@
 use super::durable::Durable;
 use super::network::{too_many, Contacts, JoinReply, Network, PeerRequest, PeerResponse};
 use super::peer::vote_ok;
-use super::types::{NodeId, TypeConfig};
+use super::types::{NodeId, RpcResult, TypeConfig};
 use crate::ensemble::link::{self, read_frame, write_frame, Link, Security};
 use crate::limits::PEER_FRAME;
 use crate::seam::{Forward, SyncPoint};
 use openraft::error::{
-    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError, Timeout,
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RemoteError, Timeout,
     Unreachable,
 };
 use openraft::network::{Backoff, RPCOption, RPCTypes, RaftNetwork};
@@ -274,7 +274,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> RpcResult<AppendEntriesResponse<NodeId>> {
         if let Some(fit) = too_many(&rpc.entries) {
             // openraft sends this many next time (for a few calls), then tries more again.
             return Err(RPCError::PayloadTooLarge(
@@ -320,10 +320,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         &mut self,
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<
-        InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
-    > {
+    ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
         match self
             .call(PeerRequest::Snapshot(rpc), option.hard_ttl())
             .await
@@ -339,7 +336,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         &mut self,
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> RpcResult<VoteResponse<NodeId>> {
         match self.call(PeerRequest::Vote(rpc), option.hard_ttl()).await {
             Ok(PeerResponse::Vote(Ok(r))) if !vote_ok(&r.vote) => Err(self.mismatch()),
             Ok(PeerResponse::Vote(r)) => r.map_err(|e| RemoteError::new(self.target, e).into()),

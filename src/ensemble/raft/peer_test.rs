@@ -46,92 +46,55 @@ fn terms_past_a_zxids_epoch_or_far_beyond_are_refused() {
     assert!(!vote_ok(&Vote::new(u64::MAX, 1)));
 }
 
+/// Entries of term 7 from index 11, after (7, 10), from a leader of term 7.
+fn from_11(proposals: Vec<Proposal>) -> AppendEntriesRequest<TypeConfig> {
+    let entries = (11..).zip(proposals).map(|(i, p)| entry(7, i, p)).collect();
+    append(7, Some((7, 10)), entries)
+}
+
+/// A createSession txn of `zxid`.
+fn txn(zxid: i64) -> Proposal {
+    Proposal::Txn(txn_bytes(zxid, OpCode::CreateSession))
+}
+
+/// A zxid of term 7.
+fn z(counter: i64) -> i64 {
+    (7i64 << 32) | counter
+}
+
+#[test]
+fn entries_in_order_are_taken_when_appended() {
+    let batch = vec![
+        txn_bytes(z(2), OpCode::CreateSession),
+        txn_bytes(z(3), OpCode::CreateSession),
+    ];
+    let digest = Proposal::Digest {
+        zxid: z(3),
+        digest: 1,
+    };
+    let ok = from_11(vec![txn(z(1)), Proposal::Txns(batch), digest]);
+    assert_eq!(check_entries(&ok), Ok(()));
+    // A txn of an earlier term is fine (skipped at apply), and does not count for the order.
+    let older = from_11(vec![txn(z(5)), txn((6i64 << 32) | 9), txn(z(6))]);
+    assert_eq!(check_entries(&older), Ok(()));
+}
+
 #[test]
 fn entries_are_checked_when_appended() {
-    let z = |c: i64| (7i64 << 32) | c;
-    let ok = append(
-        7,
-        Some((7, 10)),
-        vec![
-            entry(7, 11, Proposal::Txn(txn_bytes(z(1), OpCode::CreateSession))),
-            entry(
-                7,
-                12,
-                Proposal::Txns(vec![
-                    txn_bytes(z(2), OpCode::CreateSession),
-                    txn_bytes(z(3), OpCode::CreateSession),
-                ]),
-            ),
-            entry(
-                7,
-                13,
-                Proposal::Digest {
-                    zxid: z(3),
-                    digest: 1,
-                },
-            ),
-        ],
-    );
-    assert_eq!(check_entries(&ok), Ok(()));
-
     // A txn of an unknown type (it stopped a follower at apply).
-    let unknown = append(
-        7,
-        Some((7, 10)),
-        vec![entry(
-            7,
-            11,
-            Proposal::Txn(txn_bytes(z(1), OpCode::GetData)),
-        )],
-    );
+    let unknown = from_11(vec![Proposal::Txn(txn_bytes(z(1), OpCode::GetData))]);
     assert!(check_entries(&unknown).unwrap_err().contains("undecodable"));
     // Bytes that are no txn at all.
-    let junk = append(
-        7,
-        Some((7, 10)),
-        vec![entry(
-            7,
-            11,
-            Proposal::Txn(bytes::Bytes::from_static(b"\x00\x01junk")),
-        )],
-    );
+    let junk = from_11(vec![Proposal::Txn(bytes::Bytes::from_static(
+        b"\x00\x01junk",
+    ))]);
     assert!(check_entries(&junk).is_err());
     // zxids going back within the leader's term.
-    let back = append(
-        7,
-        Some((7, 10)),
-        vec![
-            entry(7, 11, Proposal::Txn(txn_bytes(z(5), OpCode::CreateSession))),
-            entry(7, 12, Proposal::Txn(txn_bytes(z(4), OpCode::CreateSession))),
-        ],
-    );
+    let back = from_11(vec![txn(z(5)), txn(z(4))]);
     assert!(check_entries(&back).unwrap_err().contains("after"));
     // A txn prepped in a later term than its entry's.
-    let later = append(
-        7,
-        Some((7, 10)),
-        vec![entry(
-            7,
-            11,
-            Proposal::Txn(txn_bytes((8i64 << 32) | 1, OpCode::CreateSession)),
-        )],
-    );
+    let later = from_11(vec![txn((8i64 << 32) | 1)]);
     assert!(check_entries(&later).is_err());
-    // A txn of an earlier term is fine (skipped at apply), and does not count for the order.
-    let older = append(
-        7,
-        Some((7, 10)),
-        vec![
-            entry(7, 11, Proposal::Txn(txn_bytes(z(5), OpCode::CreateSession))),
-            entry(
-                7,
-                12,
-                Proposal::Txn(txn_bytes((6i64 << 32) | 9, OpCode::CreateSession)),
-            ),
-            entry(7, 13, Proposal::Txn(txn_bytes(z(6), OpCode::CreateSession))),
-        ],
-    );
-    assert_eq!(check_entries(&older), Ok(()));
     // Entries that skip an index, or whose terms run backwards or past the leader's.
     let gap = append(7, Some((7, 10)), vec![entry(7, 12, Proposal::Key([0; 16]))]);
     assert!(check_entries(&gap).is_err());

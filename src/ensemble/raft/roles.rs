@@ -5,6 +5,7 @@
 use super::network::Contacts;
 use super::types::{NodeId, TypeConfig};
 use crate::ensemble::dynamic::DynConfig;
+use crate::limits::ROLE_VIEW_RECHECK_MIN_MS;
 use crate::seam::{CoreInbox, Notice, RaftInfo, RoleView};
 use openraft::metrics::RaftServerMetrics;
 use openraft::{BasicNode, LogId, Raft, RaftMetrics, ServerState};
@@ -303,7 +304,7 @@ async fn changed(
         r = yielding.changed() => if r.is_err() {
             return false;
         },
-        _ = tokio::time::sleep(Duration::from_millis((lease_ms / 4).max(10))) => {}
+        _ = tokio::time::sleep(Duration::from_millis((lease_ms / 4).max(ROLE_VIEW_RECHECK_MIN_MS))) => {}
     }
     true
 }

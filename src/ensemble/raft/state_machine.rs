@@ -38,12 +38,15 @@ pub type PendingImage =
 /// Where committed txns are applied. Called in log order, never concurrently. Async, so
 /// that the core's applier can hand a batch to the core thread and await its acknowledgement
 /// without holding a runtime thread.
+/// Committed entries with their log ids, in order (each `Proposal` one encoded `Txn`).
+pub type Committed = Vec<(LogId<NodeId>, Proposal)>;
+
 pub trait Applier: Send + 'static {
-    /// Applies committed txns (each `Proposal` is one encoded `Txn`), in order; `upto` is
-    /// the last entry of the batch (txn or not): the state then stands there.
+    /// Applies committed txns, in order; `upto` is the last entry of the batch (txn or
+    /// not): the state then stands there.
     fn apply(
         &mut self,
-        txns: Vec<(LogId<NodeId>, Proposal)>,
+        txns: Committed,
         upto: LogId<NodeId>,
     ) -> impl Future<Output = io::Result<()>> + Send;
     /// Starts taking the state as bytes [`Applier::install`] restores; the image comes with
@@ -470,11 +473,7 @@ pub struct StateApplier {
 }
 
 impl Applier for StateApplier {
-    async fn apply(
-        &mut self,
-        txns: Vec<(LogId<NodeId>, Proposal)>,
-        upto: LogId<NodeId>,
-    ) -> io::Result<()> {
+    async fn apply(&mut self, txns: Committed, upto: LogId<NodeId>) -> io::Result<()> {
         let each = txns.iter().flat_map(|(log_id, p)| {
             let one = match p {
                 Proposal::Txn(b) => std::slice::from_ref(b),

@@ -57,10 +57,7 @@ fn assert_same_state(what: &str, got: &State, want: &State) {
 #[test]
 fn applies_in_order_and_a_snapshot_restores_an_equal_state() {
     for seed in 0..5 {
-        let mut w = Workload::new(seed);
-        for _ in 0..400 {
-            w.step();
-        }
+        let w = Workload::run(seed, 400);
         let entries = log_of(&w);
         let (head, tail) = entries.split_at(250);
         let mut direct = State::new();
@@ -123,10 +120,7 @@ fn applies_in_order_and_a_snapshot_restores_an_equal_state() {
 #[test]
 fn with_a_file_the_current_snapshot_is_read_back_from_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = Workload::new(7);
-    for _ in 0..300 {
-        w.step();
-    }
+    let w = Workload::run(7, 300);
     let entries = log_of(&w);
     rt().block_on(async {
         let mut sm = StateMachine::open(dir.path(), StateApplier::default())
@@ -167,10 +161,7 @@ fn with_a_file_the_current_snapshot_is_read_back_from_it() {
 /// the state machine as it was.
 #[test]
 fn a_damaged_snapshot_is_refused() {
-    let mut w = Workload::new(7);
-    for _ in 0..200 {
-        w.step();
-    }
+    let w = Workload::run(7, 200);
     rt().block_on(async {
         let mut sm = StateMachine::new(StateApplier::default());
         sm.apply(log_of(&w)).await.unwrap();
@@ -202,11 +193,7 @@ struct SlowApplier {
 use tokio::sync::oneshot;
 
 impl Applier for SlowApplier {
-    async fn apply(
-        &mut self,
-        txns: Vec<(LogId<NodeId>, Proposal)>,
-        upto: LogId<NodeId>,
-    ) -> io::Result<()> {
+    async fn apply(&mut self, txns: Committed, upto: LogId<NodeId>) -> io::Result<()> {
         self.inner.apply(txns, upto).await
     }
 
@@ -234,10 +221,7 @@ impl Applier for SlowApplier {
 /// sent a snapshot and never received anything again).
 #[test]
 fn a_capture_overtaken_by_an_installed_snapshot_answers_with_the_installed_one() {
-    let mut w = Workload::new(11);
-    for _ in 0..300 {
-        w.step();
-    }
+    let w = Workload::run(11, 300);
     let entries = log_of(&w);
     let (head, _) = entries.split_at(100);
     tokio::task::LocalSet::new().block_on(&rt(), async {
@@ -288,10 +272,7 @@ fn an_entry_applies_only_once_the_log_holding_it_is_on_disk() {
         .enable_all()
         .build()
         .unwrap();
-    let mut w = Workload::new(7);
-    for _ in 0..5 {
-        w.step();
-    }
+    let w = Workload::run(7, 5);
     let log = log_of(&w);
     let durable = crate::ensemble::raft::durable::Durable::new(Some(id(1, 2)));
     let sm = StateMachine::new(StateApplier::default()).with_durable(durable.clone());

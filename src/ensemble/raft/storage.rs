@@ -78,12 +78,16 @@ mod tests {
     use openraft::storage::RaftLogStorage;
     use openraft::{CommittedLeaderId, LogId};
 
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
     #[test]
     fn a_log_purged_past_the_snapshot_refuses_to_open() {
         let d = tempfile::tempdir().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let rt = rt();
         // Alone, without the floor: as files from different moments would leave it.
         let mut log = LogStore::open(d.path(), 1 << 20).unwrap();
         rt.block_on(log.purge(LogId::new(CommittedLeaderId::new(1, 1), 5)))
@@ -102,9 +106,7 @@ mod tests {
     #[test]
     fn a_purge_past_the_saved_snapshot_waits_for_one() {
         let d = tempfile::tempdir().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let rt = rt();
         let id = |i| LogId::new(CommittedLeaderId::new(1, 1), i);
         let (mut log, sm) = rt
             .block_on(open(d.path(), 1 << 20, StateApplier::default()))

@@ -3,7 +3,14 @@
 //! after one decode and the log needs no second format.
 
 use bytes::Bytes;
+use openraft::error::{Infallible, RPCError, RaftError};
+use openraft::BasicNode;
 use serde::{Deserialize, Serialize};
+
+/// What a call to a peer's Raft answers (`RaftNetwork`): its reply, or the error the network
+/// or the peer's Raft gave (`E`: what that call's Raft error adds, if anything).
+pub type RpcResult<T, E = Infallible> =
+    Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
 
 /// What the leader proposes: a txn it prepped, as encoded bytes (`palisade_proto::Txn::
 /// encode`), or the ensemble's session-password key, proposed once by the first leader so

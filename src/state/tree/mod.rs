@@ -309,6 +309,11 @@ impl DataTree {
             .flat_map(|t| t.iter().copied())
     }
 
+    /// The nodes of `id`'s children.
+    pub fn child_nodes(&self, id: NodeId) -> impl Iterator<Item = &Node> + '_ {
+        self.children(id).filter_map(|c| self.node(c))
+    }
+
     pub fn stat(&self, id: NodeId) -> Stat {
         let Some(n) = self.node(id) else {
             return Stat::default();
@@ -347,6 +352,16 @@ impl DataTree {
             .get(&session)
             .into_iter()
             .flat_map(|s| s.iter().copied())
+    }
+
+    /// The paths of a session's ephemeral nodes, sorted.
+    pub fn ephemeral_paths(&self, session: i64) -> Vec<String> {
+        let mut paths: Vec<String> = self
+            .ephemerals_of(session)
+            .map(|n| self.path_of(n))
+            .collect();
+        paths.sort_unstable();
+        paths
     }
 
     /// Sessions that own ephemerals.

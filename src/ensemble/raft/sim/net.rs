@@ -11,7 +11,7 @@
 //! simulated time: an in-memory call that failed at once would let openraft retry in a loop
 //! that never lets the paused clock advance.
 
-use crate::ensemble::raft::types::{NodeId, TypeConfig};
+use crate::ensemble::raft::types::{NodeId, RpcResult, TypeConfig};
 use openraft::error::{
     InstallSnapshotError, RPCError, RaftError, RemoteError, Timeout, Unreachable,
 };
@@ -23,6 +23,7 @@ use openraft::raft::{
 use openraft::{BasicNode, RPCTypes, Raft};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -188,58 +189,63 @@ impl Link {
     }
 }
 
+impl Link {
+    /// One call: there, `rpc` on the target's Raft, and back; a failure either way is what
+    /// the sender sees of it (`fail`).
+    async fn call<R, E, F>(
+        &self,
+        kind: RPCTypes,
+        option: RPCOption,
+        rpc: impl FnOnce(Raft<TypeConfig>) -> F,
+    ) -> Result<R, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>
+    where
+        F: Future<Output = Result<R, RaftError<NodeId, E>>>,
+        E: std::error::Error,
+    {
+        let ttl = option.hard_ttl();
+        let (raft, life) = match self.there(ttl).await {
+            Ok(t) => t,
+            Err(f) => return Err(self.fail(f, kind).await),
+        };
+        let r = rpc(raft).await;
+        if let Err(f) = self.back(life, ttl).await {
+            return Err(self.fail(f, kind).await);
+        }
+        r.map_err(|e| RemoteError::new(self.to, e).into())
+    }
+}
+
 impl RaftNetwork<TypeConfig> for Link {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let (ttl, kind) = (option.hard_ttl(), RPCTypes::AppendEntries);
-        let (raft, life) = match self.there(ttl).await {
-            Ok(t) => t,
-            Err(f) => return Err(self.fail(f, kind).await),
-        };
-        let r = raft.append_entries(rpc).await;
-        if let Err(f) = self.back(life, ttl).await {
-            return Err(self.fail(f, kind).await);
-        }
-        r.map_err(|e| RemoteError::new(self.to, e).into())
+    ) -> RpcResult<AppendEntriesResponse<NodeId>> {
+        let kind = RPCTypes::AppendEntries;
+        self.call(kind, option, |r| async move { r.append_entries(rpc).await })
+            .await
     }
 
     async fn install_snapshot(
         &mut self,
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<
-        InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
-    > {
-        let (ttl, kind) = (option.hard_ttl(), RPCTypes::InstallSnapshot);
-        let (raft, life) = match self.there(ttl).await {
-            Ok(t) => t,
-            Err(f) => return Err(self.fail(f, kind).await),
-        };
-        let r = raft.install_snapshot(rpc).await;
-        if let Err(f) = self.back(life, ttl).await {
-            return Err(self.fail(f, kind).await);
-        }
-        r.map_err(|e| RemoteError::new(self.to, e).into())
+    ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+        let kind = RPCTypes::InstallSnapshot;
+        self.call(
+            kind,
+            option,
+            |r| async move { r.install_snapshot(rpc).await },
+        )
+        .await
     }
 
     async fn vote(
         &mut self,
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
-        let (ttl, kind) = (option.hard_ttl(), RPCTypes::Vote);
-        let (raft, life) = match self.there(ttl).await {
-            Ok(t) => t,
-            Err(f) => return Err(self.fail(f, kind).await),
-        };
-        let r = raft.vote(rpc).await;
-        if let Err(f) = self.back(life, ttl).await {
-            return Err(self.fail(f, kind).await);
-        }
-        r.map_err(|e| RemoteError::new(self.to, e).into())
+    ) -> RpcResult<VoteResponse<NodeId>> {
+        self.call(RPCTypes::Vote, option, |r| async move { r.vote(rpc).await })
+            .await
     }
 }

@@ -142,15 +142,18 @@ fn cut_between(c: &Cluster, a: &[NodeId], b: &[NodeId]) {
     }
 }
 
-/// One fault, healed after its time. Returns its name.
-async fn fault(c: &mut Cluster, rng: &mut fastrand::Rng) -> &'static str {
-    let ids: Vec<NodeId> = (1..=c.n).collect();
-    let leader = c.net.leader().map(|(id, _)| id);
-    let dur = ms(rng.u64(50..700));
-    let mut crashed = Vec::new();
-    let what = match rng.u8(0..10) {
+/// A fault of the links (kinds 0 to 4 of `fault`): halves, a bridge, the leader isolated
+/// or deaf, or links cut one way at random. Returns its name.
+fn cut_links(
+    c: &Cluster,
+    rng: &mut fastrand::Rng,
+    kind: u8,
+    ids: &[NodeId],
+    leader: Option<NodeId>,
+) -> &'static str {
+    match kind {
         0 => {
-            let mut s = ids.clone();
+            let mut s = ids.to_vec();
             rng.shuffle(&mut s);
             let (a, b) = s.split_at(rng.usize(1..=(ids.len() - 1) / 2));
             cut_between(c, a, b);
@@ -158,7 +161,7 @@ async fn fault(c: &mut Cluster, rng: &mut fastrand::Rng) -> &'static str {
         }
         1 => {
             // a bridge: two sides that only one member hears both of
-            let mut s = ids.clone();
+            let mut s = ids.to_vec();
             rng.shuffle(&mut s);
             let rest = &s[1..];
             let (a, b) = rest.split_at(rest.len() / 2);
@@ -180,10 +183,10 @@ async fn fault(c: &mut Cluster, rng: &mut fastrand::Rng) -> &'static str {
             }
             "leader-deaf"
         }
-        4 => {
+        _ => {
             let mut cut = c.net.cut.lock();
-            for x in &ids {
-                for y in &ids {
+            for x in ids {
+                for y in ids {
                     if x != y && rng.u8(0..10) < 3 {
                         cut.insert((*x, *y));
                     }
@@ -191,6 +194,17 @@ async fn fault(c: &mut Cluster, rng: &mut fastrand::Rng) -> &'static str {
             }
             "one-way"
         }
+    }
+}
+
+/// One fault, healed after its time. Returns its name.
+async fn fault(c: &mut Cluster, rng: &mut fastrand::Rng) -> &'static str {
+    let ids: Vec<NodeId> = (1..=c.n).collect();
+    let leader = c.net.leader().map(|(id, _)| id);
+    let dur = ms(rng.u64(50..700));
+    let mut crashed = Vec::new();
+    let what = match rng.u8(0..10) {
+        kind @ 0..=4 => cut_links(c, rng, kind, &ids, leader),
         5 => {
             let id = match leader {
                 Some(l) if rng.bool() => l,

@@ -1,11 +1,13 @@
 //! The metrics sample, taken on the core thread between two messages, so every value in it
-//! describes the same moment; the names are ZooKeeper 3.8's (src/metrics/zk.rs).
+//! describes the same moment; the names are ZooKeeper 3.8's (src/metrics/zk.rs). What a
+//! sample holds is src/metrics/sample.rs.
 
 use super::fourlw::VERSION;
 use super::Core;
 use crate::metrics::sample::{Detail, Sample, Value};
-use crate::metrics::{shared, zk, Summary};
-use std::sync::atomic::Ordering;
+use crate::metrics::{shared, zk, Shared, Summary};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 fn int(n: usize) -> Value {
     Value::Gauge(i64::try_from(n).unwrap_or(i64::MAX))
@@ -15,17 +17,29 @@ fn int64(n: u64) -> Value {
     Value::Gauge(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
+fn count(c: &AtomicU64) -> Value {
+    Value::Counter(c.load(Ordering::Relaxed))
+}
+
+fn summary(s: &Mutex<Summary>, detail: Detail) -> Value {
+    Value::Summary(s.lock().clone(), detail)
+}
+
 impl Core {
     /// Every metric now, in the order ZooKeeper 3.8's `monitor` lists them, then Palisade's.
     pub(crate) fn metrics_sample(&self) -> Sample {
         let mut s = Sample::default();
+        self.push_server(&mut s);
+        self.push_ensemble(&mut s);
+        self.push_server_metrics(&mut s, shared());
+        push_palisade(&mut s, shared());
+        s.push("palisade_last_zxid", Value::Gauge(self.state.zxid()));
+        s
+    }
+
+    /// ZooKeeper's server gauges (its ZooKeeperServerBean and ServerStats).
+    fn push_server(&self, s: &mut Sample) {
         let st = &self.stats;
-        let avg = if st.latency_count == 0 {
-            0.0
-        } else {
-            ((st.latency_sum as f64 / st.latency_count as f64) * 10_000.0).round() / 10_000.0
-        };
-        let outstanding: usize = self.conns.values().map(|c| c.queue.len()).sum();
         let (fd_open, fd_max) = self.probe.fds.unwrap_or((-1, -1));
         let tree = &self.state.tree;
         s.push("version", Value::Text(VERSION.into()));
@@ -33,8 +47,8 @@ impl Core {
         s.push("ephemerals_count", int(tree.ephemeral_count()));
         // Client connections; unlike `mntr` no four-letter-word connection is counted.
         s.push("num_alive_connections", int(self.conns.len()));
-        s.push("avg_latency", Value::GaugeF(avg));
-        s.push("outstanding_requests", int(outstanding));
+        s.push("avg_latency", Value::GaugeF(st.latency_avg()));
+        s.push("outstanding_requests", int(self.outstanding()));
         s.push("znode_count", int(tree.znode_count()));
         s.push("global_sessions", int(self.liveness.len()));
         s.push("non_mtls_remote_conn_count", Value::Gauge(0));
@@ -52,17 +66,17 @@ impl Core {
         s.push("approximate_data_size", int64(tree.approximate_data_size()));
         s.push("open_file_descriptor_count", Value::Gauge(fd_open));
         s.push("local_sessions", Value::Gauge(0));
-        s.push(
-            "uptime",
-            int64(self.now.since(self.started).as_millis() as u64),
-        );
+        s.push("uptime", int64(self.uptime_ms()));
         s.push("max_latency", int64(st.latency_max));
         s.push("outstanding_tls_handshake", Value::Gauge(0));
         s.push("min_client_response_size", Value::Gauge(min));
         s.push("non_mtls_local_conn_count", Value::Gauge(0));
+    }
+
+    /// What a ZooKeeper leader adds: its learners (followers and observers), the ones in
+    /// sync, and (still parsed by tools) zk_followers; a member's quorum size.
+    fn push_ensemble(&self, s: &mut Sample) {
         if let Some(v) = self.leader_metrics() {
-            // What a ZooKeeper leader adds: its learners (followers and observers), the ones
-            // in sync, and (still parsed by tools) zk_followers.
             let n = |x: u16| Value::Gauge(i64::from(x));
             s.push("learners", n(v.followers + v.observers));
             s.push("synced_followers", n(v.synced_followers));
@@ -74,8 +88,12 @@ impl Core {
         if let Some(q) = self.quorum_size() {
             s.push("quorum_size", int(q));
         }
+    }
 
-        let sh = shared();
+    /// ZooKeeper's ServerMetrics: its counters and summaries, then its summary sets, last
+    /// among its metrics as in its `mntr`. Those Palisade does not measure are zero.
+    fn push_server_metrics(&self, s: &mut Sample, sh: &Shared) {
+        let st = &self.stats;
         for &name in zk::COUNTERS {
             let v = match name {
                 "connection_rejected" => sh.connections_rejected.load(Ordering::Relaxed),
@@ -90,14 +108,14 @@ impl Core {
         }
         for &name in zk::BASIC_SUMMARIES {
             let v = match name {
-                "fsynctime" => sh.fsync_ms.lock().clone(),
-                "snapshottime" => sh.snapshot_ms.lock().clone(),
-                "dbinittime" => sh.db_init_ms.lock().clone(),
-                "startup_txns_loaded" => sh.startup_txns.lock().clone(),
-                "sync_processor_batch_size" => sh.batch_records.lock().clone(),
-                _ => Summary::default(),
+                "fsynctime" => summary(&sh.fsync_ms, Detail::Basic),
+                "snapshottime" => summary(&sh.snapshot_ms, Detail::Basic),
+                "dbinittime" => summary(&sh.db_init_ms, Detail::Basic),
+                "startup_txns_loaded" => summary(&sh.startup_txns, Detail::Basic),
+                "sync_processor_batch_size" => summary(&sh.batch_records, Detail::Basic),
+                _ => Value::Summary(Summary::default(), Detail::Basic),
             };
-            s.push(name, Value::Summary(v, Detail::Basic));
+            s.push(name, v);
         }
         for &name in zk::ADVANCED_SUMMARIES {
             let v = match name {
@@ -107,49 +125,42 @@ impl Core {
             };
             s.push(name, Value::Summary(v, Detail::Advanced));
         }
-        // ZooKeeper's summary sets, last among its metrics as in its `mntr`.
-        s.push(
-            "read_per_namespace",
-            Value::SummarySet(self.metrics.read_ns.entries(), Detail::Basic),
-        );
-        s.push(
-            "write_per_namespace",
-            Value::SummarySet(self.metrics.write_ns.entries(), Detail::Basic),
-        );
+        let set =
+            |ns: &crate::metrics::NamespaceSet| Value::SummarySet(ns.entries(), Detail::Basic);
+        s.push("read_per_namespace", set(&self.metrics.read_ns));
+        s.push("write_per_namespace", set(&self.metrics.write_ns));
+    }
+}
 
-        s.push(
-            "palisade_wal_fsyncs_total",
-            Value::Counter(sh.fsyncs.load(Ordering::Relaxed)),
-        );
-        s.push(
-            "palisade_wal_records_total",
-            Value::Counter(sh.log_records.load(Ordering::Relaxed)),
-        );
-        s.push(
+/// Palisade's own: the log's and the snapshot writer's, and the connections the output
+/// budget closed.
+fn push_palisade(s: &mut Sample, sh: &Shared) {
+    let rows = [
+        ("palisade_wal_fsyncs_total", count(&sh.fsyncs)),
+        ("palisade_wal_records_total", count(&sh.log_records)),
+        (
             "palisade_wal_batch_records",
-            Value::Summary(sh.batch_records.lock().clone(), Detail::Advanced),
-        );
-        s.push(
+            summary(&sh.batch_records, Detail::Advanced),
+        ),
+        (
             "palisade_wal_fsync_micros",
-            Value::Summary(sh.fsync_micros.lock().clone(), Detail::Advanced),
-        );
-        s.push(
-            "palisade_snapshots_written_total",
-            Value::Counter(sh.snapshots.load(Ordering::Relaxed)),
-        );
-        s.push(
+            summary(&sh.fsync_micros, Detail::Advanced),
+        ),
+        ("palisade_snapshots_written_total", count(&sh.snapshots)),
+        (
             "palisade_snapshot_write_ms",
-            Value::Summary(sh.snapshot_ms.lock().clone(), Detail::Basic),
-        );
-        s.push(
+            summary(&sh.snapshot_ms, Detail::Basic),
+        ),
+        (
             "palisade_snapshot_capture_ms",
-            Value::Summary(sh.capture_ms.lock().clone(), Detail::Basic),
-        );
-        s.push(
+            summary(&sh.capture_ms, Detail::Basic),
+        ),
+        (
             "palisade_connections_closed_output_budget_total",
-            Value::Counter(sh.output_budget_closed.load(Ordering::Relaxed)),
-        );
-        s.push("palisade_last_zxid", Value::Gauge(self.state.zxid()));
-        s
+            count(&sh.output_budget_closed),
+        ),
+    ];
+    for (name, v) in rows {
+        s.push(name, v);
     }
 }
