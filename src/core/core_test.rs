@@ -125,10 +125,12 @@ impl Harness {
     }
 
     fn send(&mut self, c: &Client, xid: i32, req: Request) {
+        let frame = req.encode(xid).freeze();
         self.core.handle(CoreMsg::Request {
             conn: c.conn,
             xid,
             req,
+            frame,
         });
     }
 }

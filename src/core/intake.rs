@@ -7,10 +7,11 @@ use super::pending::{Awaiting, Waiter};
 use super::{reply, Core};
 use crate::core::watch::ConnId;
 use crate::prep::Caller;
+use bytes::Bytes;
 use palisade_proto::*;
 
 impl Core {
-    pub(super) fn request(&mut self, conn_id: ConnId, xid: i32, req: Request) {
+    pub(super) fn request(&mut self, conn_id: ConnId, xid: i32, req: Request, frame: Bytes) {
         let now = self.now_ms();
         let forwards = self.role.forwards_writes();
         let read_only = self.role.read_only();
@@ -61,18 +62,26 @@ impl Core {
             return;
         }
         conn.queue.push_back(Slot::Write(xid));
-        self.write(conn_id, session, xid, req, forwards);
+        self.write(conn_id, session, xid, req, frame, forwards);
     }
 
     /// A write, its slot queued: forwarded to the leader, or prepped and submitted here.
-    fn write(&mut self, conn_id: ConnId, session: i64, xid: i32, req: Request, forwards: bool) {
+    fn write(
+        &mut self,
+        conn_id: ConnId,
+        session: i64,
+        xid: i32,
+        req: Request,
+        frame: Bytes,
+        forwards: bool,
+    ) {
         if forwards {
             let awaiting = match req {
                 Request::CloseSession => Awaiting::Close,
                 Request::Reconfig(_) => Awaiting::Reconfig,
                 _ => Awaiting::Reply,
             };
-            let what = Forwarded::Request(req.encode(xid).freeze());
+            let what = Forwarded::Request(frame);
             self.forward(conn_id, session, xid, what, awaiting);
             return;
         }

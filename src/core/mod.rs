@@ -239,7 +239,12 @@ impl Core {
                 self.metrics.connection_requests += 1;
                 self.connect(conn, req, out, peer, ready, x509)
             }
-            CoreMsg::Request { conn, xid, req } => self.request(conn, xid, req),
+            CoreMsg::Request {
+                conn,
+                xid,
+                req,
+                frame,
+            } => self.request(conn, xid, req, frame),
             CoreMsg::Bad {
                 conn,
                 xid,

@@ -338,6 +338,9 @@ pub enum CoreMsg {
         conn: ConnId,
         xid: i32,
         req: Request,
+        /// The client's message as it came (header and body): what a follower forwards, so
+        /// that the leader decodes the client's bytes, not a re-encoding of them.
+        frame: Bytes,
     },
     /// A request that did not decode; the core answers it as ZooKeeper would.
     Bad {

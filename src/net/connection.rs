@@ -169,7 +169,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             }
             None => return,
         };
-        let mut r = Reader::new(body, p.max_buffer);
+        let mut r = Reader::new(body.clone(), p.max_buffer);
         let Ok(h) = RequestHeader::read(&mut r) else {
             tracing::debug!(conn, "frame too short for a request header; closing");
             return;
@@ -180,6 +180,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 conn,
                 xid: h.xid,
                 req,
+                frame: body,
             },
             Err(error) => {
                 tracing::debug!(conn, op = h.type_, %error, "request did not decode");

@@ -19,6 +19,9 @@ pub(crate) struct Node {
 
 use crate::core::tests::cfg;
 
+/// The wall clock every test member joins at (see `node_with`).
+const JOINED_AT_MS: i64 = 1_796_000_000_000;
+
 fn node(myid: u64) -> Node {
     node_with(myid, cfg(), Vec::new())
 }
@@ -32,6 +35,10 @@ pub(crate) fn node_with(
     let (p_tx, proposals) = unbounded_channel();
     let (l_tx, to_leader) = tokio::sync::mpsc::channel(crate::limits::FORWARD_QUEUE);
     let mut core = Core::new(cfg, Box::new(Proposer::new(p_tx.clone())));
+    // Every test member joins at the same wall-clock millisecond: the node each sets from
+    // zoo.cfg (/zookeeper/config, its mtime local as in ZooKeeper) is then the same on all,
+    // so trees compare equal whether or not a millisecond passed between two joins.
+    core.now.wall_ms = JOINED_AT_MS;
     core.join(MemberLinks {
         myid,
         conf: String::new(),
@@ -226,10 +233,12 @@ pub(crate) fn create(path: &str, flags: i32) -> Request {
 }
 
 pub(crate) fn request(n: &mut Node, c: &Client, xid: i32, req: Request) {
+    let frame = req.encode(xid).freeze();
     n.core.handle(CoreMsg::Request {
         conn: c.conn,
         xid,
         req,
+        frame,
     });
 }
 
@@ -267,6 +276,48 @@ fn a_follower_forwards_and_answers_when_committed_with_zxids_from_the_term() {
     crate::testkit::assert_same_tree("follower", &b.core.state.tree, &a.core.state.tree);
     assert_eq!(a.core.state.zxid(), b.core.state.zxid());
     assert!(a.core.state.sessions().contains_key(&id));
+}
+
+#[test]
+fn a_follower_forwards_the_clients_own_bytes_and_the_leader_decodes_them_once() {
+    let mut p = Pair::new(3);
+    let (mut c, _, _) = session_on_follower(&mut p, 10);
+    let req = create("/raw", 0);
+    // A byte after the request: ZooKeeper's server ignores it, and so does our connection;
+    // the leader must accept what the follower's connection accepted.
+    let mut frame = req.encode(7).to_vec();
+    frame.push(0);
+    let frame = Bytes::from(frame);
+    p.nodes[1].core.handle(CoreMsg::Request {
+        conn: c.conn,
+        xid: 7,
+        req,
+        frame: frame.clone(),
+    });
+    p.nodes[1].core.role.member_mut().flush_forwards();
+    let mut forwarded = Vec::new();
+    while let Ok(m) = p.nodes[1].to_leader.try_recv() {
+        if let ToLeader::Forward(ops) = m {
+            forwarded.extend(ops);
+        }
+    }
+    assert_eq!(forwarded.len(), 1);
+    assert!(
+        matches!(&forwarded[0].what, Forwarded::Request(b) if *b == frame),
+        "the forward carries the client's message as it came, not a re-encoding"
+    );
+    let (tx, _rx) = oneshot::channel();
+    p.nodes[0]
+        .core
+        .handle(CoreMsg::Forwarded(forwarded, Some(tx)));
+    p.settle();
+    let r = replies(&mut c);
+    assert_eq!(
+        r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
+        vec![(7, 0)]
+    );
+    assert!(p.nodes[0].core.state.tree.lookup("/raw").is_some());
+    assert!(p.nodes[1].core.state.tree.lookup("/raw").is_some());
 }
 
 #[test]

@@ -140,10 +140,12 @@ fn got(c: &mut Client) -> Vec<Got> {
 }
 
 fn request(core: &mut Core, c: &Client, xid: i32, req: Request) {
+    let frame = req.encode(xid).freeze();
     core.handle(CoreMsg::Request {
         conn: c.conn,
         xid,
         req,
+        frame,
     });
 }
 
