@@ -136,7 +136,13 @@ def test_rolling_restart_keeps_writes_sessions_and_locks(ensemble, kind, classes
               for n in holder.get_children("/rolling-lock")]
     assert owners == [sessions[id(holder)]], "the lock node is not the holder's: %s" % owners
     events = read_events(log)
-    assert rcs == [0] * WORKERS, "curator workers: %s\n%s" % (rcs, events[-30:])
+    if rcs != [0] * WORKERS:
+        outs = []
+        for i, rc in enumerate(rcs):
+            if rc != 0:
+                with open(str(tmp_path / ("j%d.out" % i)), errors="replace") as f:
+                    outs.append("--- j%d (exit %s):\n%s" % (i, rc, f.read()[-4000:]))
+        raise AssertionError("curator workers: %s\n%s\n%s" % (rcs, "\n".join(outs), events[-30:]))
     counts, _ = check_exclusion(events)
     assert counts == {"mutex": WORKERS * iterations}
     accepted, rejected = check_fencing(events)
