@@ -63,6 +63,12 @@ class Palisade:
                                      env=dict(os.environ, **(env or {})))
         end = time.time() + 20
         while time.time() < end:
+            if self.proc.poll() is not None:
+                # Exited (a port taken, say): whatever answers on these ports is not ours.
+                with open(os.path.join(self.dir, "server.log"), errors="replace") as f:
+                    log = f.read()[-2000:]
+                self.stop()
+                raise RuntimeError(f"Palisade exited with {self.proc.returncode}:\n{log}")
             try:
                 if http(self.url("/ruok"))[0] == 200:
                     return
