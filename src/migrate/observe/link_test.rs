@@ -7,42 +7,12 @@
 use super::*;
 use crate::migrate::observe::store::{Store, StoreConfig};
 use bytes::{BufMut, Bytes, BytesMut};
-use palisade_proto::{
-    CreateTxn, DataNode, Id, JStr, Record, SnapSession, Txn, TxnBody, TxnHeader, ACL,
-};
-use palisade_zab::{make_zxid, Body, Frame, Packet, TxnEntry, SIGNATURE};
-use palisade_zkdisk::Quirk;
+use palisade_proto::{DataNode, JStr, Record, SnapSession};
+use palisade_zab::{make_zxid, Body, Frame, Packet, SIGNATURE};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-fn create(zxid: i64, path: &str) -> TxnEntry {
-    TxnEntry {
-        txn: Txn {
-            header: TxnHeader {
-                client_id: 0,
-                cxid: 0,
-                zxid,
-                time: 1_700_000_000_000,
-                type_: 1,
-            },
-            body: TxnBody::Create(CreateTxn {
-                path: JStr::from(path),
-                data: Some(Bytes::from_static(b"v")),
-                acl: Some(vec![ACL {
-                    perms: 31,
-                    id: Id {
-                        scheme: JStr::from("world"),
-                        id: JStr::from("anyone"),
-                    },
-                }]),
-                ephemeral: false,
-                parent_c_version: 1,
-            }),
-        },
-        digest: None,
-        quirk: Quirk::None,
-    }
-}
+use crate::migrate::observe::store::tests::create;
 
 fn packet(zxid: i64, body: Body) -> Vec<u8> {
     Packet::new(zxid, body).encode().to_vec()

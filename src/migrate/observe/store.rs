@@ -355,4 +355,4 @@ fn write_epochs(path: &Path, (accepted, current): (i64, i64)) -> Res<()> {
 
 #[cfg(test)]
 #[path = "store_test.rs"]
-mod tests;
+pub(super) mod tests;

@@ -15,7 +15,8 @@ fn z(epoch: i64, n: i64) -> i64 {
     (epoch << 32) | n
 }
 
-fn create(zxid: i64, path: &str) -> TxnEntry {
+/// A create of `path` at `zxid`, its data the path (also link_test's).
+pub(in crate::migrate::observe) fn create(zxid: i64, path: &str) -> TxnEntry {
     TxnEntry {
         txn: Txn {
             header: TxnHeader {
