@@ -317,6 +317,11 @@ run_suite "lock benchmark, Curator recipes on ensembles, quick mode (Palisade an
   timeout -k 5 240 python3 tools/bench/locks.py --quick --client curator --only ensemble
 run_suite "lock benchmark, kazoo recipes on ensembles, quick mode (Palisade and ZooKeeper 3.8)" \
   timeout -k 5 240 python3 tools/bench/locks.py --quick --client kazoo --only ensemble
+# Issue 35's sync figure still runs: a ZooKeeper 3.8 observer and `palisade observe-zookeeper`
+# each sync a populated tree from a 3-member ZooKeeper ensemble by SNAP (2,000 znodes; no speed
+# asserted; ports 29300-29314; about 6 s).
+run_suite "observer sync benchmark, smoke mode (ZooKeeper 3.8 observer and Palisade's)" \
+  timeout -k 5 180 python3 tools/bench/observer_sync.py --smoke
 # The ensemble benchmark still works: every workload and the leader kill on a 3-member
 # Palisade ensemble end without errors (about 20 s; both servers: drop --kind).
 run_suite "ensemble benchmark, quick mode (3 Palisade members)" \
