@@ -76,9 +76,6 @@ pub enum Query {
     },
 }
 
-/// Why a leadership ask was not sent when the Raft side is gone (a member stopping).
-pub(crate) const LEADERSHIP_GONE: &str = "the ensemble's side of this server is gone";
-
 /// What /ready reports: the serving state `srvr` reports (a member without a quorum, or in
 /// read-only mode, does not serve read-write clients) and the role its Mode line names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,24 +118,6 @@ impl Core {
                 let acl = tree.lookup("/").map(|id| tree.acl_of(id).to_vec());
                 let _ = reply.send(acl.unwrap_or_default());
             }
-        }
-    }
-
-    /// An operator's leadership ask (`ydld`/`rqld`, as four-letter words and admin
-    /// commands): sent to the Raft side (ensemble/raft/transfer.rs), or why it cannot be.
-    pub(crate) fn leadership(
-        &mut self,
-        ask: super::member::LeadershipAsk,
-    ) -> Result<(), &'static str> {
-        let leads = self.member_leads();
-        if leads.is_none() {
-            Err("this server is standalone")
-        } else if ask == super::member::LeadershipAsk::Yield && leads == Some(false) {
-            Err("this server is not the leader")
-        } else if self.ask_leadership(ask) {
-            Ok(())
-        } else {
-            Err(LEADERSHIP_GONE)
         }
     }
 

@@ -1,10 +1,13 @@
 //! The words that change something: crst and srst (statistics reset), csnp (a snapshot now),
-//! ydld and rqld (leadership handed over).
+//! ydld and rqld (leadership handed over; `leadership` is the ask the admin commands make too).
 
 use crate::core::member::LeadershipAsk;
 use crate::core::Core;
 use palisade_proto::FourLetterWord;
 use std::fmt::Write as _;
+
+/// Why a leadership ask was not sent when the Raft side is gone (a member stopping).
+pub(crate) const LEADERSHIP_GONE: &str = "the ensemble's side of this server is gone";
 
 impl Core {
     pub(super) fn crst(&mut self, out: &mut String) {
@@ -42,10 +45,25 @@ impl Core {
         };
         match self.leadership(ask) {
             Ok(()) => out.push_str("Sent.\n"),
-            Err(super::super::admin::LEADERSHIP_GONE) => out.push_str("Failed to send request.\n"),
+            Err(LEADERSHIP_GONE) => out.push_str("Failed to send request.\n"),
             Err(why) => {
                 let _ = writeln!(out, "Failed to send request: {why}.");
             }
+        }
+    }
+
+    /// An operator's leadership ask (`ydld`/`rqld`, as four-letter words and admin
+    /// commands): sent to the Raft side (ensemble/raft/transfer.rs), or why it cannot be.
+    pub(crate) fn leadership(&mut self, ask: LeadershipAsk) -> Result<(), &'static str> {
+        let leads = self.member_leads();
+        if leads.is_none() {
+            Err("this server is standalone")
+        } else if ask == LeadershipAsk::Yield && leads == Some(false) {
+            Err("this server is not the leader")
+        } else if self.ask_leadership(ask) {
+            Ok(())
+        } else {
+            Err(LEADERSHIP_GONE)
         }
     }
 }

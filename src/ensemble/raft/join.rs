@@ -8,8 +8,9 @@
 //! is formed does it form one with them, as at first start. `answer_join` is the other side,
 //! on every member's peer port.
 
-use super::network::{JoinReply, Network, PeerClient};
+use super::network::{Network, PeerClient};
 use super::reconcile::peer_addr;
+use super::rpc::JoinReply;
 use super::types::{NodeId, TypeConfig};
 use crate::ensemble::members::{Member, Role};
 use openraft::{BasicNode, Raft};

@@ -1,6 +1,7 @@
 use super::join;
 use crate::ensemble::members::{parse_member, Member};
-use crate::ensemble::raft::network::{serve, JoinReply, Network, PeerHandler};
+use crate::ensemble::raft::network::{serve, Network, PeerHandler};
+use crate::ensemble::raft::rpc::JoinReply;
 use crate::ensemble::raft::state_machine::StateApplier;
 use crate::ensemble::raft::storage;
 use openraft::error::{InstallSnapshotError, RaftError};

@@ -2,7 +2,7 @@
 //! decodes, carries the index its record says, and follows its predecessor in index and term
 //! order), so that a damaged or foreign log fails the open, not a later read.
 
-use super::log_store::{bad_data, Live, Slot};
+use super::log_live::{bad_data, Live, Slot};
 use super::log_thread::decode_committed;
 use super::types::{NodeId, TypeConfig};
 use openraft::{Entry, LogId};

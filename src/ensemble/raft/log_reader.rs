@@ -3,7 +3,7 @@
 //! checked to be the entry expected (a truncation may have rewritten the segment, a purge
 //! removed it). An entry not yet durable is served from memory.
 
-use super::log_store::{bad_data, io_err, Live, Slot};
+use super::log_live::{bad_data, io_err, Live, Slot};
 use super::types::{NodeId, TypeConfig};
 use openraft::{Entry, LogId, RaftLogReader, StorageError, StorageIOError};
 use palisade_wal::{read_raft_record, RecordPos, DEFAULT_MAX_PAYLOAD};

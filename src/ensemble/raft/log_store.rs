@@ -25,59 +25,22 @@
 pub use super::log_reader::LogReader;
 
 use super::durable::Durable;
+use super::log_live::{bad_data, io_err, Live, LogCounters, Slot};
 use super::log_thread::{log_thread, Cmd, Done, Shared, Writer};
 use super::purged::PurgedFile;
-use super::storage::SnapshotFloor;
+use super::snapshot_floor::SnapshotFloor;
 use super::types::{NodeId, TypeConfig};
 use super::vote::VoteFile;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
-use openraft::{AnyError, Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
-use palisade_wal::{Corruption, Options, RecordPos, Wal};
+use openraft::{Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
+use palisade_wal::{Corruption, Options, Wal};
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::io;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
-
-/// An entry on its way to the log thread: index, log id, postcard bytes.
-pub(super) type Encoded = (i64, LogId<NodeId>, Vec<u8>);
-
-/// A live entry: held until its batch is durable, then only its place in the log.
-pub(super) enum Slot {
-    Mem(Entry<TypeConfig>),
-    Disk(LogId<NodeId>, RecordPos),
-}
-
-impl Slot {
-    pub(super) fn log_id(&self) -> LogId<NodeId> {
-        match self {
-            Slot::Mem(e) => e.log_id,
-            Slot::Disk(id, _) => *id,
-        }
-    }
-}
-
-/// The live entries, from the one after the purge point to the last appended.
-#[derive(Default)]
-pub(super) struct Live {
-    pub(super) purged: Option<LogId<NodeId>>,
-    /// The last committed log id recorded in the log (openraft's `save_committed`).
-    pub(super) committed: Option<LogId<NodeId>>,
-    pub(super) entries: BTreeMap<u64, Slot>,
-}
-
-impl Live {
-    /// The last entry's log id, else the purge point: where the log ends.
-    fn last_log_id(&self) -> Option<LogId<NodeId>> {
-        self.entries
-            .last_key_value()
-            .map(|(_, s)| s.log_id())
-            .or(self.purged)
-    }
-}
 
 /// The log's committed part, as the peer handler compares an append with it.
 #[derive(Clone)]
@@ -123,18 +86,6 @@ impl LogView {
     }
 }
 
-/// What the log thread reports, for tests and metrics.
-#[derive(Default)]
-pub struct LogCounters {
-    /// fdatasyncs issued on segments.
-    pub fsyncs: std::sync::atomic::AtomicU64,
-    /// Group commits: batches of appends written together.
-    pub batches: std::sync::atomic::AtomicU64,
-    /// Of those, the ones written and synced by the caller (the Raft thread), the log thread
-    /// being idle.
-    pub inline: std::sync::atomic::AtomicU64,
-}
-
 pub struct LogStore {
     dir: PathBuf,
     live: Arc<Mutex<Live>>,
@@ -168,14 +119,6 @@ impl Drop for LogStore {
             let _ = t.join();
         }
     }
-}
-
-pub(super) fn io_err(e: impl std::error::Error + 'static) -> AnyError {
-    AnyError::new(&e)
-}
-
-pub(super) fn bad_data(why: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, why)
 }
 
 impl LogStore {

@@ -417,7 +417,7 @@ fn entries_left_behind_a_purge_stay_hidden() {
 fn a_purge_waiting_for_an_installed_snapshot_leaves_a_log_that_opens() {
     let dir = tempfile::tempdir().unwrap();
     rt().block_on(async {
-        let floor = super::super::storage::SnapshotFloor::default();
+        let floor = super::super::snapshot_floor::SnapshotFloor::default();
         let mut log = LogStore::open(dir.path(), SEGMENT)
             .unwrap()
             .with_floor(floor.clone());

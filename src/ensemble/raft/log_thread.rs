@@ -4,7 +4,7 @@
 //! append or a committed id on the writer itself.
 
 use super::durable::Durable;
-use super::log_store::{Encoded, Live, LogCounters, Slot};
+use super::log_live::{Encoded, Live, LogCounters, Slot};
 use super::types::NodeId;
 use openraft::LogId;
 use palisade_wal::{RecordKind, RecordPos, Wal, WalError};

@@ -10,22 +10,21 @@
 //! server no configuration names closes it (`serve_link`). The calling side, one member's
 //! client of another, is `peer_client.rs`.
 
-use super::peer_client::LinkState;
 pub use super::peer_client::PeerClient;
+use super::peer_client::{Contacts, LinkState};
+use super::rpc::{JoinReply, PeerRequest, PeerResponse, SnapshotResult};
 
 use super::durable::Durable;
 use super::types::{NodeId, TypeConfig};
 use crate::ensemble::link::{self, read_frame, write_frame, Directory, Link, Peer, Security};
-use crate::limits::{PEER_APPEND_BYTES, PEER_FRAME};
+use crate::limits::PEER_FRAME;
 use crate::seam::{Forward, SyncPoint};
-use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::error::RaftError;
 use openraft::network::RaftNetworkFactory;
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, VoteRequest, VoteResponse,
 };
 use openraft::{BasicNode, RaftMetrics};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -33,63 +32,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-
-#[derive(Debug, Serialize, Deserialize)]
-pub enum PeerRequest {
-    Append(AppendEntriesRequest<TypeConfig>),
-    Vote(VoteRequest<NodeId>),
-    Snapshot(InstallSnapshotRequest<TypeConfig>),
-    /// A follower's clients' writes, for the leader to prep.
-    Forward(Vec<Forward>),
-    /// Sessions alive on a follower (its clients' pings, in one message a tick).
-    Touch(Vec<(i64, u64)>),
-    /// A member not yet in the ensemble (reconfigEnabled) asks to be replicated to
-    /// (raft/join.rs): its id and peer address.
-    Join {
-        id: NodeId,
-        addr: String,
-    },
-    /// The leader of `term` tells this member to campaign: it hands over (raft/transfer.rs).
-    Elect {
-        term: u64,
-    },
-    /// A member asks the leader to hand over to it (`rqld`).
-    Transfer {
-        to: NodeId,
-    },
-}
-
-type SnapshotResult =
-    Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>;
-
-#[derive(Debug, Serialize, Deserialize)]
-pub enum PeerResponse {
-    Append(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
-    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
-    Snapshot(SnapshotResult),
-    /// The points of the forwarded syncs (None: this member does not lead).
-    Forward(Option<Vec<SyncPoint>>),
-    Touch,
-    Join(JoinReply),
-    /// Whether the campaign will be made / the hand-over begun.
-    Elect(bool),
-    Transfer(bool),
-}
-
-/// What a member answers a server asking to join (raft/join.rs).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum JoinReply {
-    /// This member has formed no ensemble yet.
-    NotFormed,
-    /// The asker is in this member's membership already: the leader replicates to it.
-    Member,
-    /// This member leads and has made the asker a learner.
-    Added,
-    /// Ask the leader, here.
-    Leader { id: NodeId, addr: String },
-    /// Formed, but no leader is known (or joining is off): ask again later.
-    Later,
-}
 
 /// What answers a peer's calls: the local Raft (below), or a test's stand-in. `from` is the
 /// member the link proved to be.
@@ -254,32 +196,6 @@ async fn serve_link<H: PeerHandler>(
     Ok(())
 }
 
-fn entry_bytes(e: &openraft::Entry<TypeConfig>) -> usize {
-    use super::types::Proposal;
-    match &e.payload {
-        openraft::EntryPayload::Normal(Proposal::Txn(b)) => b.len(),
-        openraft::EntryPayload::Normal(Proposal::Txns(t)) => t.iter().map(|b| b.len()).sum(),
-        openraft::EntryPayload::Normal(Proposal::Restore(r)) => r.payload_len(),
-        _ => 0,
-    }
-}
-
-/// How many of `entries` fit in `PEER_APPEND_BYTES` (at least one), if not all do.
-pub fn too_many(entries: &[openraft::Entry<TypeConfig>]) -> Option<u64> {
-    let mut bytes = 0usize;
-    for (i, e) in entries.iter().enumerate() {
-        bytes = bytes.saturating_add(entry_bytes(e));
-        if bytes > PEER_APPEND_BYTES && i > 0 {
-            return Some(i as u64);
-        }
-    }
-    None
-}
-
-/// When each member last answered a call (the leader's heartbeats keep it fresh): who is
-/// in touch, for a reconfig's synced-quorum check.
-pub type Contacts = Arc<parking_lot::Mutex<std::collections::BTreeMap<NodeId, std::time::Instant>>>;
-
 /// Makes one [`PeerClient`] per target, as openraft asks.
 #[derive(Clone)]
 pub struct Network {
@@ -352,7 +268,7 @@ impl Network {
 
     /// A client for calls of the ensemble's own (forwards, touches, joins) to `target`.
     pub fn client(&self, target: NodeId, addr: String) -> PeerClient {
-        PeerClient::new(self, target, addr)
+        PeerClient::new(self.me, self.security.clone(), target, addr)
     }
 
     /// Holds back followers' acknowledgements until `durable` reaches them.

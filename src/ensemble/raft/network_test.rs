@@ -3,9 +3,11 @@
 //! the way openraft needs them to.
 
 use super::*;
+use crate::ensemble::raft::rpc::too_many;
 use crate::ensemble::raft::types::Proposal;
 use openraft::error::RPCError;
 use openraft::network::{RPCOption, RaftNetwork};
+use openraft::raft::InstallSnapshotResponse;
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

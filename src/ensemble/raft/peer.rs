@@ -20,7 +20,8 @@
 //!   vote a *follower* last heard, but a leader's own lease starts at its election only, so a
 //!   candidate of a higher term unseated a healthy leader.
 
-use super::network::{JoinReply, PeerHandler, PeerRequest};
+use super::network::PeerHandler;
+use super::rpc::{JoinReply, PeerRequest};
 use super::types::{NodeId, Proposal, TypeConfig};
 use crate::limits::{MAX_TXN_BYTES, PEER_MAX_TERM, PEER_SNAPSHOT_MAX, PEER_TERM_STEP};
 use crate::seam::{CoreInbox, Forward, Notice, SyncPoint};
@@ -44,11 +45,6 @@ pub fn term_ok(term: u64, current: u64) -> Result<(), String> {
         return Err(format!("term {term} is far beyond this member's {current}"));
     }
     Ok(())
-}
-
-/// Whether a vote a peer answered with can be taken (network.rs checks every reply).
-pub fn vote_ok(v: &Vote<NodeId>) -> bool {
-    v.leader_id().term <= PEER_MAX_TERM
 }
 
 /// An append's entries, checked before they reach the log.

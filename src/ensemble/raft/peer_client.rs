@@ -4,8 +4,7 @@
 //! (`too_many`).
 
 use super::durable::Durable;
-use super::network::{too_many, Contacts, JoinReply, Network, PeerRequest, PeerResponse};
-use super::peer::vote_ok;
+use super::rpc::{too_many, vote_ok, JoinReply, PeerRequest, PeerResponse};
 use super::types::{NodeId, RpcResult, TypeConfig};
 use crate::ensemble::link::{self, read_frame, write_frame, Link, Security};
 use crate::limits::PEER_FRAME;
@@ -41,6 +40,10 @@ impl Drop for Dialing {
         self.0.abort();
     }
 }
+
+/// When each member last answered a call (the leader's heartbeats keep it fresh): who is
+/// in touch, for a reconfig's synced-quorum check.
+pub type Contacts = Arc<parking_lot::Mutex<std::collections::BTreeMap<NodeId, std::time::Instant>>>;
 
 pub struct PeerClient {
     pub(super) me: NodeId,
@@ -96,10 +99,11 @@ async fn dial(
 }
 
 impl PeerClient {
-    /// A link to the member at `addr` (made at the first call), secured as `network`'s.
-    pub fn new(network: &Network, target: NodeId, addr: String) -> Self {
+    /// A link from member `me` to the member at `addr` (made at the first call), secured
+    /// as `security` says.
+    pub fn new(me: NodeId, security: Arc<Security>, target: NodeId, addr: String) -> Self {
         PeerClient {
-            me: network.me,
+            me,
             target,
             addr,
             moved_from: None,
@@ -108,7 +112,7 @@ impl PeerClient {
             down: false,
             contacts: None,
             durable: None,
-            security: network.security.clone(),
+            security,
         }
     }
 

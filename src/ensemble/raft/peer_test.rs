@@ -1,6 +1,7 @@
 //! The checks a member runs on a proven peer's calls before they reach openraft.
 
 use super::*;
+use crate::ensemble::raft::rpc::vote_ok;
 use openraft::{CommittedLeaderId, Entry, LogId};
 use palisade_proto::OpCode;
 

@@ -2,7 +2,7 @@
 //! member may prep, whether a quorum acknowledges it, who is synced) and `lgif`'s
 //! `RaftInfo`; a leader a reconfig left out of the voters stops its heartbeats here.
 
-use super::network::Contacts;
+use super::peer_client::Contacts;
 use super::types::{NodeId, TypeConfig};
 use crate::ensemble::dynamic::DynConfig;
 use crate::limits::ROLE_VIEW_RECHECK_MIN_MS;

@@ -14,7 +14,7 @@
 use super::durable::Durable;
 use super::snapshot_buf::SnapshotBuf;
 use super::snapshot_file::SnapshotFile;
-use super::storage::SnapshotFloor;
+use super::snapshot_floor::SnapshotFloor;
 use super::types::{Node, NodeId, Proposal, TypeConfig};
 use crate::durability::image;
 use crate::state::State;

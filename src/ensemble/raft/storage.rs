@@ -8,32 +8,10 @@
 //! start rather than run with a hole between its state and its log.
 
 use super::log_store::LogStore;
+use super::snapshot_floor::SnapshotFloor;
 use super::state_machine::{Applier, StateMachine};
-use super::types::NodeId;
-use openraft::LogId;
-use parking_lot::Mutex;
 use std::io;
 use std::path::Path;
-use std::sync::Arc;
-
-/// Where the saved snapshot file reaches: set by the state machine once a snapshot is on
-/// disk, read by the log before it purges.
-#[derive(Clone, Default)]
-pub struct SnapshotFloor(Arc<Mutex<Option<LogId<NodeId>>>>);
-
-impl SnapshotFloor {
-    pub fn get(&self) -> Option<LogId<NodeId>> {
-        *self.0.lock()
-    }
-
-    /// A saved snapshot reaching `at`; the floor never goes down.
-    pub fn saved(&self, at: Option<LogId<NodeId>>) {
-        let mut f = self.0.lock();
-        if at > *f {
-            *f = at;
-        }
-    }
-}
 
 pub async fn open<A: Applier>(
     dir: &Path,

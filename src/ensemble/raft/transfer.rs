@@ -17,7 +17,8 @@
 //! it orders writes again. Writes pause for about a lease (300 ms at most): openraft's lease
 //! cannot be cut short, and it is what keeps a partitioned member from unseating a leader.
 
-use super::network::{Network, PeerRequest};
+use super::network::Network;
+use super::rpc::PeerRequest;
 use super::types::{NodeId, TypeConfig};
 use crate::seam::LeadershipAsk as Ask;
 use openraft::{Raft, ServerState};
