@@ -21,7 +21,6 @@ pub mod network;
 pub mod peer;
 mod peer_client;
 mod proposer;
-pub mod purged;
 pub mod reconcile;
 pub mod recovery;
 mod roles;
@@ -30,10 +29,10 @@ pub mod snapshot_buf;
 pub mod snapshot_file;
 mod snapshots;
 pub mod state_machine;
+pub mod step_down;
 pub mod storage;
 pub mod transfer;
 pub mod types;
-pub mod vote;
 pub mod wiring;
 
 #[cfg(test)]
