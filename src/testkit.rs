@@ -82,9 +82,26 @@ pub fn open_create(path: &str, flags: i32) -> CreateRequest {
     CreateRequest {
         path: JStr::from(path),
         data: None,
-        acl: Some(vec![acl(31, "world", "anyone")]),
+        acl: open_acl(),
         flags,
     }
+}
+
+/// world:anyone with every permission.
+pub fn open_acl() -> Option<Vec<ACL>> {
+    Some(vec![acl(31, "world", "anyone")])
+}
+
+/// The txn of a create of `path` with data "d" and world:anyone's every permission, which
+/// leaves its parent's child-creation counter at `parent_c_version`.
+pub fn create_txn(path: &str, ephemeral: bool, parent_c_version: i32) -> TxnBody {
+    TxnBody::Create(CreateTxn {
+        path: JStr::from(path),
+        data: Some(bytes::Bytes::from_static(b"d")),
+        acl: open_acl(),
+        ephemeral,
+        parent_c_version,
+    })
 }
 
 fn acl(perms: i32, scheme: &str, id: &str) -> ACL {

@@ -272,6 +272,22 @@ async fn leadership(core: &CoreSlot, what: LeadershipAsk, m: &mut Json) -> Statu
     }
 }
 
+/// The answer to `command` (`snapshot` or `restore`: switched by `admin.<command>.enabled`,
+/// one per rate-limit interval) when it is refused before any work, as ZooKeeper 3.9 refuses
+/// it: 503 where it is switched off, 429 within the interval. The log lines are in
+/// docs/troubleshooting.md with both names.
+fn refused(command: &str, enabled: bool, limit: &RateLimiter) -> Option<Response> {
+    if !enabled {
+        tracing::warn!("{command} command is disabled (admin.{command}.enabled=false)");
+        return Some(bare(StatusCode::SERVICE_UNAVAILABLE, command, None));
+    }
+    if !limit.allow() {
+        tracing::warn!("{command} request was rate limited");
+        return Some(bare(StatusCode::TOO_MANY_REQUESTS, command, None));
+    }
+    None
+}
+
 /// The restore command's primary name (ZooKeeper 3.9's RestoreCommand).
 const RESTORE: &str = "restore";
 
@@ -282,13 +298,8 @@ const RESTORE: &str = "restore";
 /// the zxid it stands at; 500 with why when the server cannot (an ensemble member, a failed
 /// snapshot file).
 async fn restore(st: &AdminState, body: axum::body::Body) -> Response {
-    if !st.opts.restore_enabled {
-        tracing::warn!("restore command is disabled (admin.restore.enabled=false)");
-        return bare(StatusCode::SERVICE_UNAVAILABLE, RESTORE, None);
-    }
-    if !st.restore_limit.allow() {
-        tracing::warn!("restore request was rate limited");
-        return bare(StatusCode::TOO_MANY_REQUESTS, RESTORE, None);
+    if let Some(refusal) = refused(RESTORE, st.opts.restore_enabled, &st.restore_limit) {
+        return refusal;
     }
     let Ok(bytes) = axum::body::to_bytes(body, crate::limits::RESTORE_MAX_BYTES).await else {
         return bare(
@@ -361,13 +372,8 @@ async fn snapshot(st: &AdminState, query: &str) -> Response {
         .map(|(_, v)| v.eq_ignore_ascii_case("true"))
         .next_back()
         .unwrap_or(true);
-    if !st.opts.snapshot_enabled {
-        tracing::warn!("snapshot command is disabled (admin.snapshot.enabled=false)");
-        return bare(StatusCode::SERVICE_UNAVAILABLE, SNAPSHOT, None);
-    }
-    if !st.snapshot_limit.allow() {
-        tracing::warn!("snapshot request was rate limited");
-        return bare(StatusCode::TOO_MANY_REQUESTS, SNAPSHOT, None);
+    if let Some(refusal) = refused(SNAPSHOT, st.opts.snapshot_enabled, &st.snapshot_limit) {
+        return refusal;
     }
     let Some(image) = ask_long(&st.core, |reply| Query::Backup { reply }).await else {
         return bare(StatusCode::OK, SNAPSHOT, Some(NOT_SERVING));

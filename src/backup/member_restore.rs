@@ -16,14 +16,12 @@
 use crate::config::Config;
 use crate::ensemble::raft::reconcile::peer_addr;
 use crate::ensemble::raft::snapshot_buf::SnapshotBuf;
-use crate::ensemble::raft::state_machine::{Applier, Committed, PendingImage};
+use crate::ensemble::raft::state_machine::InstallOnly;
 use crate::ensemble::raft::storage;
-use crate::ensemble::raft::types::NodeId;
 use crate::state::State;
 use openraft::storage::{RaftLogStorage, RaftStateMachine};
 use openraft::{BasicNode, CommittedLeaderId, LogId, Membership, SnapshotMeta, StoredMembership};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io;
 
 /// Where the member's files go, from its zoo.cfg: the data dir (holding `myid`), the log dir.
 pub struct Target {
@@ -110,7 +108,7 @@ pub fn write(state: &State, t: &Target) -> Result<u64, String> {
     rt.block_on(async {
         crate::durability::datadir::create_private_dir(&t.raft_dir).map_err(|e| e.to_string())?;
         let (mut log, mut sm) =
-            storage::open_as(&t.raft_dir, t.segment_bytes, Some(identity), Files)
+            storage::open_as(&t.raft_dir, t.segment_bytes, Some(identity), InstallOnly)
                 .await
                 .map_err(|e| e.to_string())?;
         sm.install_snapshot(&meta, Box::new(SnapshotBuf::memory(image)))
@@ -125,22 +123,4 @@ pub fn write(state: &State, t: &Target) -> Result<u64, String> {
         }
         Ok(term)
     })
-}
-
-/// The storage's applier while the files are written: it holds no state (the image is for
-/// the member's core, which checks it when the member starts); only an install is expected.
-struct Files;
-
-impl Applier for Files {
-    async fn apply(&mut self, _: Committed, _: LogId<NodeId>) -> io::Result<()> {
-        Err(io::Error::other("a restore applies no entries"))
-    }
-
-    async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {
-        Err(io::Error::other("a restore builds no snapshot"))
-    }
-
-    async fn install(&mut self, _: &[u8], _: Option<LogId<NodeId>>) -> io::Result<()> {
-        Ok(())
-    }
 }

@@ -3,6 +3,7 @@
 
 use super::values::{parse, parse_bool, Taken};
 use super::Config;
+use crate::net::tls::comma_list;
 use std::path::PathBuf;
 
 impl Config {
@@ -28,13 +29,7 @@ impl Config {
             "maxClientCnxns" => self.max_client_cnxns = parse(name, v)?,
             "minSessionTimeout" => self.min_session_timeout = Some(parse(name, v)?),
             "maxSessionTimeout" => self.max_session_timeout = Some(parse(name, v)?),
-            "4lw.commands.whitelist" => {
-                self.four_letter_words = v
-                    .split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            }
+            "4lw.commands.whitelist" => self.four_letter_words = comma_list(v),
             "extendedTypesEnabled" => self.extended_types_enabled = parse_bool(name, v)?,
             "znode.container.checkIntervalMs" | "container.checkIntervalMs" => {
                 self.container_check_interval_ms = parse(name, v)?

@@ -20,6 +20,16 @@ fn seeds() -> u64 {
         .unwrap_or(2000)
 }
 
+/// A replayer loaded from the capture `buf` (taken from `start`, ended by `trailer`); `what`
+/// names the capture in a failure.
+fn load(buf: &[u8], start: i64, trailer: &Trailer, what: &str) -> Replayer {
+    let items: Vec<Item<'_>> = palisade_snapshot::decode_items(buf)
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{what}: capture does not decode: {e:?}"));
+    Replayer::from_items(items.into_iter(), start, trailer, Path::new("mem"))
+        .unwrap_or_else(|e| panic!("{what}: load: {e}"))
+}
+
 /// Runs one seed; returns (nodes captured, txns during the capture).
 fn run(seed: u64) -> (u64, i64) {
     let mut w = Workload::new(seed);
@@ -51,11 +61,7 @@ fn run(seed: u64) -> (u64, i64) {
         "seed {seed}: the kept digest drifted from the tree"
     );
 
-    let items: Vec<Item<'_>> = palisade_snapshot::decode_items(&buf)
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("seed {seed}: capture does not decode: {e:?}"));
-    let mut from_snap = Replayer::from_items(items.into_iter(), start, &trailer, Path::new("mem"))
-        .unwrap_or_else(|e| panic!("seed {seed}: load: {e}"));
+    let mut from_snap = load(&buf, start, &trailer, &format!("seed {seed}"));
     for txn in w.log.iter().filter(|t| t.header.zxid > start) {
         from_snap
             .txn(txn)
@@ -140,11 +146,7 @@ fn replayed_create2_over_a_capture_raises_the_counter() {
             other => palisade_snapshot::encode_item(&mut doctored, other),
         }
     }
-    let items: Vec<Item<'_>> = palisade_snapshot::decode_items(&doctored)
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    let mut r = Replayer::from_items(items.into_iter(), start, &trailer, Path::new("mem"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut r = load(&doctored, start, &trailer, "the doctored capture");
     for txn in w.log.iter().filter(|t| t.header.zxid > start) {
         assert_eq!(txn.header.type_, OpCode::Create2.code());
         r.txn(txn).unwrap_or_else(|e| panic!("{e}"));

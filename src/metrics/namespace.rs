@@ -107,11 +107,16 @@ mod tests {
 
     #[test]
     fn first_component_as_zookeeper_takes_it() {
-        assert_eq!(top("/a/b/c"), Some("a"));
-        assert_eq!(top("/a"), Some("a"));
-        assert_eq!(top("/zookeeper/config"), Some("zookeeper"));
-        assert_eq!(top("/"), None);
-        assert_eq!(top(""), None);
+        let cases = [
+            ("/a/b/c", Some("a")),
+            ("/a", Some("a")),
+            ("/zookeeper/config", Some("zookeeper")),
+            ("/", None),
+            ("", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(top(path), want, "{path:?}");
+        }
     }
 
     /// The figures ZooKeeper 3.8.0 reported for the same operations (docs/METRICS.md).

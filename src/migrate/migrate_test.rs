@@ -84,14 +84,7 @@ fn import_replays_the_log_over_a_fuzzy_snapshot() {
 /// The import raises the counter for every create kind.
 #[test]
 fn a_create2_already_in_the_fuzzy_snapshot_still_raises_the_parents_counter() {
-    use palisade_proto::{CreateTxn, Id, Txn, TxnBody, TxnHeader, ACL};
-    let acl = Some(vec![ACL {
-        perms: 31,
-        id: Id {
-            scheme: "world".into(),
-            id: "anyone".into(),
-        },
-    }]);
+    use palisade_proto::{CreateTxn, Txn, TxnBody, TxnHeader};
     let txn = |zxid: i64, body: TxnBody| Txn {
         header: TxnHeader {
             client_id: 0,
@@ -105,7 +98,7 @@ fn a_create2_already_in_the_fuzzy_snapshot_still_raises_the_parents_counter() {
     let create = |path: &str, pcv: i32| CreateTxn {
         path: path.into(),
         data: None,
-        acl: acl.clone(),
+        acl: crate::testkit::open_acl(),
         ephemeral: false,
         parent_c_version: pcv,
     };
@@ -152,9 +145,7 @@ fn snapshot_dir(zk: &palisade_zkdisk::ZkSnapshot) -> (tempfile::TempDir, std::pa
 mod hostile {
     use super::super::{export, import};
     use bytes::BytesMut;
-    use palisade_proto::{
-        CreateSessionTxn, CreateTxn, DeleteTxn, Id, SetDataTxn, Txn, TxnBody, TxnHeader, ACL,
-    };
+    use palisade_proto::{CreateSessionTxn, DeleteTxn, SetDataTxn, Txn, TxnBody, TxnHeader};
     use palisade_zkdisk::{dir, log as zklog, ZkNode, ZkSnapshot};
 
     const SESSION: i64 = 0x100_0000_0000_0001;
@@ -173,19 +164,7 @@ mod hostile {
     }
 
     fn create(path: &str, ephemeral: bool) -> TxnBody {
-        TxnBody::Create(CreateTxn {
-            path: path.into(),
-            data: Some(bytes::Bytes::from_static(b"d")),
-            acl: Some(vec![ACL {
-                perms: 31,
-                id: Id {
-                    scheme: "world".into(),
-                    id: "anyone".into(),
-                },
-            }]),
-            ephemeral,
-            parent_c_version: 1,
-        })
+        crate::testkit::create_txn(path, ephemeral, 1)
     }
 
     fn delete(path: &str) -> TxnBody {

@@ -35,6 +35,22 @@ fn staging() -> Outbox {
     outbox
 }
 
+/// Connection 7 on a loopback pair, as `direct` makes it, and a staging outbox: (the client's
+/// socket, the writer task's queue, the budget, the connection's output, the outbox).
+fn connected(
+    limit: usize,
+) -> (
+    TcpStream,
+    mpsc::UnboundedReceiver<Out>,
+    Arc<OutBudget>,
+    OutTx,
+    Outbox,
+) {
+    let (server, client) = pair();
+    let (rx, budget, out) = direct(server, limit);
+    (client, rx, budget, out, staging())
+}
+
 fn frame(n: u8, len: usize) -> Bytes {
     Bytes::from(vec![n; len])
 }
@@ -49,11 +65,9 @@ fn read_exactly(c: &mut TcpStream, n: usize) -> Vec<u8> {
 /// with the budget released and the reader's slots freed; nothing goes to the writer task.
 #[test]
 fn a_turns_output_is_written_by_the_core_when_the_writer_holds_nothing() {
-    let (server, mut client) = pair();
-    let (mut rx, budget, out) = direct(server, 1 << 20);
+    let (mut client, mut rx, budget, out, mut outbox) = connected(1 << 20);
     budget.read_one();
     budget.read_one();
-    let mut outbox = staging();
     outbox.send(&out, Out::Reply(frame(1, 10)));
     outbox.send(&out, Out::Event(frame(2, 5)));
     outbox.send(&out, Out::Reply(frame(3, 10)));
@@ -75,9 +89,7 @@ fn a_turns_output_is_written_by_the_core_when_the_writer_holds_nothing() {
 /// once it has written everything, the core writes itself again.
 #[test]
 fn output_goes_behind_what_the_writer_holds() {
-    let (server, mut client) = pair();
-    let (mut rx, budget, out) = direct(server, 1 << 20);
-    let mut outbox = staging();
+    let (mut client, mut rx, budget, out, mut outbox) = connected(1 << 20);
     out.hand(Out::Bytes(frame(9, 4))).unwrap();
     budget.read_one();
     outbox.send(&out, Out::Reply(frame(1, 10)));
@@ -135,9 +147,7 @@ fn what_the_socket_does_not_take_goes_to_the_writer() {
 /// one batch, and they follow as they are, in order.
 #[test]
 fn a_large_replys_parts_go_to_the_writer_as_they_are_behind_what_was_staged() {
-    let (server, _client) = pair();
-    let (mut rx, budget, out) = direct(server, 1 << 30);
-    let mut outbox = staging();
+    let (_client, mut rx, budget, out, mut outbox) = connected(1 << 30);
     outbox.send(&out, Out::Reply(frame(1, 10)));
     outbox.send(&out, Out::Bytes(frame(2, WRITE_BATCH)));
     outbox.send(&out, Out::Reply(frame(3, 100)));
@@ -157,9 +167,7 @@ fn a_large_replys_parts_go_to_the_writer_as_they_are_behind_what_was_staged() {
 /// what is sent outside the engine's outbox is not staged.
 #[test]
 fn a_close_and_output_outside_a_turn_go_to_the_writer() {
-    let (server, _client) = pair();
-    let (mut rx, _, out) = direct(server, 1 << 20);
-    let mut outbox = staging();
+    let (_client, mut rx, _, out, mut outbox) = connected(1 << 20);
     outbox.send(&out, Out::Reply(frame(1, 10)));
     outbox.send(&out, Out::Close);
     outbox.write();

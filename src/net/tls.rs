@@ -79,7 +79,8 @@ pub struct TlsConfig {
     pub ciphersuites: Vec<String>,
 }
 
-fn list(v: &str) -> Vec<String> {
+/// A comma-separated list, as ZooKeeper splits one: each item trimmed, empty ones dropped.
+pub fn comma_list(v: &str) -> Vec<String> {
     v.split(',')
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
@@ -111,13 +112,13 @@ impl TlsConfig {
                     }
                 }
             }
-            "ssl.enabledProtocols" => self.enabled_protocols = list(v),
+            "ssl.enabledProtocols" => self.enabled_protocols = comma_list(v),
             "ssl.protocol" => {
                 if self.enabled_protocols.is_empty() {
-                    self.enabled_protocols = list(v)
+                    self.enabled_protocols = comma_list(v)
                 }
             }
-            "ssl.ciphersuites" => self.ciphersuites = list(v),
+            "ssl.ciphersuites" => self.ciphersuites = comma_list(v),
             // Accepted: client-side or JVM-specific settings with no server-side meaning here.
             "ssl.hostnameVerification"
             | "ssl.clientHostnameVerification"

@@ -3,18 +3,8 @@
 //! reports the outcome and changes the core turns into replies and watch events.
 
 use super::*;
-use crate::testkit::{assert_same_tree, dump, Workload};
+use crate::testkit::{assert_same_tree, create_txn, dump, Workload};
 use palisade_proto::*;
-
-fn open_acl() -> Option<Vec<ACL>> {
-    Some(vec![ACL {
-        perms: 31,
-        id: Id {
-            scheme: "world".into(),
-            id: "anyone".into(),
-        },
-    }])
-}
 
 fn txn(zxid: i64, client_id: i64, op: OpCode, body: TxnBody) -> Txn {
     Txn {
@@ -29,14 +19,18 @@ fn txn(zxid: i64, client_id: i64, op: OpCode, body: TxnBody) -> Txn {
     }
 }
 
+/// A state that applied a create (without ephemeral owner) for each (zxid, path, parent
+/// cversion), in order.
+fn state_with(creates: &[(i64, &str, i32)]) -> State {
+    let mut s = State::new();
+    for (zxid, path, pcv) in creates {
+        s.apply(&create(*zxid, path, *pcv, None));
+    }
+    s
+}
+
 fn create(zxid: i64, path: &str, pcv: i32, ephemeral_of: Option<i64>) -> Txn {
-    let body = TxnBody::Create(CreateTxn {
-        path: JStr::from(path),
-        data: Some(bytes::Bytes::from_static(b"d")),
-        acl: open_acl(),
-        ephemeral: ephemeral_of.is_some(),
-        parent_c_version: pcv,
-    });
+    let body = create_txn(path, ephemeral_of.is_some(), pcv);
     txn(zxid, ephemeral_of.unwrap_or(0), OpCode::Create, body)
 }
 
@@ -116,9 +110,7 @@ fn create_reports_its_path_stat_and_two_changes() {
 
 #[test]
 fn a_replayed_create_only_raises_the_counter_and_changes_nothing_visible() {
-    let mut s = State::new();
-    s.apply(&create(1, "/p", 1, None));
-    s.apply(&create(2, "/p/c", 1, None));
+    let mut s = state_with(&[(1, "/p", 1), (2, "/p/c", 1)]);
     // The same create again (a replay over a fuzzy snapshot), carrying a higher counter.
     let t = create(3, "/p/c", 5, None);
     let e = s.apply(&t);
@@ -133,8 +125,7 @@ fn a_replayed_create_only_raises_the_counter_and_changes_nothing_visible() {
 
 #[test]
 fn delete_reports_the_deleted_nodes_acl_then_the_parents_change() {
-    let mut s = State::new();
-    s.apply(&create(1, "/a", 1, None));
+    let mut s = state_with(&[(1, "/a", 1)]);
     let t = delete(2, "/a");
     let e = s.apply(&t);
     assert_eq!(
@@ -218,24 +209,19 @@ fn a_multi_reports_one_outcome_per_op() {
 #[test]
 #[should_panic(expected = "applied after")]
 fn applying_out_of_order_stops_the_process() {
-    let mut s = State::new();
-    s.apply(&create(5, "/a", 1, None));
-    s.apply(&create(5, "/b", 2, None));
+    state_with(&[(5, "/a", 1), (5, "/b", 2)]);
 }
 
 #[test]
 fn a_digest_is_recorded_against_the_zxid_the_state_stands_at() {
-    let mut s = State::new();
-    s.apply(&create(1, "/a", 1, None));
+    let s = state_with(&[(1, "/a", 1)]);
     assert_eq!(s.digest_after(1), s.tree.digest());
 }
 
 #[test]
 #[should_panic(expected = "the state stands at")]
 fn a_digest_recorded_against_another_zxid_stops_the_process() {
-    let mut s = State::new();
-    s.apply(&create(1, "/a", 1, None));
-    s.apply(&create(2, "/b", 2, None));
+    let s = state_with(&[(1, "/a", 1), (2, "/b", 2)]);
     s.digest_after(1);
 }
 
@@ -243,8 +229,7 @@ fn a_digest_recorded_against_another_zxid_stops_the_process() {
 /// given: 0 and the caller's clock today) and leaves the digest alone (`/zookeeper/`).
 #[test]
 fn the_ensemble_configuration_is_shown_with_the_given_zxid_and_time() {
-    let mut s = State::new();
-    s.apply(&create(1, "/a", 1, None));
+    let mut s = state_with(&[(1, "/a", 1)]);
     let digest = s.tree.digest();
     s.set_ensemble_config(b"server.1=a:1:2:participant\nversion=0", 0, 1234);
     let id = s.tree.lookup(CONFIG_NODE).unwrap();
@@ -268,7 +253,6 @@ fn the_ensemble_configuration_is_shown_with_the_given_zxid_and_time() {
 #[test]
 #[should_panic(expected = "past the state's")]
 fn an_ensemble_configuration_from_the_future_stops_the_process() {
-    let mut s = State::new();
-    s.apply(&create(1, "/a", 1, None));
+    let mut s = state_with(&[(1, "/a", 1)]);
     s.set_ensemble_config(b"version=0", 2, 0);
 }

@@ -528,13 +528,7 @@ async fn idle_connections_cannot_pile_up() {
     let (addrs, _m1, mut m2) = pair(s1.clone(), s2.clone()).await;
     let _held = dial(&addrs[&2], 2, &s1).await.unwrap();
     m2.seen.recv().await.unwrap();
-    let mut idle = Vec::new();
-    for _ in 0..40 {
-        if let Ok(s) = TcpStream::connect(&addrs[&2]).await {
-            idle.push(s);
-        }
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let idle = idle_connections(&addrs[&2]).await;
     let (pending, links) = s2.gate().counts();
     assert!(pending <= 4, "{pending} pending");
     assert_eq!(links, 1);
@@ -542,6 +536,19 @@ async fn idle_connections_cannot_pile_up() {
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let _again = dial(&addrs[&2], 2, &s1).await.unwrap();
     assert_eq!(m2.seen.recv().await.unwrap().0, 1);
+}
+
+/// 40 connections to `addr` (as many as it takes) that never send anything, and 100 ms for
+/// the member to take them in.
+async fn idle_connections(addr: &str) -> Vec<TcpStream> {
+    let mut idle = Vec::new();
+    for _ in 0..40 {
+        if let Ok(s) = TcpStream::connect(addr).await {
+            idle.push(s);
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    idle
 }
 
 /// The same flood while members link: idle connections that fill every handshake slot (of
@@ -561,25 +568,14 @@ async fn members_link_through_a_flood_of_idle_connections() {
     let s1 = Security::plain(1);
     let s2 = Security::plain(2).with_limits(limits);
     let (addrs, _m1, mut m2) = pair(s1.clone(), s2.clone()).await;
-    let mut idle = Vec::new();
-    for _ in 0..40 {
-        if let Ok(s) = TcpStream::connect(&addrs[&2]).await {
-            idle.push(s);
-        }
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let mut idle = idle_connections(&addrs[&2]).await;
     let (pending, _) = s2.gate().counts();
     assert!(pending <= 4, "{pending} pending");
     // Into the flooded member: its pending slots hold idle connections only.
     let _in = dial(&addrs[&2], 2, &s1).await.expect("member 1 links to 2");
     assert_eq!(m2.seen.recv().await.unwrap().0, 1);
     // Out of it: member 1 asks member 2, through member 2's flooded port, for the proof.
-    for _ in 0..40 {
-        if let Ok(s) = TcpStream::connect(&addrs[&2]).await {
-            idle.push(s);
-        }
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    idle.extend(idle_connections(&addrs[&2]).await);
     let _out = dial(&addrs[&1], 1, &s2).await.expect("member 2 links to 1");
     drop(idle);
 }

@@ -98,10 +98,26 @@ async fn write(members: &[Member], leader: NodeId, txns: &[palisade_proto::Txn])
     last
 }
 
-async fn form(
-    dirs: &[tempfile::TempDir],
+/// What a test's three members start from: their directories, their addresses and their
+/// configuration.
+struct Ensemble {
+    dirs: Vec<tempfile::TempDir>,
+    nodes: BTreeMap<NodeId, BasicNode>,
     config: Arc<Config>,
-) -> (Vec<Member>, BTreeMap<NodeId, BasicNode>, NodeId) {
+}
+
+impl Ensemble {
+    /// Member `id` started again from its directory, at its address.
+    async fn restart(&self, id: NodeId) -> Member {
+        let l = rebind(&self.nodes[&id].addr).await;
+        let dir = self.dirs[id as usize - 1].path();
+        start(id, dir, l, self.config.clone(), &self.nodes).await
+    }
+}
+
+/// Three members formed in fresh directories with `config`, and the leader they elected.
+async fn form(config: Arc<Config>) -> (Ensemble, Vec<Member>, NodeId) {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let mut listeners = Vec::new();
     let mut nodes = BTreeMap::new();
     for id in 1..=3u64 {
@@ -115,7 +131,15 @@ async fn form(
     }
     members[0].raft.initialize(nodes.clone()).await.unwrap();
     let leader = leader_seen_by(&members[0], "a leader").await;
-    (members, nodes, leader)
+    (
+        Ensemble {
+            dirs,
+            nodes,
+            config,
+        },
+        members,
+        leader,
+    )
 }
 
 /// The leader `m` knows of, once it knows one.
@@ -186,9 +210,7 @@ async fn all_agree(members: &[Member], last: u64, direct: &State) {
 /// Then every member restarts at once, from snapshot file plus log alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let config = with_snapshots(SnapshotPolicy::LogsSinceLast(25));
-    let (mut members, nodes, leader) = form(&dirs, config.clone()).await;
+    let (e, mut members, leader) = form(with_snapshots(SnapshotPolicy::LogsSinceLast(25))).await;
     let log = txns(5, 200);
     let last = write(&members, leader, &log[..40]).await;
     all_agree(&members, last, &applied(&log[..40])).await;
@@ -209,8 +231,7 @@ async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
         .await
         .unwrap();
     assert!(lm.snapshot.is_some());
-    let l = rebind(&nodes[&f].addr).await;
-    members.push(start(f, dirs[f as usize - 1].path(), l, config.clone(), &nodes).await);
+    members.push(e.restart(f).await);
     all_agree(&members, last, &applied(&log[..160])).await;
     let fm = members.last().unwrap().raft.metrics().borrow().clone();
     assert!(
@@ -222,8 +243,7 @@ async fn a_member_behind_a_purge_catches_up_by_snapshot_and_all_restart() {
     // Everyone stops; everyone restarts from its snapshot file and log.
     stop_all(std::mem::take(&mut members)).await;
     for id in 1..=3u64 {
-        let l = rebind(&nodes[&id].addr).await;
-        members.push(start(id, dirs[id as usize - 1].path(), l, config.clone(), &nodes).await);
+        members.push(e.restart(id).await);
     }
     for m in &members {
         m.sm.with_applier(|a| assert!(a.state.zxid() > 0, "restored from its snapshot"))
@@ -245,8 +265,7 @@ fn assert_same_state(what: &str, got: &State, want: &State) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_members_elect_replicate_and_agree() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let (mut members, nodes, leader) = form(&dirs, config()).await;
+    let (e, mut members, leader) = form(config()).await;
 
     let log = txns(11, 120);
     let last = write(&members, leader, &log[..80]).await;
@@ -257,8 +276,7 @@ async fn three_members_elect_replicate_and_agree() {
     let f = if leader == 3 { 1 } else { 3 };
     stop_one(&mut members, f).await;
     let last = write(&members, leader, &log[80..]).await;
-    let l = rebind(&nodes[&f].addr).await;
-    members.push(start(f, dirs[f as usize - 1].path(), l, config(), &nodes).await);
+    members.push(e.restart(f).await);
     all_agree(&members, last, &applied(&log)).await;
     stop_all(members).await;
 }
@@ -268,9 +286,7 @@ async fn three_members_elect_replicate_and_agree() {
 /// log and snapshot file as a follower. Every acknowledged write is in every State.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_stops_and_no_acknowledged_write_is_lost() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let config = with_snapshots(SnapshotPolicy::LogsSinceLast(40));
-    let (mut members, nodes, leader) = form(&dirs, config.clone()).await;
+    let (e, mut members, leader) = form(with_snapshots(SnapshotPolicy::LogsSinceLast(40))).await;
     let log = txns(9, 100);
     write(&members, leader, &log[..50]).await;
     stop_one(&mut members, leader).await;
@@ -291,17 +307,7 @@ async fn the_leader_stops_and_no_acknowledged_write_is_lost() {
         "leader {leader} stopped; {new_leader} elected after {} ms",
         elected.as_millis()
     );
-    let l = rebind(&nodes[&leader].addr).await;
-    members.push(
-        start(
-            leader,
-            dirs[leader as usize - 1].path(),
-            l,
-            config.clone(),
-            &nodes,
-        )
-        .await,
-    );
+    members.push(e.restart(leader).await);
     all_agree(&members, last, &applied(&log)).await;
     stop_all(members).await;
 }

@@ -206,7 +206,7 @@ impl Driver {
         } else {
             // openraft's rule: a committed vote waits out its lease first. So does a member
             // back from a restart with a vote from before (a restarted leader's is saved
-            // uncommitted, vote.rs): the leader elected while it was away reaches it again
+            // uncommitted, step_down.rs): the leader elected while it was away reaches it again
             // within a lease (its link backed off while the member was down), and a candidacy
             // before that would raise the term and unseat a healthy leader.
             // And so does a candidate whose candidacy failed: most often its log is behind

@@ -94,7 +94,7 @@ fn a_leader_never_heard_since_the_vote_is_left_to_the_random_timeout() {
 fn a_leader_back_from_a_restart_waits_a_lease_before_it_campaigns() {
     let t0 = Instant::now();
     let ms = Duration::from_millis;
-    // its own vote of term 2, saved again uncommitted at the restart (vote.rs)
+    // its own vote of term 2, saved again uncommitted at the restart (step_down.rs)
     let back = Look {
         state: ServerState::Follower,
         vote: Vote::new(2, 2),

@@ -66,35 +66,22 @@ mod tests {
     use crate::core::CoreMsg;
     use crate::ensemble::raft::election;
     use crate::ensemble::raft::network::Network;
-    use crate::ensemble::raft::state_machine::{Applier, Committed, PendingImage};
+    use crate::ensemble::raft::state_machine::InstallOnly;
     use crate::ensemble::raft::storage;
-    use crate::ensemble::raft::types::{NodeId, Proposal};
-    use openraft::{BasicNode, LogId};
+    use crate::ensemble::raft::types::Proposal;
+    use openraft::BasicNode;
     use std::collections::BTreeMap;
-    use std::io;
     use std::sync::Arc;
     use std::time::Duration;
     use tokio::sync::mpsc;
 
-    /// An applier that fails: openraft stops its core on the storage error this makes.
-    struct Broken;
-
-    impl Applier for Broken {
-        async fn apply(&mut self, _: Committed, _: LogId<NodeId>) -> io::Result<()> {
-            Err(io::Error::other("disk on fire"))
-        }
-        async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {
-            Err(io::Error::other("no"))
-        }
-        async fn install(&mut self, _: &[u8], _: Option<LogId<NodeId>>) -> io::Result<()> {
-            Err(io::Error::other("no"))
-        }
-    }
-
-    /// A lone member 1 whose applier fails (and the dir its log is in).
+    /// A lone member 1 whose applier fails to apply an entry (and the dir its log is in):
+    /// openraft stops its core on the storage error this makes.
     async fn broken_raft() -> (Raft<TypeConfig>, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        let (log, sm) = storage::open(dir.path(), 64 << 10, Broken).await.unwrap();
+        let (log, sm) = storage::open(dir.path(), 64 << 10, InstallOnly)
+            .await
+            .unwrap();
         let config = Arc::new(election::raft_config(200, 10, 5, 1000).unwrap());
         let network = Network::new(1, Duration::from_millis(10));
         let raft = Raft::new(1, config, network, log, sm).await.unwrap();

@@ -19,18 +19,17 @@
 //! segment, a purge removed it). An entry appended but not yet written is held in memory until
 //! its batch is durable (openraft may replicate an entry its leader has not flushed yet).
 //!
-//! The open checks every entry it reads back (`log_open.rs`). Beside the log: the vote
-//! (`vote.rs`) and the purge point (`purged.rs`).
+//! The open checks every entry it reads back (`log_open.rs`). Beside the log: the vote and
+//! the purge point (`sealed.rs`).
 
 pub use super::log_reader::LogReader;
 
 use super::durable::Durable;
 use super::log_live::{bad_data, io_err, Live, LogCounters, Slot};
 use super::log_thread::{log_thread, Cmd, Done, Shared, Writer};
-use super::purged::PurgedFile;
+use super::sealed::{PurgedFile, VoteFile};
 use super::snapshot_floor::SnapshotFloor;
 use super::types::{NodeId, TypeConfig};
-use super::vote::VoteFile;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
 use palisade_wal::{Corruption, Options, Wal};

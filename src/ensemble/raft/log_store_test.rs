@@ -62,6 +62,30 @@ async fn everything(log: &mut LogStore) -> (LogState<TypeConfig>, Vec<Entry<Type
     (state, all)
 }
 
+/// A log opened in `dir` with segments of `segment` bytes, holding `e` (appended, synced).
+async fn log_holding(dir: &Path, segment: u64, e: Vec<Entry<TypeConfig>>) -> LogStore {
+    let mut log = LogStore::open(dir, segment).unwrap();
+    log.blocking_append(e).await.unwrap();
+    log
+}
+
+/// `log` closed and opened again from `dir`, as a restart does.
+fn reopen(log: LogStore, dir: &Path, segment: u64) -> LogStore {
+    drop(log);
+    LogStore::open(dir, segment).unwrap()
+}
+
+/// Asserts where the log was purged up to and the entries it holds.
+async fn assert_log(
+    log: &mut LogStore,
+    purged: Option<LogId<NodeId>>,
+    want: Vec<Entry<TypeConfig>>,
+) {
+    let (state, all) = everything(log).await;
+    assert_eq!(state.last_purged_log_id, purged);
+    assert_eq!(all, want);
+}
+
 fn segment_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -83,8 +107,7 @@ fn segment_files(dir: &Path) -> Vec<std::path::PathBuf> {
 fn restart_after_append_truncate_and_purge_gives_back_the_same_log() {
     let dir = tempfile::tempdir().unwrap();
     rt().block_on(async {
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
-        log.blocking_append(entries(1, 0, 99)).await.unwrap();
+        let mut log = log_holding(dir.path(), SEGMENT, entries(1, 0, 99)).await;
         let before = everything(&mut log).await;
         assert_eq!(before.1.len(), 100);
         drop(log);
@@ -97,8 +120,7 @@ fn restart_after_append_truncate_and_purge_gives_back_the_same_log() {
         let after_cut = everything(&mut log).await;
         assert_eq!(after_cut.0.last_log_id, Some(id(2, 80)));
         assert_eq!(after_cut.1.get(60), Some(&entry(2, 60)));
-        drop(log);
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        let mut log = reopen(log, dir.path(), SEGMENT);
         assert_eq!(everything(&mut log).await, after_cut);
 
         let segments_before = segment_files(dir.path()).len();
@@ -107,8 +129,7 @@ fn restart_after_append_truncate_and_purge_gives_back_the_same_log() {
         let after_purge = everything(&mut log).await;
         assert_eq!(after_purge.0.last_purged_log_id, Some(id(1, 40)));
         assert_eq!(after_purge.1.first().map(|e| e.log_id), Some(id(1, 41)));
-        drop(log);
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        let mut log = reopen(log, dir.path(), SEGMENT);
         assert_eq!(everything(&mut log).await, after_purge);
 
         // A purge past the end (a snapshot replaced the log) empties it; the log goes on
@@ -116,27 +137,33 @@ fn restart_after_append_truncate_and_purge_gives_back_the_same_log() {
         log.purge(id(3, 200)).await.unwrap();
         log.blocking_append(entries(3, 201, 203)).await.unwrap();
         let replaced = everything(&mut log).await;
-        drop(log);
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        let mut log = reopen(log, dir.path(), SEGMENT);
         assert_eq!(everything(&mut log).await, replaced);
         assert_eq!(replaced.0.last_purged_log_id, Some(id(3, 200)));
         assert_eq!(replaced.1, entries(3, 201, 203));
     });
 }
 
+/// A directory holding a log of entries 1..=10 (1 MiB segments) whose last segment file
+/// `damage` has rewritten.
+fn damaged_log(damage: impl FnOnce(&mut Vec<u8>)) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async { drop(log_holding(dir.path(), 1 << 20, entries(1, 1, 10)).await) });
+    let seg = segment_files(dir.path()).pop().unwrap();
+    let mut data = std::fs::read(&seg).unwrap();
+    damage(&mut data);
+    std::fs::write(&seg, &data).unwrap();
+    dir
+}
+
 /// How: the last record's crc and end mark are zeroed, as a write cut short leaves them.
 #[test]
 fn a_torn_tail_is_cut() {
-    let dir = tempfile::tempdir().unwrap();
-    rt().block_on(async {
-        let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
-        log.blocking_append(entries(1, 1, 10)).await.unwrap();
-        drop(log);
-        let seg = segment_files(dir.path()).pop().unwrap();
-        let mut data = std::fs::read(&seg).unwrap();
+    let dir = damaged_log(|data| {
         let end = data.iter().rposition(|&b| b != 0).unwrap() + 1;
         data[end - 8..end].fill(0);
-        std::fs::write(&seg, &data).unwrap();
+    });
+    rt().block_on(async {
         let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
         let (state, all) = everything(&mut log).await;
         assert_eq!(state.last_log_id, Some(id(1, 9)));
@@ -144,8 +171,7 @@ fn a_torn_tail_is_cut() {
         assert!(dir.path().join("detached").read_dir().unwrap().count() == 1);
         // The log goes on where the tear was.
         log.blocking_append(entries(1, 10, 11)).await.unwrap();
-        drop(log);
-        let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+        let mut log = reopen(log, dir.path(), 1 << 20);
         assert_eq!(everything(&mut log).await.1, entries(1, 1, 11));
     });
 }
@@ -154,15 +180,7 @@ fn a_torn_tail_is_cut() {
 /// written whole, and open must refuse rather than cut acknowledged entries.
 #[test]
 fn a_flipped_byte_refuses_to_open() {
-    let dir = tempfile::tempdir().unwrap();
-    rt().block_on(async {
-        let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
-        log.blocking_append(entries(1, 1, 10)).await.unwrap();
-    });
-    let seg = segment_files(dir.path()).pop().unwrap();
-    let mut data = std::fs::read(&seg).unwrap();
-    data[32 + 24 + 3] ^= 0x10;
-    std::fs::write(&seg, &data).unwrap();
+    let dir = damaged_log(|data| data[32 + 24 + 3] ^= 0x10);
     let e = LogStore::open(dir.path(), 1 << 20).err().unwrap();
     assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
     assert!(e.to_string().contains("crc"), "{e}");
@@ -207,38 +225,32 @@ fn queued_appends_share_one_fdatasync() {
 #[test]
 fn a_followers_append_is_synced_by_the_caller_when_the_log_thread_is_idle() {
     let rt = rt();
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
-    log.lead_as(1);
+    let (dir, mut log) = log_of_member_1(&rt, Vote::new_committed(1, 2));
     let counters = log.counters();
     let durable = log.durable();
-    rt.block_on(log.save_vote(&Vote::new_committed(1, 2)))
-        .unwrap();
     rt.block_on(log.blocking_append(entries(1, 1, 3))).unwrap();
     assert_eq!(counters.inline.load(Relaxed), 1);
     assert_eq!(counters.fsyncs.load(Relaxed), 1);
     assert!(durable.covers(Some(id(1, 3))));
 
-    let release = log.hold().unwrap();
-    let early = reported_within(&rt, &mut log, entries(1, 4, 4), Duration::from_millis(200));
+    let early = append_held(&rt, &mut log, entries(1, 4, 4), Duration::from_millis(200));
     assert!(early.is_none(), "an append ran ahead of the queue");
     assert_eq!(counters.inline.load(Relaxed), 1);
-    release.send(()).unwrap();
-    rt.block_on(durable.reach(Some(id(1, 4)), Duration::from_secs(10)))
-        .unwrap();
 
     rt.block_on(log.save_vote(&Vote::new_committed(2, 1)))
         .unwrap();
     // The thread has finished the held append: it is idle again, but these are the leader's.
     rt.block_on(durable.reach(Some(id(1, 4)), Duration::from_secs(10)))
         .unwrap();
-    reported_within(&rt, &mut log, entries(2, 5, 6), Duration::from_secs(5)).unwrap();
+    let append = log.blocking_append(entries(2, 5, 6));
+    rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), append).await })
+        .expect("the leader's append was not reported within 5 s")
+        .unwrap();
     rt.block_on(durable.reach(Some(id(2, 6)), Duration::from_secs(10)))
         .unwrap();
     assert_eq!(counters.inline.load(Relaxed), 1);
     assert_eq!(counters.batches.load(Relaxed), 3);
-    drop(log);
-    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    let mut log = reopen(log, dir.path(), 1 << 20);
     let (state, all) = rt.block_on(everything(&mut log));
     assert_eq!(state.last_log_id, Some(id(2, 6)));
     assert_eq!(all.len(), 6);
@@ -261,13 +273,11 @@ fn the_committed_id_survives_a_restart() {
         log.save_committed(Some(id(1, 18))).await.unwrap();
         assert_eq!(recorded(&log), Some(id(1, 18)));
         assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 18)));
-        drop(log);
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        let mut log = reopen(log, dir.path(), SEGMENT);
         assert_eq!(recorded(&log), Some(id(1, 18)));
         assert_eq!(log.read_committed().await.unwrap(), Some(id(1, 18)));
         log.truncate(id(1, 25)).await.unwrap();
-        drop(log);
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
+        let mut log = reopen(log, dir.path(), SEGMENT);
         assert_eq!(recorded(&log), Some(id(1, 15)));
         assert_eq!(
             log.get_log_state().await.unwrap().last_log_id,
@@ -393,19 +403,14 @@ fn a_reader_never_returns_a_cut_entry() {
 fn entries_left_behind_a_purge_stay_hidden() {
     let dir = tempfile::tempdir().unwrap();
     rt().block_on(async {
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
-        log.blocking_append(entries(1, 1, 10)).await.unwrap();
-        drop(log);
+        drop(log_holding(dir.path(), SEGMENT, entries(1, 1, 10)).await);
         PurgedFile::new(dir.path()).save(&id(2, 21)).unwrap();
         let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
         let (state, all) = everything(&mut log).await;
         assert_eq!((state.last_log_id, all.len()), (Some(id(2, 21)), 0));
         log.blocking_append(entries(2, 22, 24)).await.unwrap();
-        drop(log);
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
-        let (state, all) = everything(&mut log).await;
-        assert_eq!(state.last_purged_log_id, Some(id(2, 21)));
-        assert_eq!(all, entries(2, 22, 24));
+        let mut log = reopen(log, dir.path(), SEGMENT);
+        assert_log(&mut log, Some(id(2, 21)), entries(2, 22, 24)).await;
     });
 }
 
@@ -434,8 +439,7 @@ fn a_purge_waiting_for_an_installed_snapshot_leaves_a_log_that_opens() {
         drop(log);
         // The same, stopped with the purge still waiting: the file keeps the gap.
         let dir = tempfile::tempdir().unwrap();
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
-        log.blocking_append(entries(1, 1, 10)).await.unwrap();
+        let mut log = log_holding(dir.path(), SEGMENT, entries(1, 1, 10)).await;
         log.blocking_append(entries(2, 41, 43)).await.unwrap();
         drop(log);
         assert!(
@@ -443,9 +447,7 @@ fn a_purge_waiting_for_an_installed_snapshot_leaves_a_log_that_opens() {
             "a gap is refused"
         );
         let mut log = LogStore::open_as(dir.path(), SEGMENT, None, Some(id(2, 40))).unwrap();
-        let (state, all) = everything(&mut log).await;
-        assert_eq!(state.last_purged_log_id, Some(id(2, 40)));
-        assert_eq!(all, entries(2, 41, 43));
+        assert_log(&mut log, Some(id(2, 40)), entries(2, 41, 43)).await;
     });
 }
 
@@ -455,8 +457,7 @@ fn a_purge_waiting_for_an_installed_snapshot_leaves_a_log_that_opens() {
 fn a_lost_segment_refuses_to_open() {
     let dir = tempfile::tempdir().unwrap();
     rt().block_on(async {
-        let mut log = LogStore::open(dir.path(), SEGMENT).unwrap();
-        log.blocking_append(entries(1, 1, 100)).await.unwrap();
+        drop(log_holding(dir.path(), SEGMENT, entries(1, 1, 100)).await);
     });
     let segs = segment_files(dir.path());
     assert!(segs.len() > 3);
@@ -465,17 +466,39 @@ fn a_lost_segment_refuses_to_open() {
     assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
 }
 
-/// Appends `e` and waits for openraft's flush callback at most `limit`: None if it did not come
-/// (the append stays queued).
-fn reported_within(
+/// Member 1's log in a fresh directory (1 MiB segments), with `vote` saved.
+fn log_of_member_1(
+    rt: &tokio::runtime::Runtime,
+    vote: Vote<NodeId>,
+) -> (tempfile::TempDir, LogStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
+    log.lead_as(1);
+    rt.block_on(log.save_vote(&vote)).unwrap();
+    (dir, log)
+}
+
+/// Appends `e` with the log thread held, waiting for openraft's flush callback at most
+/// `limit` (None if it did not come: the append stays queued): while held the durable mark must not cover the
+/// entries; released, it must reach the last of them.
+fn append_held(
     rt: &tokio::runtime::Runtime,
     log: &mut LogStore,
     e: Vec<Entry<TypeConfig>>,
     limit: Duration,
 ) -> Option<()> {
-    rt.block_on(async { tokio::time::timeout(limit, log.blocking_append(e)).await })
+    let durable = log.durable();
+    let (first, last) = (e.first().map(|e| e.log_id), e.last().map(|e| e.log_id));
+    let release = log.hold().unwrap();
+    let reported = rt
+        .block_on(async { tokio::time::timeout(limit, log.blocking_append(e)).await })
         .ok()
-        .map(|r| r.unwrap())
+        .map(|r| r.unwrap());
+    assert!(!durable.covers(first), "the mark ran ahead of the sync");
+    release.send(()).unwrap();
+    rt.block_on(durable.reach(last, Duration::from_secs(10)))
+        .unwrap();
+    reported
 }
 
 /// How: the log thread is held. This member (1) leads term 1 by its saved vote, so an append
@@ -485,35 +508,17 @@ fn reported_within(
 #[test]
 fn the_leaders_own_entries_are_reported_at_once_and_the_mark_waits_for_their_sync() {
     let rt = rt();
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
-    log.lead_as(1);
-    let durable = log.durable();
-    rt.block_on(log.save_vote(&Vote::new_committed(1, 1)))
-        .unwrap();
-    let release = log.hold().unwrap();
-    reported_within(&rt, &mut log, entries(1, 1, 3), Duration::from_secs(5))
+    let (_dir, mut log) = log_of_member_1(&rt, Vote::new_committed(1, 1));
+    append_held(&rt, &mut log, entries(1, 1, 3), Duration::from_secs(5))
         .expect("the leader's own append waited for its sync");
-    assert!(
-        !durable.covers(Some(id(1, 1))),
-        "the mark ran ahead of the sync"
-    );
-    release.send(()).unwrap();
-    rt.block_on(durable.reach(Some(id(1, 3)), Duration::from_secs(10)))
-        .unwrap();
 
     rt.block_on(log.save_vote(&Vote::new_committed(2, 2)))
         .unwrap();
-    let release = log.hold().unwrap();
-    let early = reported_within(&rt, &mut log, entries(2, 4, 5), Duration::from_millis(300));
+    let early = append_held(&rt, &mut log, entries(2, 4, 5), Duration::from_millis(300));
     assert!(
         early.is_none(),
         "a follower's append was reported before its sync"
     );
-    assert!(!durable.covers(Some(id(2, 4))));
-    release.send(()).unwrap();
-    rt.block_on(durable.reach(Some(id(2, 5)), Duration::from_secs(10)))
-        .unwrap();
 }
 
 /// How: after a truncation the mark is the log's new end, so an entry of a newer term
@@ -529,12 +534,17 @@ fn a_truncation_moves_the_mark_back_to_the_logs_new_end() {
     rt.block_on(log.truncate(id(1, 3))).unwrap();
     assert!(durable.covers(Some(id(1, 2))));
     assert!(!durable.covers(Some(id(1, 3))));
-    let release = log.hold().unwrap();
-    let _ = reported_within(&rt, &mut log, entries(2, 3, 3), Duration::from_millis(100));
-    assert!(!durable.covers(Some(id(2, 3))));
-    release.send(()).unwrap();
-    rt.block_on(durable.reach(Some(id(2, 3)), Duration::from_secs(10)))
-        .unwrap();
+    // Reported or not within the limit: the mark waits for the sync either way.
+    let _ = append_held(&rt, &mut log, entries(2, 3, 3), Duration::from_millis(100));
+}
+
+/// Runs `check` on a log holding entries 1..=5 of term 1 (1 MiB segments).
+fn on_five_entries(check: impl AsyncFnOnce(&mut LogStore)) {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut log = log_holding(dir.path(), 1 << 20, entries(1, 1, 5)).await;
+        check(&mut log).await;
+    });
 }
 
 /// A leader whose log differs from this member's committed past (the member lost its data
@@ -542,21 +552,17 @@ fn a_truncation_moves_the_mark_back_to_the_logs_new_end() {
 /// and replaces nothing; entries past the committed one may still go.
 #[test]
 fn committed_entries_are_never_replaced() {
-    let rt = rt();
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
-    rt.block_on(async {
-        log.blocking_append(entries(1, 1, 5)).await.unwrap();
+    on_five_entries(async |log| {
         log.save_committed(Some(id(1, 3))).await.unwrap();
         let e = log.truncate(id(1, 3)).await.unwrap_err().to_string();
         assert!(
             e.contains("conflicts with this member's committed entries"),
             "{e}"
         );
-        let (state, all) = everything(&mut log).await;
+        let (state, all) = everything(log).await;
         assert_eq!((state.last_log_id, all.len()), (Some(id(1, 5)), 5));
         log.truncate(id(1, 4)).await.unwrap();
-        let (state, _) = everything(&mut log).await;
+        let (state, _) = everything(log).await;
         assert_eq!(state.last_log_id, Some(id(1, 3)));
     });
 }
@@ -565,11 +571,7 @@ fn committed_entries_are_never_replaced() {
 /// refused, named, and not recorded; one it holds is.
 #[test]
 fn a_committed_id_this_log_does_not_hold_is_refused() {
-    let rt = rt();
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
-    rt.block_on(async {
-        log.blocking_append(entries(1, 1, 5)).await.unwrap();
+    on_five_entries(async |log| {
         log.save_committed(Some(id(1, 4))).await.unwrap();
         let e = log
             .save_committed(Some(id(2, 3)))
@@ -591,11 +593,7 @@ fn a_committed_id_this_log_does_not_hold_is_refused() {
 /// still read.
 #[test]
 fn a_reversed_range_is_an_error_not_a_panic() {
-    let rt = rt();
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = LogStore::open(dir.path(), 1 << 20).unwrap();
-    rt.block_on(async {
-        log.blocking_append(entries(1, 1, 5)).await.unwrap();
+    on_five_entries(async |log| {
         #[allow(clippy::reversed_empty_ranges)]
         let e = log.try_get_log_entries(4..2).await.unwrap_err().to_string();
         assert!(e.contains("reversed range"), "{e}");

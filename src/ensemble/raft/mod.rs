@@ -22,7 +22,6 @@ pub mod network;
 pub mod peer;
 mod peer_client;
 mod proposer;
-pub mod purged;
 pub mod reconcile;
 pub mod recovery;
 mod roles;
@@ -33,10 +32,10 @@ pub mod snapshot_file;
 pub mod snapshot_floor;
 mod snapshots;
 pub mod state_machine;
+pub mod step_down;
 pub mod storage;
 pub mod transfer;
 pub mod types;
-pub mod vote;
 pub mod wiring;
 
 #[cfg(test)]

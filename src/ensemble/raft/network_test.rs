@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::ensemble::raft::rpc::too_many;
-use crate::ensemble::raft::types::Proposal;
+use crate::ensemble::raft::types::{Proposal, RpcResult};
 use openraft::error::RPCError;
 use openraft::network::{RPCOption, RaftNetwork};
 use openraft::raft::InstallSnapshotResponse;
@@ -97,16 +97,19 @@ fn opt() -> RPCOption {
     RPCOption::new(Duration::from_secs(5))
 }
 
+/// Asks `c`'s peer to vote for `node` in `term` (a candidate with an empty log).
+async fn ask_vote(c: &mut PeerClient, term: u64, node: NodeId) -> RpcResult<VoteResponse<NodeId>> {
+    c.vote(VoteRequest::new(Vote::new(term, node), None), opt())
+        .await
+}
+
 #[tokio::test]
 async fn every_rpc_crosses_the_link_intact() {
     let (addr, cancel, net, _) = start(Arc::default()).await;
     let mut c = client(&net, &addr).await;
 
     for term in [2u64, 3] {
-        let r = c
-            .vote(VoteRequest::new(Vote::new(term, 1), None), opt())
-            .await
-            .unwrap();
+        let r = ask_vote(&mut c, term, 1).await.unwrap();
         assert_eq!(r.vote_granted, term.is_multiple_of(2));
         assert_eq!(r.vote, Vote::new(term, 1));
     }
@@ -141,10 +144,7 @@ async fn every_rpc_crosses_the_link_intact() {
 async fn a_link_speaks_only_as_the_member_it_proved() {
     let (addr, cancel, net, _) = start(Arc::default()).await;
     let mut c = client(&net, &addr).await;
-    assert!(c
-        .vote(VoteRequest::new(Vote::new(2, 3), None), opt())
-        .await
-        .is_err());
+    assert!(ask_vote(&mut c, 2, 3).await.is_err());
     let forged = AppendEntriesRequest {
         vote: Vote::new_committed(3, 3),
         prev_log_id: None,
@@ -152,10 +152,7 @@ async fn a_link_speaks_only_as_the_member_it_proved() {
         leader_commit: None,
     };
     assert!(c.append_entries(forged, opt()).await.is_err());
-    let r = c
-        .vote(VoteRequest::new(Vote::new(2, 1), None), opt())
-        .await
-        .unwrap();
+    let r = ask_vote(&mut c, 2, 1).await.unwrap();
     assert!(r.vote_granted);
     cancel.cancel();
 }
@@ -168,10 +165,7 @@ async fn an_unreachable_peer_is_reported_unreachable() {
         l.local_addr().unwrap().to_string()
     };
     let mut c = client(&Network::new(1, Duration::from_millis(50)), &addr).await;
-    let e = c
-        .vote(VoteRequest::new(Vote::new(2, 1), None), opt())
-        .await
-        .unwrap_err();
+    let e = ask_vote(&mut c, 2, 1).await.unwrap_err();
     assert!(matches!(e, RPCError::Unreachable(_)), "{e:?}");
 }
 
@@ -203,9 +197,7 @@ async fn a_slow_peer_times_out_and_the_next_call_reconnects() {
 async fn a_hostile_frame_closes_only_its_link() {
     let (addr, cancel, net, _) = start(Arc::default()).await;
     let mut c = client(&net, &addr).await;
-    c.vote(VoteRequest::new(Vote::new(2, 1), None), opt())
-        .await
-        .unwrap();
+    ask_vote(&mut c, 2, 1).await.unwrap();
 
     // An oversized announcement, and a well-sized frame of garbage: both links are closed.
     for bytes in [
@@ -223,10 +215,7 @@ async fn a_hostile_frame_closes_only_its_link() {
     }
 
     // The well-behaved link still works.
-    let r = c
-        .vote(VoteRequest::new(Vote::new(4, 1), None), opt())
-        .await
-        .unwrap();
+    let r = ask_vote(&mut c, 4, 1).await.unwrap();
     assert!(r.vote_granted);
     cancel.cancel();
 }
@@ -250,18 +239,23 @@ fn an_append_call_carries_at_most_its_byte_budget_but_always_one_entry() {
     assert_eq!(too_many(&[entry(1, b"a"), big(2), big(3), big(4)]), Some(2));
 }
 
-/// A member reaches the others where its own zoo.cfg says (the Jepsen harness puts a proxy
-/// there): the membership's addresses — the forming member's, or a snapshot sender's — only
-/// for members its configuration does not name.
-#[test]
-fn members_are_reached_at_the_local_configurations_addresses() {
-    let n = Network::new(1, Duration::from_millis(50)).with_addrs(
+/// Member 1's network, its zoo.cfg naming members 2 and 3 at 127.0.0.1:7002 and :7003.
+fn member_1_with_zoo_cfg_addrs() -> Network {
+    Network::new(1, Duration::from_millis(50)).with_addrs(
         [
             (2, "127.0.0.1:7002".to_string()),
             (3, "127.0.0.1:7003".to_string()),
         ]
         .into(),
-    );
+    )
+}
+
+/// A member reaches the others where its own zoo.cfg says (the Jepsen harness puts a proxy
+/// there): the membership's addresses — the forming member's, or a snapshot sender's — only
+/// for members its configuration does not name.
+#[test]
+fn members_are_reached_at_the_local_configurations_addresses() {
+    let n = member_1_with_zoo_cfg_addrs();
     let from_membership = BasicNode::new("10.0.0.2:2888");
     assert_eq!(n.addr_of(2, &from_membership), "127.0.0.1:7002");
     assert_eq!(n.addr_of(4, &from_membership), "10.0.0.2:2888");
@@ -272,13 +266,7 @@ fn members_are_reached_at_the_local_configurations_addresses() {
 /// clone of the network (openraft's factory, the forwarder).
 #[test]
 fn a_committed_configuration_moves_members_for_every_clone() {
-    let n = Network::new(1, Duration::from_millis(50)).with_addrs(
-        [
-            (2, "127.0.0.1:7002".to_string()),
-            (3, "127.0.0.1:7003".to_string()),
-        ]
-        .into(),
-    );
+    let n = member_1_with_zoo_cfg_addrs();
     let clone = n.clone();
     n.follow([
         (3, "127.0.0.1:8003".to_string()),
@@ -303,9 +291,7 @@ async fn a_moved_member_is_reached_at_its_previous_address_until_it_listens_at_t
     };
     n.follow([(2, new.clone())]);
     let mut c = n.new_client(2, &BasicNode::new(&new)).await;
-    c.vote(VoteRequest::new(Vote::new(2, 1), None), opt())
-        .await
-        .unwrap();
+    ask_vote(&mut c, 2, 1).await.unwrap();
     // The member moves: listens at the new address, closes the old one and its links.
     let listener = TcpListener::bind(&new).await.unwrap();
     let cancel_new = CancellationToken::new();
@@ -315,10 +301,7 @@ async fn a_moved_member_is_reached_at_its_previous_address_until_it_listens_at_t
     cancel_old.cancel();
     let mut answered = false;
     for _ in 0..50 {
-        if c.vote(VoteRequest::new(Vote::new(2, 1), None), opt())
-            .await
-            .is_ok()
-        {
+        if ask_vote(&mut c, 2, 1).await.is_ok() {
             answered = true;
             break;
         }

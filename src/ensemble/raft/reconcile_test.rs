@@ -25,6 +25,23 @@ fn set(ids: &[u64]) -> BTreeSet<NodeId> {
     ids.iter().copied().collect()
 }
 
+/// Asserts that the next step (`reconfig` enabled or not) adds `id` at `addr` as a learner,
+/// and takes it.
+fn learner_added(
+    want: &DynConfig,
+    voters: &BTreeSet<NodeId>,
+    have: &mut BTreeMap<NodeId, String>,
+    reconfig: bool,
+    id: NodeId,
+    addr: &str,
+) {
+    assert_eq!(
+        next_step(want, voters, have, reconfig),
+        Some(Step::AddLearner(id, addr.into()))
+    );
+    have.insert(id, addr.into());
+}
+
 #[test]
 fn the_membership_is_brought_to_the_configuration_one_step_at_a_time() {
     let want = config(&[
@@ -38,16 +55,8 @@ fn the_membership_is_brought_to_the_configuration_one_step_at_a_time() {
     let mut voters = set(&[1, 2, 3]);
     let mut have = nodes(&[(1, 11), (2, 21), (3, 31)]);
     assert!(!matches(&want, &voters, &have));
-    assert_eq!(
-        next_step(&want, &voters, &have, true),
-        Some(Step::AddLearner(4, "127.0.0.1:41".into()))
-    );
-    have.insert(4, "127.0.0.1:41".into());
-    assert_eq!(
-        next_step(&want, &voters, &have, true),
-        Some(Step::AddLearner(5, "127.0.0.1:51".into()))
-    );
-    have.insert(5, "127.0.0.1:51".into());
+    learner_added(&want, &voters, &mut have, true, 4, "127.0.0.1:41");
+    learner_added(&want, &voters, &mut have, true, 5, "127.0.0.1:51");
     assert_eq!(
         next_step(&want, &voters, &have, true),
         Some(Step::Voters(set(&[1, 2, 4])))
@@ -76,11 +85,7 @@ fn without_reconfig_only_observers_are_added() {
     ]);
     let voters = set(&[1, 2, 3]);
     let mut have = nodes(&[(1, 11), (2, 21), (3, 31)]);
-    assert_eq!(
-        next_step(&want, &voters, &have, false),
-        Some(Step::AddLearner(9, "127.0.0.1:91".into()))
-    );
-    have.insert(9, "127.0.0.1:91".into());
+    learner_added(&want, &voters, &mut have, false, 9, "127.0.0.1:91");
     assert_eq!(
         next_step(&want, &voters, &have, false),
         None,

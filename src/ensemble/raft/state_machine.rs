@@ -35,12 +35,12 @@ use tokio::sync::Mutex;
 pub type PendingImage =
     Pin<Box<dyn Future<Output = io::Result<(Vec<u8>, Option<LogId<NodeId>>)>> + Send>>;
 
-/// Where committed txns are applied. Called in log order, never concurrently. Async, so
-/// that the core's applier can hand a batch to the core thread and await its acknowledgement
-/// without holding a runtime thread.
 /// Committed entries with their log ids, in order (each `Proposal` one encoded `Txn`).
 pub type Committed = Vec<(LogId<NodeId>, Proposal)>;
 
+/// Where committed txns are applied. Called in log order, never concurrently. Async, so
+/// that the core's applier can hand a batch to the core thread and await its acknowledgement
+/// without holding a runtime thread.
 pub trait Applier: Send + 'static {
     /// Applies committed txns, in order; `upto` is the last entry of the batch (txn or
     /// not): the state then stands there.
@@ -58,6 +58,25 @@ pub trait Applier: Send + 'static {
         snapshot: &[u8],
         at: Option<LogId<NodeId>>,
     ) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+/// An applier that holds no state and takes only an install: applying an entry or building a
+/// snapshot is an error. `palisade restore` writes a member's files with it (the image is for
+/// the member's core, which checks it when the member starts: backup/member_restore.rs).
+pub struct InstallOnly;
+
+impl Applier for InstallOnly {
+    async fn apply(&mut self, _: Committed, _: LogId<NodeId>) -> io::Result<()> {
+        Err(io::Error::other("a restore applies no entries"))
+    }
+
+    async fn begin_snapshot(&mut self) -> io::Result<PendingImage> {
+        Err(io::Error::other("a restore builds no snapshot"))
+    }
+
+    async fn install(&mut self, _: &[u8], _: Option<LogId<NodeId>>) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 struct Stored {

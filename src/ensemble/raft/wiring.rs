@@ -234,7 +234,7 @@ async fn open_storage<C: CoreInbox>(
             .unwrap_or(i64::MAX)
             .saturating_mul(1 << 32);
     }
-    super::vote::step_down_on_restart(&mut log, me.id)
+    super::step_down::step_down_on_restart(&mut log, me.id)
         .await
         .map_err(io::Error::other)?;
     log.set_spin_wait(cfg.spin_wait)?;

@@ -22,21 +22,14 @@ use std::collections::BTreeMap;
 use crate::limits::{OBSERVER_DIGEST_ALL_UP_TO_NODES, OBSERVER_DIGEST_EVERY_LARGE};
 
 /// Why the mirror refused what the leader sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Failure {
     /// The leader's txns do not make a tree the mirror can hold: start over from nothing.
+    #[error("{0}")]
     Diverged(String),
     /// The data dir failed: the observer cannot go on.
+    #[error("the data dir: {0}")]
     Disk(String),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Diverged(why) => f.write_str(why),
-            Failure::Disk(why) => write!(f, "the data dir: {why}"),
-        }
-    }
 }
 
 type Res = Result<(), Failure>;

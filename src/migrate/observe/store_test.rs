@@ -6,7 +6,7 @@
 use super::*;
 use crate::migrate::observe::mirror::{Failure, Mirror};
 use bytes::Bytes;
-use palisade_proto::{CreateTxn, Id, JStr, Txn, TxnBody, TxnHeader, ACL};
+use palisade_proto::{CreateTxn, JStr, Txn, TxnBody, TxnHeader};
 use palisade_zab::TxnEntry;
 use palisade_zkdisk::Quirk;
 use std::collections::BTreeMap;
@@ -29,13 +29,7 @@ pub(in crate::migrate::observe) fn create(zxid: i64, path: &str) -> TxnEntry {
             body: TxnBody::Create(CreateTxn {
                 path: JStr::from(path),
                 data: Some(Bytes::from(path.to_string())),
-                acl: Some(vec![ACL {
-                    perms: 31,
-                    id: Id {
-                        scheme: JStr::from("world"),
-                        id: JStr::from("anyone"),
-                    },
-                }]),
+                acl: crate::testkit::open_acl(),
                 ephemeral: false,
                 parent_c_version: 1,
             }),
@@ -56,6 +50,24 @@ fn open(dir: &Path, every: u64) -> Mirror {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     Mirror::durable(o.store, o.state)
+}
+
+/// A mirror opened (as `open`) in a data dir `obs` inside a fresh temporary directory.
+fn fresh(every: u64) -> (tempfile::TempDir, std::path::PathBuf, Mirror) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("obs");
+    let m = open(&dir, every);
+    (tmp, dir, m)
+}
+
+/// The log's segment files in the data dir `dir`.
+fn log_segments(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir.join("log"))
+        .unwrap()
+        .flatten()
+        .filter(|e| palisade_wal::is_segment_file_name(&e.file_name().to_string_lossy()))
+        .map(|e| e.path())
+        .collect()
 }
 
 fn at(m: &Mirror) -> (i64, u64) {
@@ -87,9 +99,7 @@ fn snapshots(dir: &Path) -> Vec<i64> {
 
 #[test]
 fn what_was_applied_survives_a_kill_across_an_epoch_change_snapshots_and_purges() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("obs");
-    let mut m = open(&dir, 5);
+    let (_tmp, dir, mut m) = fresh(5);
     assert!(m.state().is_none());
     apply(&mut m, 1, 1, 40, "a");
     // A new epoch: the zxids jump, which a standalone log cannot take; the store starts over
@@ -107,19 +117,13 @@ fn what_was_applied_survives_a_kill_across_an_epoch_change_snapshots_and_purges(
         "{kept:?}"
     );
     // The log before the older kept snapshot was purged (4 KiB segments).
-    let segments = std::fs::read_dir(dir.join("log"))
-        .unwrap()
-        .flatten()
-        .filter(|e| palisade_wal::is_segment_file_name(&e.file_name().to_string_lossy()))
-        .count();
+    let segments = log_segments(&dir).len();
     assert!(segments < 10, "{segments} segments kept");
 }
 
 #[test]
 fn trunc_rebuilds_the_tree_the_mirror_had_at_that_zxid() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("obs");
-    let mut m = open(&dir, 4);
+    let (_tmp, dir, mut m) = fresh(4);
     // Snapshots at 1 (the first txn), 5, 9, 13; the two newest kept.
     let seen = apply(&mut m, 1, 1, 15, "a");
     assert_eq!(snapshots(&dir), [z(1, 13), z(1, 9)]);
@@ -141,9 +145,7 @@ fn trunc_rebuilds_the_tree_the_mirror_had_at_that_zxid() {
 
 #[test]
 fn trunc_before_everything_kept_empties_the_data_dir_for_a_snap() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("obs");
-    let mut m = open(&dir, 3);
+    let (_tmp, dir, mut m) = fresh(3);
     apply(&mut m, 1, 1, 30, "a");
     let r = m.truncate(z(1, 2));
     assert!(matches!(r, Err(Failure::Diverged(_))), "{r:?}");
@@ -158,16 +160,12 @@ fn trunc_before_everything_kept_empties_the_data_dir_for_a_snap() {
 
 #[test]
 fn a_data_dir_that_does_not_recover_is_emptied_and_a_foreign_one_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("obs");
-    let mut m = open(&dir, 1000);
+    let (tmp, dir, mut m) = fresh(1000);
     apply(&mut m, 1, 1, 5, "a");
     drop(m);
     // The log lost: the snapshot of the first txn cannot be brought to where the log was.
-    for e in std::fs::read_dir(dir.join("log")).unwrap().flatten() {
-        if palisade_wal::is_segment_file_name(&e.file_name().to_string_lossy()) {
-            std::fs::remove_file(e.path()).unwrap();
-        }
+    for segment in log_segments(&dir) {
+        std::fs::remove_file(segment).unwrap();
     }
     let m = open(&dir, 1000);
     assert!(m.state().is_none());

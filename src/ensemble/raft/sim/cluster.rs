@@ -7,7 +7,7 @@ use super::mem_log::{Disk, MemLog, SharedDisk};
 use super::mem_sm::MemSm;
 use super::net::{Net, Router};
 use crate::ensemble::raft::types::{NodeId, TypeConfig};
-use crate::ensemble::raft::{election, vote};
+use crate::ensemble::raft::{election, step_down};
 use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,7 +46,7 @@ pub struct Cluster {
 
 impl Cluster {
     /// Forms `n` members. `resume_leader`: the negative control, a restart without
-    /// `vote::step_down_on_restart` (a crashed leader resumes its term).
+    /// `step_down::step_down_on_restart` (a crashed leader resumes its term).
     pub async fn form(n: u64, flush_ms: u64, resume_leader: bool) -> Cluster {
         let mut c = Cluster {
             n,
@@ -83,7 +83,7 @@ impl Cluster {
         let mut log = MemLog::open(id, disk.clone(), self.flush_ms, ledger.clone());
         // As the server's member does before its Raft starts (unless this is the control).
         if !self.resume_leader {
-            vote::step_down_on_restart(&mut log, id)
+            step_down::step_down_on_restart(&mut log, id)
                 .await
                 .unwrap_or_else(|e| panic!("member {id}: vote: {e}"));
         }
