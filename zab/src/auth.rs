@@ -149,9 +149,10 @@ impl AuthDecoder {
         // magic, status, token: a whole record is at most max_token + 16 bytes.
         let max_total = (self.max_token as u64).saturating_add(16);
         let mut s = Scan::new(&self.buf, 0, self.max_token, max_total, "QuorumAuthPacket");
-        let walked = s.long().and_then(|_| s.int()).and_then(|_| {
-            s.buffer("QuorumAuthPacket token").map(|t| t.is_none())
-        });
+        let walked = s
+            .long()
+            .and_then(|_| s.int())
+            .and_then(|_| s.buffer("QuorumAuthPacket token").map(|t| t.is_none()));
         let null_token = match walked {
             Ok(n) => n,
             Err(Stop::Incomplete) => return Ok(None),
@@ -246,7 +247,10 @@ mod tests {
     fn the_magic_is_zookeepers() {
         // QuorumAuth.java: -0xa0dbcafecafe1234L, big-endian on the wire (the same bytes
         // open every learner's packet in the golden captures).
-        assert_eq!(QUORUM_AUTH_MAGIC, 0xa0db_cafe_cafe_1234_u64.wrapping_neg() as i64);
+        assert_eq!(
+            QUORUM_AUTH_MAGIC,
+            0xa0db_cafe_cafe_1234_u64.wrapping_neg() as i64
+        );
         let p = AuthPacket::learner(b"");
         assert_eq!(
             hex(&p.encode()),
@@ -316,7 +320,10 @@ mod tests {
         let (p, e) = decode_all(&head(0, 4096), 4096);
         assert!(p.is_empty() && e.is_none(), "4096 is allowed: waits for it");
         let (_, e) = decode_all(&head(0, -2), 4096);
-        assert!(matches!(e, Some(CodecError::NegativeLength { .. })), "{e:?}");
+        assert!(
+            matches!(e, Some(CodecError::NegativeLength { .. })),
+            "{e:?}"
+        );
         let (_, e) = decode_all(&head(7, 0), 4096);
         assert!(
             matches!(&e, Some(CodecError::Auth(m)) if m.contains("status 7")),

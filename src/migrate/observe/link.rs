@@ -4,9 +4,13 @@
 //!
 //! Only the leader listens on its quorum port for learners, so the link tries each
 //! participant's in turn until one answers with LEADERINFO; after a resync (the leader gone,
-//! a silent or broken stream, a protocol error) it starts over from the next one.
+//! a silent or broken stream, a protocol error) it starts over from the next one. Each
+//! connection is first secured as the ensemble's zoo.cfg says (secure.rs: TLS, quorum SASL);
+//! one refused there is logged and tried again after a pause that grows while refusals go on.
 
 use super::mirror::{Failure, Mirror};
+use super::secure::{LinkSecurity, Refused};
+use crate::ensemble::link::Stream;
 use bytes::BytesMut;
 use palisade_zab::{Decoder, Direction, Input, Learner, LearnerConfig, Limits, Output, SyncMode};
 use std::net::SocketAddr;
@@ -17,13 +21,23 @@ use tokio::sync::watch;
 
 use crate::limits::{
     OBSERVER_CONNECT_TIMEOUT as CONNECT_TIMEOUT, OBSERVER_READ_CHUNK as READ_CHUNK,
-    OBSERVER_RETRY_PAUSE as RETRY_PAUSE,
+    OBSERVER_REFUSED_MAX_PAUSE as REFUSED_MAX_PAUSE, OBSERVER_RETRY_PAUSE as RETRY_PAUSE,
 };
+
+/// A participant's quorum (peer) port.
+#[derive(Debug, Clone)]
+pub struct Participant {
+    pub addr: SocketAddr,
+    /// The host its `server.N` line names: what its TLS certificate must name.
+    pub host: String,
+}
 
 pub struct LinkConfig {
     pub server_id: i64,
-    /// Every participant's quorum (peer) port: the leader is one of them.
-    pub participants: Vec<SocketAddr>,
+    /// Every participant: the leader is one of them.
+    pub participants: Vec<Participant>,
+    /// TLS and quorum SASL, as the ensemble's zoo.cfg asks.
+    pub security: LinkSecurity,
     pub tick_ms: u64,
     pub init_limit: u64,
     pub sync_limit: u64,
@@ -44,6 +58,8 @@ pub struct Progress {
     /// snapshot's transfer and load).
     pub sync_ms: Option<u64>,
     pub resyncs: Vec<String>,
+    /// Connections given up in their TLS handshake or quorum SASL exchange, and why.
+    pub refused: Vec<String>,
     /// How the leader synced each connection, in order.
     pub syncs: Vec<SyncMode>,
     /// The data dir failed: the run stopped.
@@ -75,25 +91,49 @@ pub async fn run(
     };
     let n = cfg.participants.len().max(1);
     let mut next = 0usize;
+    let mut refused_pause = RETRY_PAUSE;
+    // ZooKeeper's learner reads its socket with this timeout while it connects.
+    let handshake = Duration::from_millis(cfg.tick_ms.saturating_mul(cfg.init_limit).max(1));
     while !*stop.borrow() {
-        let Some(&addr) = cfg.participants.get(next % n) else {
+        let Some(peer) = cfg.participants.get(next % n) else {
             return;
         };
+        let addr = peer.addr;
         next = next.wrapping_add(1);
         let conn = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await;
         let Ok(Ok(stream)) = conn else {
             if next.is_multiple_of(n) {
-                tokio::select! {
-                    _ = tokio::time::sleep(RETRY_PAUSE) => {}
-                    _ = stop.changed() => {}
-                }
+                pause(RETRY_PAUSE, &mut stop).await;
             }
             continue;
         };
         let _ = stream.set_nodelay(true);
         link.p.connections += 1;
-        let ended = link.connection(stream, &mut stop).await;
+        let (stream, rest) = match cfg.security.secure(stream, &peer.host, handshake).await {
+            Ok(secured) => secured,
+            Err(refused) => {
+                let why = match &refused {
+                    Refused::Tls(why) => {
+                        tracing::warn!(participant = %addr, why = %why, retry_in = ?refused_pause, "observer: the TLS handshake with a ZooKeeper member failed; retrying");
+                        format!("TLS: {why}")
+                    }
+                    Refused::Sasl(why) => {
+                        tracing::warn!(leader_candidate = %addr, why = %why, retry_in = ?refused_pause, "observer: quorum SASL with the ZooKeeper leader failed; retrying");
+                        format!("SASL: {why}")
+                    }
+                };
+                link.p.refused.push(why);
+                progress.send_replace(link.p.clone());
+                pause(refused_pause, &mut stop).await;
+                refused_pause = refused_pause.saturating_mul(2).min(REFUSED_MAX_PAUSE);
+                continue;
+            }
+        };
+        let ended = link.connection(stream, rest, &mut stop).await;
         link.mirror.abort_snapshot();
+        if link.p.synced_at.is_some() {
+            refused_pause = RETRY_PAUSE;
+        }
         let why = match ended {
             End::Resync(why) => why,
             End::Fatal(why) => {
@@ -113,6 +153,14 @@ pub async fn run(
     }
 }
 
+/// Sleeps `d`, or less if `stop` changes.
+async fn pause(d: Duration, stop: &mut watch::Receiver<bool>) {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => {}
+        _ = stop.changed() => {}
+    }
+}
+
 /// What lives across connections: the mirror (with the epochs it stores, as ZooKeeper keeps
 /// them in files), what was seen.
 struct Link<'a> {
@@ -129,7 +177,12 @@ impl Link<'_> {
     }
 
     /// One connection, until the learner asks for a resync or `stop`; why it ended.
-    async fn connection(&mut self, mut stream: TcpStream, stop: &mut watch::Receiver<bool>) -> End {
+    async fn connection(
+        &mut self,
+        mut stream: Stream,
+        rest: BytesMut,
+        stop: &mut watch::Receiver<bool>,
+    ) -> End {
         let (accepted_epoch, current_epoch) = self.mirror.epochs();
         let mut learner = Learner::new(LearnerConfig {
             server_id: self.cfg.server_id,
@@ -142,6 +195,9 @@ impl Link<'_> {
             sync_limit: self.cfg.sync_limit,
         });
         let mut decoder = Decoder::new(Direction::FromLeader, self.cfg.limits);
+        // What the leader sent after the SASL exchange (nothing, as ZooKeeper's leader waits
+        // for OBSERVERINFO; bounded by the auth decoder's limits anyway).
+        decoder.push(&rest);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut tick = tokio::time::interval(Duration::from_millis((self.cfg.tick_ms / 2).max(1)));
         learner.step(Input::Tick {
