@@ -9,7 +9,7 @@
 //! one refused there is logged and tried again after a pause that grows while refusals go on.
 
 use super::mirror::{Failure, Mirror};
-use super::secure::{LinkSecurity, Refused};
+use super::secure::{tls_alert, LinkSecurity, Refused};
 use crate::ensemble::link::Stream;
 use bytes::BytesMut;
 use palisade_zab::{Decoder, Direction, Input, Learner, LearnerConfig, Limits, Output, SyncMode};
@@ -68,6 +68,8 @@ pub struct Progress {
 
 /// Why a connection ended.
 enum End {
+    /// The leader's TLS alert before its first packet: refused as a handshake is.
+    Refused(Refused),
     /// Connect again (to the next participant) and sync.
     Resync(String),
     /// Stop the run.
@@ -109,9 +111,17 @@ pub async fn run(
         };
         let _ = stream.set_nodelay(true);
         link.p.connections += 1;
-        let (stream, rest) = match cfg.security.secure(stream, &peer.host, handshake).await {
-            Ok(secured) => secured,
-            Err(refused) => {
+        let ended = match cfg.security.secure(stream, &peer.host, handshake).await {
+            Ok((stream, rest)) => link.connection(stream, rest, &mut stop).await,
+            Err(refused) => End::Refused(refused),
+        };
+        link.mirror.abort_snapshot();
+        if link.p.synced_at.is_some() {
+            refused_pause = RETRY_PAUSE;
+        }
+        let why = match ended {
+            End::Resync(why) => why,
+            End::Refused(refused) => {
                 let why = match &refused {
                     Refused::Tls(why) => {
                         tracing::warn!(participant = %addr, why = %why, retry_in = ?refused_pause, "observer: the TLS handshake with a ZooKeeper member failed; retrying");
@@ -128,14 +138,6 @@ pub async fn run(
                 refused_pause = refused_pause.saturating_mul(2).min(REFUSED_MAX_PAUSE);
                 continue;
             }
-        };
-        let ended = link.connection(stream, rest, &mut stop).await;
-        link.mirror.abort_snapshot();
-        if link.p.synced_at.is_some() {
-            refused_pause = RETRY_PAUSE;
-        }
-        let why = match ended {
-            End::Resync(why) => why,
             End::Fatal(why) => {
                 tracing::error!(why = %why, "observer: the data dir failed; stopping");
                 link.p.fatal = Some(why);
@@ -205,6 +207,8 @@ impl Link<'_> {
         });
         let mut outs = learner.step(Input::Connected);
         let opened = Instant::now();
+        // Whether the leader sent anything yet (a TLS alert before that is a refusal).
+        let mut seen_any = !rest.is_empty();
         loop {
             let mut send = BytesMut::new();
             let was_synced = self.p.synced_at.is_some();
@@ -241,8 +245,14 @@ impl Link<'_> {
                     let n = match r {
                         Ok(0) => return End::Resync("the leader closed the connection".into()),
                         Ok(n) => n,
-                        Err(e) => return End::Resync(format!("read: {e}")),
+                        Err(e) => {
+                            if let (false, Some(alert)) = (seen_any, tls_alert(&e)) {
+                                return End::Refused(Refused::Tls(alert));
+                            }
+                            return End::Resync(format!("read: {e}"));
+                        }
                     };
+                    seen_any = true;
                     decoder.push(buf.get(..n).unwrap_or_default());
                     loop {
                         match decoder.next_frame() {

@@ -197,6 +197,15 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
+/// A read error that is the leader's TLS alert: with TLS 1.3 a client finishes its handshake
+/// before the server has checked the client's certificate, so a leader refusing ours says so
+/// on the first read, not in the handshake. The caller treats it as a refused handshake when
+/// it comes before any packet.
+pub fn tls_alert(e: &std::io::Error) -> Option<String> {
+    let inner = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+    matches!(inner, rustls::Error::AlertReceived(_)).then(|| inner.to_string())
+}
+
 async fn send<S: AsyncWrite + Unpin>(s: &mut S, p: &AuthPacket) -> Result<(), String> {
     s.write_all(&p.encode())
         .await
