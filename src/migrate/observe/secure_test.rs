@@ -243,7 +243,12 @@ fn our_digest_md5_matches_a_real_zookeeper_quorum_exchange() {
     assert_ne!(response_value(&wrong, "AUTHENTICATE"), get(&r, "response"));
 
     let mut client = ClientExchange::new(QUORUM, USER, PASSWORD);
-    let ours = client.respond(challenge, |b| b.fill(1) == ()).unwrap();
+    let ours = client
+        .respond(challenge, |b| {
+            b.fill(1);
+            true
+        })
+        .unwrap();
     assert!(ours.ends_with(b",qop=auth"));
 }
 
