@@ -3,7 +3,8 @@
 //!
 //! - `sslQuorum=true`: the connection is TLS from its first byte; the leader's certificate is
 //!   checked against `ssl.quorum.trustStore` (and, with `ssl.quorum.hostnameVerification`,
-//!   must name the host of its `server.N` line), and ours from `ssl.quorum.keyStore` is
+//!   must name the host of its `server.N` line or the address dialed, as ZooKeeper's
+//!   learner's check takes either), and ours from `ssl.quorum.keyStore` is
 //!   presented (ZooKeeper's quorum always needs it). The stores and the rustls configs are
 //!   Palisade's own links' (src/ensemble/link/tls.rs).
 //! - `quorum.auth.learnerRequireSasl=true` (with `enableSasl`): before OBSERVERINFO, the
@@ -91,6 +92,7 @@ impl LinkSecurity {
         host: &str,
         deadline: Duration,
     ) -> Result<(Stream, BytesMut), Refused> {
+        let ip = tcp.peer_addr().map(|a| a.ip());
         let work = async {
             let mut stream = match &self.tls {
                 None => Either::Left(tcp),
@@ -101,8 +103,13 @@ impl LinkSecurity {
                             .to_string(),
                     )
                     .map_err(|e| Refused::Tls(format!("host {host:?}: {e}")))?;
-                    let s = tls
-                        .connector()
+                    // As ZooKeeper's learner: a certificate naming the address dialed will
+                    // do when it does not name the server.N line's host.
+                    let connector = match ip {
+                        Ok(ip) => tls.connector_or_ip(ip),
+                        Err(_) => tls.connector(),
+                    };
+                    let s = connector
                         .connect(name, tcp)
                         .await
                         .map_err(|e| Refused::Tls(e.to_string()))?;

@@ -307,8 +307,16 @@ async fn tls_to_the_leader_checks_its_certificate_and_presents_ours() {
     assert_eq!(sec.describe(), "TLS (sslQuorum)");
     assert_eq!(dial(&sec, &addr, "127.0.0.1").await.unwrap(), b"hello");
     assert_eq!(dial(&sec, &addr, "localhost").await.unwrap(), b"hello");
-    // Hostname verification: the leader's certificate must name the server.N line's host.
-    let e = dial(&sec, &addr, "member.example").await.unwrap_err();
+    // Hostname verification: the leader's certificate must name the server.N line's host or,
+    // as ZooKeeper's learner takes it too, the address dialed (127.0.0.1 here).
+    assert_eq!(dial(&sec, &addr, "member.example").await.unwrap(), b"hello");
+    let named = pki.leaf("named.pem", &["member.example"]);
+    let (addr3, _l3) = tls_leader(&named, &pki.trust()).await;
+    assert_eq!(
+        dial(&sec, &addr3, "member.example").await.unwrap(),
+        b"hello"
+    );
+    let e = dial(&sec, &addr3, "other.example").await.unwrap_err();
     assert!(
         matches!(&e, Refused::Tls(w) if w.contains("not valid for name")),
         "{e:?}"
@@ -347,6 +355,56 @@ async fn tls_to_the_leader_checks_its_certificate_and_presents_ours() {
     }
     // Other read errors are not refusals.
     assert_eq!(tls_alert(&std::io::ErrorKind::UnexpectedEof.into()), None);
+}
+
+/// Both: the SASL exchange runs inside the TLS connection, and the leader's bytes after it
+/// reach the caller.
+#[tokio::test]
+async fn sasl_runs_inside_tls() {
+    let pki = Pki::new();
+    let member = pki.leaf("member.pem", &["127.0.0.1"]);
+    let acceptor = QuorumTls::new(tls_settings(&member, &pki.trust()).tls, true, false)
+        .unwrap()
+        .acceptor();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        if let Ok(s) = acceptor.accept(tcp).await {
+            leader(s, users(), b"zab").await;
+        }
+    });
+    let jaas = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        jaas.path(),
+        "QuorumLearner {\n org.apache.zookeeper.server.auth.DigestLoginModule required\n \
+         username=\"member\" password=\"quorum-secret\";\n};\n",
+    )
+    .unwrap();
+    let mut q = tls_settings(&member, &pki.trust());
+    for k in ["quorum.auth.enableSasl", "quorum.auth.learnerRequireSasl"] {
+        q.apply(k, "true").unwrap();
+    }
+    let sec = LinkSecurity::open(&q, Some(jaas.path())).unwrap();
+    assert_eq!(
+        sec.describe(),
+        "TLS (sslQuorum) and quorum SASL (DIGEST-MD5)"
+    );
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (mut s, rest) = sec
+        .secure(tcp, "127.0.0.1", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(matches!(s, Either::Right(_)), "not TLS");
+    // The rest arrived with the SUCCESS, or comes on the next read.
+    let mut got = rest.to_vec();
+    while got.len() < 3 {
+        let mut b = [0u8; 8];
+        let n = s.read(&mut b).await.unwrap();
+        assert!(n > 0, "closed");
+        got.extend_from_slice(&b[..n]);
+    }
+    assert_eq!(got, b"zab");
 }
 
 #[tokio::test]
