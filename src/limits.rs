@@ -406,6 +406,24 @@ pub const OBSERVER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::f
 /// milliseconds at least, so a tighter loop would only burn connection attempts.
 pub const OBSERVER_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// A leader that refuses the observer's TLS handshake or quorum SASL (a certificate it does
+/// not trust, a wrong QuorumLearner password) is tried again after a pause that doubles from
+/// `OBSERVER_RETRY_PAUSE` up to this: a refusal is a configuration error an operator fixes,
+/// so the observer keeps trying, at a rate that neither fills its log nor loads the leader
+/// (whose acceptor thread runs each learner's exchange in turn).
+pub const OBSERVER_REFUSED_MAX_PAUSE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The largest quorum SASL token the observer takes from a leader: a DIGEST-MD5 challenge is
+/// about 110 bytes and an rspauth 40 (zab/testdata/sasl-*.stream); RFC 2831 caps a challenge
+/// at 2048. ZooKeeper's learner allows jute.maxbuffer (1 MiB), which a hostile leader could
+/// make it buffer for nothing.
+pub const OBSERVER_AUTH_MAX_TOKEN: usize = crate::auth::digest_md5::MAX_TOKEN;
+
+/// QuorumAuthPackets taken from a leader in one exchange: DIGEST-MD5's challenge and the
+/// SUCCESS (or ERROR) that ends it. A leader that goes on is refused, never looped with.
+pub const OBSERVER_AUTH_MAX_PACKETS: usize = 2;
+const _: () = assert!(OBSERVER_AUTH_MAX_TOKEN >= 2048 && OBSERVER_AUTH_MAX_PACKETS >= 2);
+
 /// The largest snapshot the observer takes from a leader after SNAP (its
 /// `--max-snapshot-bytes` default). ZooKeeper's learner has no bound; a hostile leader could
 /// otherwise stream nodes forever. The tree built from it is the state itself, so the bound

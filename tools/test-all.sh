@@ -201,7 +201,9 @@ run_suite "ZooKeeper migration round trip" \
 # palisade observe-zookeeper syncs by SNAP while a writer runs, follows the INFORMs, and the
 # data dir it writes serves ZooKeeper's dump; again after a leader kill; then kill -9 and a
 # restart on its data dir synced by DIFF, and a real TRUNC back from txns ZooKeeper never had;
-# ports 25100-25112; about 9 s).
+# then, one ensemble each, quorum TLS (PKCS12) and quorum SASL: the observer joins and syncs,
+# and is refused, logging why and writing nothing, with another CA's certificate or a wrong
+# password; ports 25100-25112; about 22 s).
 run_suite "observer of a live ZooKeeper 3.8 ensemble" \
   env PALISADE_BIN=./target/release/palisade ZAB_PORT_BASE=25100 \
   timeout -k 5 180 python3 -m pytest -q -p no:cacheprovider tests/zab

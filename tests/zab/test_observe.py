@@ -75,8 +75,11 @@ def servers_cfg():
 
 
 class ZkEnsemble:
-    def __init__(self, work):
+    def __init__(self, work, extra=(), env=None):
+        """`extra`: zoo.cfg lines every member gets (quorum TLS/SASL); `env`: added to the
+        members' environment (SERVER_JVMFLAGS with the JAAS file)."""
         self.work, self.procs = work, {}
+        self.extra, self.env = list(extra), dict(env or {})
 
     def start(self, sid):
         d = os.path.join(self.work, "zk%d" % sid)
@@ -89,13 +92,13 @@ class ZkEnsemble:
                                "dataDir=%s/data" % d, "clientPort=%d" % port(sid, "client"),
                                "clientPortAddress=127.0.0.1", "4lw.commands.whitelist=*",
                                "admin.enableServer=false", zkdump.super_digest_line()]
-                              + servers_cfg()) + "\n")
+                              + servers_cfg() + self.extra) + "\n")
         log = open(os.path.join(d, "server.log"), "ab")
         # Members started together on loopback can miss each other's first election
         # notifications, and FastLeaderElection then backs off up to 60 s between rounds: a
         # loaded CI machine once waited past the 90 s below. Rounds at most 1 s apart.
         env = dict(os.environ, REFZK_JVMFLAGS=(os.environ.get("REFZK_JVMFLAGS", "")
-                   + " -Dzookeeper.fastleader.maxNotificationInterval=1000").strip())
+                   + " -Dzookeeper.fastleader.maxNotificationInterval=1000").strip(), **self.env)
         self.procs[sid] = subprocess.Popen([RUN, "run", cfg], stdout=log, stderr=log,
                                            start_new_session=True, env=env)
 
@@ -112,41 +115,55 @@ class ZkEnsemble:
     def leader(self):
         return next((s for s in self.procs if mode(s) == "leader"), None)
 
+    def stop_all(self):
+        for sid in list(self.procs):
+            self.stop(sid, signal.SIGKILL)
+
+
+def running_ensemble(work, extra=(), env=None):
+    """Starts members 1-3 and waits until they formed (or fails with their logs' tails)."""
+    e = ZkEnsemble(work, extra, env)
+    for sid in (1, 2, 3):
+        e.start(sid)
+    # Its own members, all running (not another ensemble left on these ports).
+    formed = wait_until(lambda: e.leader() is not None
+                        and sum(mode(s) == "follower" for s in (1, 2, 3)) == 2
+                        and all(p.poll() is None for p in e.procs.values()), 90)
+    if not formed:
+        tails = []
+        for sid in (1, 2, 3):
+            with open(os.path.join(e.work, "zk%d" % sid, "server.log"), "rb") as f:
+                tails.append("--- zk%d (mode %s):\n" % (sid, mode(sid))
+                             + f.read()[-3000:].decode(errors="replace"))
+        e.stop_all()
+        pytest.fail("the ZooKeeper ensemble did not form in 90 s\n" + "\n".join(tails))
+    return e
+
 
 @pytest.fixture
 def zk(tmp_path):
-    e = ZkEnsemble(str(tmp_path))
-    for sid in (1, 2, 3):
-        e.start(sid)
+    e = running_ensemble(str(tmp_path))
     try:
-        formed = wait_until(lambda: e.leader() is not None
-                            and sum(mode(s) == "follower" for s in (1, 2, 3)) == 2, 90)
-        if not formed:
-            tails = []
-            for sid in (1, 2, 3):
-                with open(os.path.join(e.work, "zk%d" % sid, "server.log"), "rb") as f:
-                    tails.append("--- zk%d (mode %s):\n" % (sid, mode(sid))
-                                 + f.read()[-3000:].decode(errors="replace"))
-            pytest.fail("the ZooKeeper ensemble did not form in 90 s\n" + "\n".join(tails))
         yield e
     finally:
-        for sid in list(e.procs):
-            e.stop(sid, signal.SIGKILL)
+        e.stop_all()
 
 
-def observer_cfg(tmp_path):
-    """The ensemble's server lines as the observer reads them (with its own :observer line)."""
-    cfg = os.path.join(str(tmp_path), "observer.cfg")
+def observer_cfg(tmp_path, extra=(), name="observer.cfg"):
+    """The ensemble's server lines as the observer reads them (with its own :observer line),
+    and `extra` lines (the ensemble's quorum TLS/SASL keys)."""
+    cfg = os.path.join(str(tmp_path), name)
     with open(cfg, "w") as f:
         f.write("\n".join(["tickTime=%d" % TICK_MS, "initLimit=10", "syncLimit=5"]
-                          + servers_cfg()) + "\n")
+                          + servers_cfg() + list(extra)) + "\n")
     return cfg
 
 
-def observe(cfg, out, *extra, timeout=60):
+def observe(cfg, out, *extra, env=None):
     return subprocess.Popen([PALISADE, "observe-zookeeper", "--config", cfg, "--id", "4",
                              "--data-dir", out, *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, **(env or {})))
 
 
 def serve(data_dir, work, client_port):

@@ -32,6 +32,9 @@ pub enum CodecError {
     /// A packet whose lengths were walked whole but which does not decode as a QuorumPacket.
     #[error("QuorumPacket: {0}")]
     Packet(String),
+    /// A QuorumAuthPacket that is not one, or one more than an exchange takes.
+    #[error("quorum SASL: {0}")]
+    Auth(String),
     /// The snapshot that follows SNAP does not parse.
     #[error("snapshot stream at byte {offset}: {reason}")]
     Snapshot { offset: u64, reason: String },

@@ -13,10 +13,9 @@
 //! facts (checked against ZooKeeper 3.8's source and classes, and the golden captures in
 //! zab/testdata) and 3.9's differences.
 //!
-//! Not handled here, and the driver's to do before the first packet: with quorum SASL on
-//! (`quorum.auth.enableSasl`), ZooKeeper's learner exchanges `QuorumAuthPacket {long magic;
-//! int status; buffer token}` records with the leader before its first QuorumPacket; with
-//! `sslQuorum=true` the whole link is inside TLS.
+//! - [`auth`]: quorum SASL's `QuorumAuthPacket`s, exchanged before the first QuorumPacket
+//!   when the learner runs SASL (`quorum.auth.learnerRequireSasl`); the mechanism (DIGEST-MD5)
+//!   and the TLS around the whole link (`sslQuorum`) are the driver's.
 #![cfg_attr(
     not(test),
     deny(
@@ -28,6 +27,7 @@
 )]
 #![deny(unsafe_code)]
 
+pub mod auth;
 pub mod error;
 pub mod learner;
 pub mod packet;
@@ -36,6 +36,7 @@ pub mod snapshot;
 pub mod stream;
 pub mod txn;
 
+pub use auth::{AuthDecoder, AuthPacket, AuthStatus, QUORUM_AUTH_MAGIC};
 pub use error::CodecError;
 pub use learner::{Input, Learner, LearnerConfig, Output, Pending, Resync, SyncMode};
 pub use packet::{

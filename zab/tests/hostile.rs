@@ -480,6 +480,42 @@ proptest! {
         drive(&bytes, cut);
     }
 
+    /// Quorum SASL's packets from a hostile leader: whatever follows the magic (a status,
+    /// a length, a token of any size), the decoder never panics, never takes more packets
+    /// than allowed, and holds no more than one bounded record's bytes.
+    #[test]
+    fn arbitrary_auth_bytes_never_panic(
+        tail in proptest::collection::vec(any::<u8>(), 0..300),
+        status in -2i32..3,
+        len in -3i32..120,
+        cut in 1usize..32,
+    ) {
+        let mut bytes = palisade_zab::QUORUM_AUTH_MAGIC.to_be_bytes().to_vec();
+        bytes.extend(status.to_be_bytes());
+        bytes.extend(len.to_be_bytes());
+        bytes.extend(&tail);
+        let mut d = palisade_zab::AuthDecoder::new(64, 2);
+        let mut taken = 0;
+        for piece in bytes.chunks(cut) {
+            d.push(piece);
+            loop {
+                match d.next_packet() {
+                    Ok(Some(p)) => {
+                        taken += 1;
+                        prop_assert!(p.token_bytes().len() <= 64);
+                    }
+                    Ok(None) => break,
+                    Err(_) => {
+                        prop_assert_eq!(d.buffered(), 0);
+                        break;
+                    }
+                }
+            }
+            prop_assert!(taken <= 2);
+            prop_assert!(d.buffered() <= bytes.len());
+        }
+    }
+
     #[test]
     fn typed_packets_round_trip(p in packet()) {
         let bytes = p.encode();

@@ -340,15 +340,15 @@ async fn required_sasl_refuses_a_peer_without_it_in_either_direction() {
 }
 
 /// A throw-away CA and certificates, written as PEM key stores (cert + key) and a trust
-/// store.
-struct Pki {
+/// store (the observer's link tests use it too).
+pub(crate) struct Pki {
     dir: tempfile::TempDir,
     ca: rcgen::Certificate,
     ca_key: rcgen::KeyPair,
 }
 
 impl Pki {
-    fn new() -> Pki {
+    pub(crate) fn new() -> Pki {
         let ca_key = rcgen::KeyPair::generate().unwrap();
         let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -361,7 +361,7 @@ impl Pki {
     }
 
     /// A key store for a certificate naming `names`.
-    fn leaf(&self, file: &str, names: &[&str]) -> std::path::PathBuf {
+    pub(crate) fn leaf(&self, file: &str, names: &[&str]) -> std::path::PathBuf {
         let key = rcgen::KeyPair::generate().unwrap();
         let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
         let mut p = rcgen::CertificateParams::new(names).unwrap();
@@ -375,7 +375,7 @@ impl Pki {
         path
     }
 
-    fn trust(&self) -> std::path::PathBuf {
+    pub(crate) fn trust(&self) -> std::path::PathBuf {
         self.dir.path().join("ca.pem")
     }
 }

@@ -43,6 +43,7 @@ pub use tls::QuorumTls;
 
 use crate::auth::digest_md5::{Exchange, Step, Users, QUORUM};
 use crate::auth::digest_md5_client::ClientExchange;
+use crate::auth::jaas::Section;
 use crate::limits::{PEER_HANDSHAKE_DEADLINE, PEER_HANDSHAKE_FRAME};
 use crate::net::tls::TLS_HANDSHAKE_BYTE;
 use std::io;
@@ -201,37 +202,8 @@ impl Security {
 }
 
 fn load_sasl(q: &QuorumSettings, jaas: Option<&Path>) -> Result<Sasl, String> {
-    let path = jaas.ok_or_else(|| {
-        "quorum.auth.enableSasl=true needs a JAAS file (jaasLoginConfig, or \
-         -Djava.security.auth.login.config in SERVER_JVMFLAGS) with QuorumServer and \
-         QuorumLearner sections"
-            .to_string()
-    })?;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("reading the JAAS file {}: {e}", path.display()))?;
-    let sections = crate::auth::jaas::parse(&text)
-        .map_err(|e| format!("JAAS file {}: {e}", path.display()))?;
-    let section = |name: &str| {
-        sections
-            .iter()
-            .find(|s| s.name == name)
-            .ok_or_else(|| format!("no JAAS section '{name}' in {}", path.display()))
-    };
-    let digest_options = |name: &str| -> Result<Vec<(String, String)>, String> {
-        let mut out = Vec::new();
-        for m in &section(name)?.modules {
-            if m.class != crate::auth::DIGEST_LOGIN_MODULE {
-                return Err(format!(
-                    "JAAS section '{name}' uses {}: only {} (DIGEST-MD5) is supported",
-                    m.class,
-                    crate::auth::DIGEST_LOGIN_MODULE
-                ));
-            }
-            out.extend(m.options.iter().cloned());
-        }
-        Ok(out)
-    };
-    let users: Users = digest_options(&q.server_context)?
+    let (path, sections) = jaas_sections(jaas)?;
+    let users: Users = digest_options(&sections, &path, &q.server_context)?
         .into_iter()
         .filter_map(|(k, v)| Some((k.strip_prefix("user_")?.to_string(), v)))
         .collect();
@@ -241,16 +213,7 @@ fn load_sasl(q: &QuorumSettings, jaas: Option<&Path>) -> Result<Sasl, String> {
             q.server_context
         ));
     }
-    let learner = digest_options(&q.learner_context)?;
-    let get = |k: &str| {
-        learner
-            .iter()
-            .rev()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-            .ok_or_else(|| format!("JAAS section '{}' has no {k}", q.learner_context))
-    };
-    let learner = (get("username")?, get("password")?);
+    let learner = learner_in(&sections, &path, q)?;
     // A member dials with its QuorumLearner user and is dialed by members checking theirs
     // against QuorumServer. One whose own QuorumServer refuses its QuorumLearner would be
     // refused by members configured alike, yet could still be dialed (it knows the
@@ -268,6 +231,72 @@ fn load_sasl(q: &QuorumSettings, jaas: Option<&Path>) -> Result<Sasl, String> {
         ));
     }
     Ok(Sasl { users, learner })
+}
+
+/// The user and password `quorum.auth.learner.saslLoginContext` (`QuorumLearner`) names in
+/// the JAAS file: what a learner authenticates with. The observer of a ZooKeeper ensemble
+/// (src/migrate/observe/) needs these alone: nobody dials it.
+pub fn learner_credentials(
+    q: &QuorumSettings,
+    jaas: Option<&Path>,
+) -> Result<(String, String), String> {
+    let (path, sections) = jaas_sections(jaas)?;
+    learner_in(&sections, &path, q)
+}
+
+fn jaas_sections(jaas: Option<&Path>) -> Result<(std::path::PathBuf, Vec<Section>), String> {
+    let path = jaas.ok_or_else(|| {
+        "quorum.auth.enableSasl=true needs a JAAS file (jaasLoginConfig, or \
+         -Djava.security.auth.login.config in SERVER_JVMFLAGS) with QuorumServer and \
+         QuorumLearner sections"
+            .to_string()
+    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("reading the JAAS file {}: {e}", path.display()))?;
+    let sections = crate::auth::jaas::parse(&text)
+        .map_err(|e| format!("JAAS file {}: {e}", path.display()))?;
+    Ok((path.to_path_buf(), sections))
+}
+
+/// A section's options, every module DIGEST-MD5's.
+fn digest_options(
+    sections: &[Section],
+    path: &Path,
+    name: &str,
+) -> Result<Vec<(String, String)>, String> {
+    let section = sections
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| format!("no JAAS section '{name}' in {}", path.display()))?;
+    let mut out = Vec::new();
+    for m in &section.modules {
+        if m.class != crate::auth::DIGEST_LOGIN_MODULE {
+            return Err(format!(
+                "JAAS section '{name}' uses {}: only {} (DIGEST-MD5) is supported",
+                m.class,
+                crate::auth::DIGEST_LOGIN_MODULE
+            ));
+        }
+        out.extend(m.options.iter().cloned());
+    }
+    Ok(out)
+}
+
+fn learner_in(
+    sections: &[Section],
+    path: &Path,
+    q: &QuorumSettings,
+) -> Result<(String, String), String> {
+    let learner = digest_options(sections, path, &q.learner_context)?;
+    let get = |k: &str| {
+        learner
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| format!("JAAS section '{}' has no {k}", q.learner_context))
+    };
+    Ok((get("username")?, get("password")?))
 }
 
 /// At most one `ready` a second.
@@ -332,4 +361,4 @@ async fn send<T: serde::Serialize>(link: &mut Link, msg: &T) -> io::Result<()> {
 
 #[cfg(test)]
 #[path = "link_test.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -24,8 +24,15 @@ pub struct QuorumTls {
     hostname_verification: bool,
     /// `sslQuorumReloadCertFiles`: the store files are watched.
     watch_files: bool,
-    current: RwLock<(Arc<ServerConfig>, Arc<ClientConfig>)>,
+    current: RwLock<Configs>,
 }
+
+/// The acceptor's and the connector's configs, and the connector's certificate check.
+type Configs = (
+    Arc<ServerConfig>,
+    Arc<ClientConfig>,
+    Arc<dyn ServerCertVerifier>,
+);
 
 impl QuorumTls {
     pub fn new(
@@ -48,6 +55,20 @@ impl QuorumTls {
 
     pub fn connector(&self) -> tokio_rustls::TlsConnector {
         tokio_rustls::TlsConnector::from(self.current.read().1.clone())
+    }
+
+    /// A connector whose certificate check, where the certificate does not name the host
+    /// dialed, also takes one naming `ip`, the address dialed: what ZooKeeper's learner
+    /// accepts (`ZKTrustManager` checks the IP address, then the host name). For the observer
+    /// of a ZooKeeper ensemble; Palisade's own links bind a certificate to the host alone.
+    pub fn connector_or_ip(&self, ip: std::net::IpAddr) -> tokio_rustls::TlsConnector {
+        let (_, client, verifier) = &*self.current.read();
+        let mut c = ClientConfig::clone(client);
+        c.dangerous().set_certificate_verifier(Arc::new(OrIp {
+            inner: verifier.clone(),
+            ip: ServerName::IpAddress(ip.into()),
+        }));
+        tokio_rustls::TlsConnector::from(Arc::new(c))
     }
 
     pub fn hostname_verification(&self) -> bool {
@@ -81,10 +102,7 @@ impl Reload for QuorumTls {
     }
 }
 
-fn build(
-    cfg: &TlsConfig,
-    hostname_verification: bool,
-) -> Result<(Arc<ServerConfig>, Arc<ClientConfig>), String> {
+fn build(cfg: &TlsConfig, hostname_verification: bool) -> Result<Configs, String> {
     let provider = cfg.provider()?;
     let versions = cfg.versions()?;
     let quorum = |e: String| e.replace("ssl.", "ssl.quorum.");
@@ -118,10 +136,10 @@ fn build(
         .with_protocol_versions(&versions)
         .map_err(|e| format!("ssl.quorum.enabledProtocols: {e}"))?
         .dangerous()
-        .with_custom_certificate_verifier(verifier)
+        .with_custom_certificate_verifier(verifier.clone())
         .with_client_auth_cert(certs, key)
         .map_err(|e| format!("ssl.quorum.keyStore.location: {e}"))?;
-    Ok((Arc::new(server), Arc::new(client)))
+    Ok((Arc::new(server), Arc::new(client), verifier))
 }
 
 /// The name a link dials, for the certificate check: the host of `host:port` (brackets of
@@ -143,6 +161,58 @@ pub fn names_host(cert: &CertificateDer<'_>, addr: &str) -> bool {
     ParsedCertificate::try_from(cert)
         .and_then(|c| rustls::client::verify_server_name(&c, &name))
         .is_ok()
+}
+
+/// The host's name, else the IP address dialed (`QuorumTls::connector_or_ip`).
+#[derive(Debug)]
+struct OrIp {
+    inner: Arc<dyn ServerCertVerifier>,
+    ip: ServerName<'static>,
+}
+
+impl ServerCertVerifier for OrIp {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verify = |name: &ServerName<'_>| {
+            self.inner
+                .verify_server_cert(end_entity, intermediates, name, ocsp_response, now)
+        };
+        match verify(server_name) {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. },
+            )) if *server_name != self.ip => verify(&self.ip),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// `ssl.quorum.hostnameVerification=false`: the chain is verified, the name is not (any

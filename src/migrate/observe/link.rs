@@ -4,9 +4,13 @@
 //!
 //! Only the leader listens on its quorum port for learners, so the link tries each
 //! participant's in turn until one answers with LEADERINFO; after a resync (the leader gone,
-//! a silent or broken stream, a protocol error) it starts over from the next one.
+//! a silent or broken stream, a protocol error) it starts over from the next one. Each
+//! connection is first secured as the ensemble's zoo.cfg says (secure.rs: TLS, quorum SASL);
+//! one refused there is logged and tried again after a pause that grows while refusals go on.
 
 use super::mirror::{Failure, Mirror};
+use super::secure::{tls_alert, LinkSecurity, Refused};
+use crate::ensemble::link::Stream;
 use bytes::BytesMut;
 use palisade_zab::{Decoder, Direction, Input, Learner, LearnerConfig, Limits, Output, SyncMode};
 use std::net::SocketAddr;
@@ -17,13 +21,23 @@ use tokio::sync::watch;
 
 use crate::limits::{
     OBSERVER_CONNECT_TIMEOUT as CONNECT_TIMEOUT, OBSERVER_READ_CHUNK as READ_CHUNK,
-    OBSERVER_RETRY_PAUSE as RETRY_PAUSE,
+    OBSERVER_REFUSED_MAX_PAUSE as REFUSED_MAX_PAUSE, OBSERVER_RETRY_PAUSE as RETRY_PAUSE,
 };
+
+/// A participant's quorum (peer) port.
+#[derive(Debug, Clone)]
+pub struct Participant {
+    pub addr: SocketAddr,
+    /// The host its `server.N` line names: what its TLS certificate must name.
+    pub host: String,
+}
 
 pub struct LinkConfig {
     pub server_id: i64,
-    /// Every participant's quorum (peer) port: the leader is one of them.
-    pub participants: Vec<SocketAddr>,
+    /// Every participant: the leader is one of them.
+    pub participants: Vec<Participant>,
+    /// TLS and quorum SASL, as the ensemble's zoo.cfg asks.
+    pub security: LinkSecurity,
     pub tick_ms: u64,
     pub init_limit: u64,
     pub sync_limit: u64,
@@ -44,6 +58,8 @@ pub struct Progress {
     /// snapshot's transfer and load).
     pub sync_ms: Option<u64>,
     pub resyncs: Vec<String>,
+    /// Connections given up in their TLS handshake or quorum SASL exchange, and why.
+    pub refused: Vec<String>,
     /// How the leader synced each connection, in order.
     pub syncs: Vec<SyncMode>,
     /// The data dir failed: the run stopped.
@@ -52,6 +68,8 @@ pub struct Progress {
 
 /// Why a connection ended.
 enum End {
+    /// The leader's TLS alert before its first packet: refused as a handshake is.
+    Refused(Refused),
     /// Connect again (to the next participant) and sync.
     Resync(String),
     /// Stop the run.
@@ -75,27 +93,51 @@ pub async fn run(
     };
     let n = cfg.participants.len().max(1);
     let mut next = 0usize;
+    let mut refused_pause = RETRY_PAUSE;
+    // ZooKeeper's learner reads its socket with this timeout while it connects.
+    let handshake = Duration::from_millis(cfg.tick_ms.saturating_mul(cfg.init_limit).max(1));
     while !*stop.borrow() {
-        let Some(&addr) = cfg.participants.get(next % n) else {
+        let Some(peer) = cfg.participants.get(next % n) else {
             return;
         };
+        let addr = peer.addr;
         next = next.wrapping_add(1);
         let conn = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await;
         let Ok(Ok(stream)) = conn else {
             if next.is_multiple_of(n) {
-                tokio::select! {
-                    _ = tokio::time::sleep(RETRY_PAUSE) => {}
-                    _ = stop.changed() => {}
-                }
+                pause(RETRY_PAUSE, &mut stop).await;
             }
             continue;
         };
         let _ = stream.set_nodelay(true);
         link.p.connections += 1;
-        let ended = link.connection(stream, &mut stop).await;
+        let ended = match cfg.security.secure(stream, &peer.host, handshake).await {
+            Ok((stream, rest)) => link.connection(stream, rest, &mut stop).await,
+            Err(refused) => End::Refused(refused),
+        };
         link.mirror.abort_snapshot();
+        if link.p.synced_at.is_some() {
+            refused_pause = RETRY_PAUSE;
+        }
         let why = match ended {
             End::Resync(why) => why,
+            End::Refused(refused) => {
+                let why = match &refused {
+                    Refused::Tls(why) => {
+                        tracing::warn!(participant = %addr, why = %why, retry_in = ?refused_pause, "observer: the TLS handshake with a ZooKeeper member failed; retrying");
+                        format!("TLS: {why}")
+                    }
+                    Refused::Sasl(why) => {
+                        tracing::warn!(leader_candidate = %addr, why = %why, retry_in = ?refused_pause, "observer: quorum SASL with the ZooKeeper leader failed; retrying");
+                        format!("SASL: {why}")
+                    }
+                };
+                link.p.refused.push(why);
+                progress.send_replace(link.p.clone());
+                pause(refused_pause, &mut stop).await;
+                refused_pause = refused_pause.saturating_mul(2).min(REFUSED_MAX_PAUSE);
+                continue;
+            }
             End::Fatal(why) => {
                 tracing::error!(why = %why, "observer: the data dir failed; stopping");
                 link.p.fatal = Some(why);
@@ -110,6 +152,14 @@ pub async fn run(
         link.p.resyncs.push(why);
         link.p.synced_at = None;
         progress.send_replace(link.p.clone());
+    }
+}
+
+/// Sleeps `d`, or less if `stop` changes.
+async fn pause(d: Duration, stop: &mut watch::Receiver<bool>) {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => {}
+        _ = stop.changed() => {}
     }
 }
 
@@ -129,7 +179,12 @@ impl Link<'_> {
     }
 
     /// One connection, until the learner asks for a resync or `stop`; why it ended.
-    async fn connection(&mut self, mut stream: TcpStream, stop: &mut watch::Receiver<bool>) -> End {
+    async fn connection(
+        &mut self,
+        mut stream: Stream,
+        rest: BytesMut,
+        stop: &mut watch::Receiver<bool>,
+    ) -> End {
         let (accepted_epoch, current_epoch) = self.mirror.epochs();
         let mut learner = Learner::new(LearnerConfig {
             server_id: self.cfg.server_id,
@@ -142,6 +197,9 @@ impl Link<'_> {
             sync_limit: self.cfg.sync_limit,
         });
         let mut decoder = Decoder::new(Direction::FromLeader, self.cfg.limits);
+        // What the leader sent after the SASL exchange (nothing, as ZooKeeper's leader waits
+        // for OBSERVERINFO; bounded by the auth decoder's limits anyway).
+        decoder.push(&rest);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut tick = tokio::time::interval(Duration::from_millis((self.cfg.tick_ms / 2).max(1)));
         learner.step(Input::Tick {
@@ -149,6 +207,8 @@ impl Link<'_> {
         });
         let mut outs = learner.step(Input::Connected);
         let opened = Instant::now();
+        // Whether the leader sent anything yet (a TLS alert before that is a refusal).
+        let mut seen_any = !rest.is_empty();
         loop {
             let mut send = BytesMut::new();
             let was_synced = self.p.synced_at.is_some();
@@ -185,8 +245,14 @@ impl Link<'_> {
                     let n = match r {
                         Ok(0) => return End::Resync("the leader closed the connection".into()),
                         Ok(n) => n,
-                        Err(e) => return End::Resync(format!("read: {e}")),
+                        Err(e) => {
+                            if let (false, Some(alert)) = (seen_any, tls_alert(&e)) {
+                                return End::Refused(Refused::Tls(alert));
+                            }
+                            return End::Resync(format!("read: {e}"));
+                        }
                     };
+                    seen_any = true;
                     decoder.push(buf.get(..n).unwrap_or_default());
                     loop {
                         match decoder.next_frame() {

@@ -193,7 +193,11 @@ async fn a_hostile_leader_ends_only_its_connection_and_a_good_one_syncs() {
     });
     let cfg = LinkConfig {
         server_id: 4,
-        participants: vec![addr],
+        participants: vec![Participant {
+            addr,
+            host: "127.0.0.1".into(),
+        }],
+        security: Default::default(),
         tick_ms: 100,
         init_limit: 10,
         sync_limit: 5,

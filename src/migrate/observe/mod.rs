@@ -8,13 +8,20 @@
 //! server logs it, with snapshots, so an observer restarted on the same data dir (after a stop
 //! or a kill -9) recovers its tree and syncs by DIFF from its last zxid (TRUNC handled).
 //!
+//! The link is secured as the ensemble's zoo.cfg secures its own learners' (secure.rs):
+//! `sslQuorum` and quorum SASL, with the JAAS file of `SERVER_JVMFLAGS`' or `JVMFLAGS`'
+//! `-Djava.security.auth.login.config` (or zoo.cfg's `jaasLoginConfig`), as zkServer.sh
+//! hands it to ZooKeeper.
+//!
 //! The codec and the learner's decisions are the `palisade_zab` crate's (sans-IO); this
-//! module owns the sockets (link.rs), the tree (mirror.rs) and the data dir (store.rs). It
+//! module owns the sockets (link.rs, secure.rs), the tree (mirror.rs) and the data dir
+//! (store.rs). It
 //! serves no clients yet:
 //! forwarding writes and taking sessions over come with the observer role in the engine.
 
 mod link;
 mod mirror;
+mod secure;
 mod store;
 
 use crate::config::Config;
@@ -28,7 +35,9 @@ use crate::limits::{OBSERVER_MAX_SNAPSHOT_BYTES, OBSERVER_SNAPSHOT_BATCH};
 
 const USAGE: &str = "usage: palisade observe-zookeeper --config ZOO_CFG --id N --data-dir OUT \
 [--until-zxid ZXID] [--until-path PATH] [--seconds S] [--max-snapshot-bytes B]\n  ZOO_CFG: the ZooKeeper ensemble's zoo.cfg (its server.N lines, \
-tickTime, initLimit, syncLimit); N: this observer's id, listed there as server.N=…:observer.\n  \
+tickTime, initLimit, syncLimit, and sslQuorum/ssl.quorum.*/quorum.auth.* if the ensemble \
+secures its links: the JAAS file comes from SERVER_JVMFLAGS as for zkServer.sh); N: this \
+observer's id, listed there as server.N=…:observer.\n  \
 Stops once synced and at ZXID or later (hex with 0x), or holding the node PATH, or after S \
 seconds, or on SIGINT/SIGTERM. OUT is a Palisade data dir kept durable as txns apply: started \
 again on it, the observer recovers and syncs by DIFF from where it stopped. B: the largest \
@@ -92,11 +101,16 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
     }
 }
 
-/// The link's settings from the ZooKeeper ensemble's zoo.cfg.
-fn link_config(o: &Opts) -> Result<link::LinkConfig, String> {
+/// The link's settings from the ZooKeeper ensemble's zoo.cfg (and the JVM flags' JAAS file).
+fn link_config(
+    o: &Opts,
+    server_jvmflags: &str,
+    jvmflags: &str,
+) -> Result<link::LinkConfig, String> {
     let text =
         std::fs::read_to_string(&o.config).map_err(|e| format!("{}: {e}", o.config.display()))?;
     let mut c = Config::default();
+    c.apply_jvm_flags(server_jvmflags, jvmflags)?;
     c.apply_zoo_cfg(&text)
         .map_err(|e| format!("{}: {e}", o.config.display()))?;
     let me = c.members.iter().find(|m| m.id as i64 == o.id);
@@ -107,21 +121,28 @@ fn link_config(o: &Opts) -> Result<link::LinkConfig, String> {
             o.id
         ));
     }
-    let mut participants: Vec<SocketAddr> = Vec::new();
+    let mut participants: Vec<link::Participant> = Vec::new();
     for m in c.members.iter().filter(|m| m.role == Role::Participant) {
         for a in &m.addrs {
-            let found = (a.host.as_str(), a.peer_port)
+            let found: Vec<SocketAddr> = (a.host.as_str(), a.peer_port)
                 .to_socket_addrs()
-                .map_err(|e| format!("server.{}: {}: {e}", m.id, a.host))?;
-            participants.extend(found);
+                .map_err(|e| format!("server.{}: {}: {e}", m.id, a.host))?
+                .collect();
+            participants.extend(found.into_iter().map(|addr| link::Participant {
+                addr,
+                host: a.host.clone(),
+            }));
         }
     }
     if participants.is_empty() {
         return Err(format!("{}: no participant to observe", o.config.display()));
     }
+    let security = secure::LinkSecurity::open(&c.quorum, c.sasl.jaas_file.as_deref())
+        .map_err(|e| format!("{}: {e}", o.config.display()))?;
     Ok(link::LinkConfig {
         server_id: o.id,
         participants,
+        security,
         tick_ms: c.tick_time,
         init_limit: c.init_limit,
         sync_limit: c.sync_limit,
@@ -143,7 +164,8 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
             return 2;
         }
     };
-    let cfg = match link_config(&o) {
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    let cfg = match link_config(&o, &env("SERVER_JVMFLAGS"), &env("JVMFLAGS")) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
@@ -160,6 +182,7 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
             return 1;
         }
     };
+    let security = cfg.security.describe();
     let t0 = Instant::now();
     let opened = match store::Store::open(&o.data_dir, store::StoreConfig::default()) {
         Ok(opened) => opened,
@@ -181,8 +204,8 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
     }
     let Some(state) = mirror.state() else {
         eprintln!(
-            "observe-zookeeper: nothing synced from the leader (resyncs: {:?})",
-            progress.resyncs
+            "observe-zookeeper: nothing synced from the leader (resyncs: {:?}; refused: {:?})",
+            progress.resyncs, progress.refused
         );
         return 1;
     };
@@ -192,7 +215,7 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
         .map(|m| format!("{m:?}").to_uppercase())
         .collect();
     println!(
-        "observed a ZooKeeper ensemble\n  recovered:  {}\n  synced:     {}\n  syncs:      {}\n  nodes:      {}, {} sessions\n  zxid:       {:#x}\n  applied:    {} txns after {} snapshot(s), {} ZooKeeper digest(s) checked\n  links:      {} connection(s), {} resync(s)\n  time:       {:.1} s\n  data dir:   {} ({} snapshot(s) written)",
+        "observed a ZooKeeper ensemble\n  recovered:  {}\n  synced:     {}\n  syncs:      {}\n  nodes:      {}, {} sessions\n  zxid:       {:#x}\n  applied:    {} txns after {} snapshot(s), {} ZooKeeper digest(s) checked\n  links:      {} connection(s), {} resync(s), {} refused (TLS or SASL); {}\n  time:       {:.1} s\n  data dir:   {} ({} snapshot(s) written)",
         recovered.map_or("nothing (a new data dir)".into(), |z| format!("at {z:#x}")),
         match (progress.synced_at, progress.sync_ms) {
             (Some(z), Some(ms)) => format!("at {z:#x}, {ms} ms after connecting"),
@@ -208,6 +231,8 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
         mirror.digests_checked,
         progress.connections,
         progress.resyncs.len(),
+        progress.refused.len(),
+        security,
         t0.elapsed().as_secs_f64(),
         o.data_dir.display(),
         mirror.snapshots_written()

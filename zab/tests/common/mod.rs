@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use bytes::{Bytes, BytesMut};
-use palisade_zab::{Decoder, Direction, Frame, Limits};
+use palisade_zab::auth::starts_with_magic;
+use palisade_zab::{AuthDecoder, AuthPacket, Decoder, Direction, Frame, Limits};
 use std::path::{Path, PathBuf};
 
 pub struct Stream {
@@ -37,7 +38,45 @@ pub fn streams() -> Vec<Stream> {
         .collect();
     paths.sort();
     assert!(paths.len() >= 5, "golden streams missing: {paths:?}");
-    paths.iter().map(|p| read(p)).collect()
+    // The QuorumPackets of each: a quorum SASL exchange before them taken off; a stream
+    // that is nothing but an exchange (refused) has none.
+    paths
+        .iter()
+        .map(|p| split_auth(read(p)).1)
+        .filter(|s| !s.chunks.is_empty())
+        .collect()
+}
+
+/// The QuorumAuthPackets each side sent before its first QuorumPacket (quorum SASL;
+/// learner's, then leader's), and the stream without them.
+pub fn split_auth(s: Stream) -> ([Vec<AuthPacket>; 2], Stream) {
+    let mut packets = [Vec::new(), Vec::new()];
+    let mut skip = [0usize; 2];
+    for (i, dir) in [Direction::FromLearner, Direction::FromLeader]
+        .into_iter()
+        .enumerate()
+    {
+        let mut rest = s.bytes(dir);
+        while starts_with_magic(&rest) == Some(true) {
+            let mut d = AuthDecoder::new(4096, 1);
+            d.push(&rest);
+            let p = d.next_packet().unwrap().expect("a whole QuorumAuthPacket");
+            let left = d.into_rest().len();
+            skip[i] += rest.len() - left;
+            rest = rest.slice(rest.len() - left..);
+            packets[i].push(p);
+        }
+    }
+    let mut chunks = Vec::new();
+    for (dir, c) in s.chunks {
+        let i = usize::from(dir == Direction::FromLeader);
+        let drop = skip[i].min(c.len());
+        skip[i] -= drop;
+        if drop < c.len() {
+            chunks.push((dir, c.slice(drop..)));
+        }
+    }
+    (packets, Stream { chunks, ..s })
 }
 
 pub fn stream(name: &str) -> Stream {
