@@ -64,9 +64,9 @@ impl QuorumTls {
     pub fn connector_or_ip(&self, ip: std::net::IpAddr) -> tokio_rustls::TlsConnector {
         let (_, client, verifier) = &*self.current.read();
         let mut c = ClientConfig::clone(client);
-        c.dangerous().set_certificate_verifier(Arc::new(OrIp {
+        c.dangerous().set_certificate_verifier(Arc::new(NameRule {
             inner: verifier.clone(),
-            ip: ServerName::IpAddress(ip.into()),
+            wrong_name: WrongName::OrIp(ServerName::IpAddress(ip.into())),
         }));
         tokio_rustls::TlsConnector::from(Arc::new(c))
     }
@@ -130,7 +130,10 @@ fn build(cfg: &TlsConfig, hostname_verification: bool) -> Result<Configs, String
     let verifier: Arc<dyn ServerCertVerifier> = if hostname_verification {
         webpki
     } else {
-        Arc::new(AnyName(webpki))
+        Arc::new(NameRule {
+            inner: webpki,
+            wrong_name: WrongName::Accept,
+        })
     };
     let client = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)
@@ -163,14 +166,23 @@ pub fn names_host(cert: &CertificateDer<'_>, addr: &str) -> bool {
         .is_ok()
 }
 
-/// The host's name, else the IP address dialed (`QuorumTls::connector_or_ip`).
+/// A chain-verifying check with a rule for a certificate that does not name the host dialed.
 #[derive(Debug)]
-struct OrIp {
+struct NameRule {
     inner: Arc<dyn ServerCertVerifier>,
-    ip: ServerName<'static>,
+    wrong_name: WrongName,
 }
 
-impl ServerCertVerifier for OrIp {
+#[derive(Debug)]
+enum WrongName {
+    /// `ssl.quorum.hostnameVerification=false`: the chain is verified, the name is not (any
+    /// member's certificate may speak as any member, as in ZooKeeper with that setting).
+    Accept,
+    /// Also take a certificate naming this, the IP address dialed (`QuorumTls::connector_or_ip`).
+    OrIp(ServerName<'static>),
+}
+
+impl ServerCertVerifier for NameRule {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -183,12 +195,19 @@ impl ServerCertVerifier for OrIp {
             self.inner
                 .verify_server_cert(end_entity, intermediates, name, ocsp_response, now)
         };
-        match verify(server_name) {
+        let first = verify(server_name);
+        let names_another = matches!(
+            first,
             Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::NotValidForName
-                | rustls::CertificateError::NotValidForNameContext { .. },
-            )) if *server_name != self.ip => verify(&self.ip),
-            other => other,
+                    | rustls::CertificateError::NotValidForNameContext { .. },
+            ))
+        );
+        match &self.wrong_name {
+            _ if !names_another => first,
+            WrongName::Accept => Ok(ServerCertVerified::assertion()),
+            WrongName::OrIp(ip) if server_name != ip => verify(ip),
+            WrongName::OrIp(_) => first,
         }
     }
 
@@ -212,54 +231,5 @@ impl ServerCertVerifier for OrIp {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
-    }
-}
-
-/// `ssl.quorum.hostnameVerification=false`: the chain is verified, the name is not (any
-/// member's certificate may speak as any member, as in ZooKeeper with that setting).
-#[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyName {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::NotValidForName
-                | rustls::CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
     }
 }
