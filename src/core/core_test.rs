@@ -1,9 +1,8 @@
 //! The core driven message by message, with the log's durability in the test's hands: the
 //! ordering guarantees (reads vs writes, events before replies), the reaper, shutdown.
 
+use super::testkit::cfg;
 use super::*;
-use crate::durability::log::LogMsg;
-use crate::durability::LogQueue;
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use palisade_wal::RecordKind;
@@ -12,7 +11,6 @@ use tokio::sync::{mpsc, oneshot};
 
 struct Harness {
     core: Core,
-    log: std_mpsc::Receiver<LogMsg>,
     next_conn: ConnId,
 }
 
@@ -37,53 +35,21 @@ enum Msg {
     },
 }
 
-/// The core's settings in tests (also the member tests' and the Raft snapshot tests').
-pub(super) fn cfg() -> CoreConfig {
-    CoreConfig {
-        tick_ms: 2000,
-        min_session_timeout: 4000,
-        max_session_timeout: 40000,
-        max_buffer: DEFAULT_MAX_BUFFER,
-        max_reply: usize::MAX,
-        ttl_enabled: true,
-        four_letter_words: vec!["*".into()],
-        super_digest: None,
-        secret: [1; 16],
-        client_port: 2181,
-        data_dir: "data".into(),
-        data_log_dir: "data".into(),
-        max_client_cnxns: 0,
-        container_check_ms: 0,
-        spin_wait: std::time::Duration::ZERO,
-        zookeeper_sessions: Default::default(),
-        restore_reader: crate::migrate::import::from_stream,
-        auth: Default::default(),
-        reconfig_enabled: false,
-        standalone_enabled: true,
-    }
-}
-
 impl Harness {
     fn new() -> Self {
-        let (tx, log) = std_mpsc::channel();
         Harness {
-            core: Core::new(cfg(), Box::new(LogQueue::new(tx))),
-            log,
+            core: Core::new(cfg()),
             next_conn: 1,
         }
     }
 
     /// Hands the prepped txns to the "log" and reports them durable. Returns handle()'s stop flag.
     fn durable(&mut self) -> bool {
-        self.core.role.log().flush();
         let last = self
+            .core
+            .take_turn()
             .log
-            .try_iter()
-            .filter_map(|m| match m {
-                LogMsg::Batch(b) => Some(b.records),
-                LogMsg::Purge { .. } => None,
-            })
-            .flatten()
+            .into_iter()
             .filter(|r| r.kind == RecordKind::Txn)
             .map(|r| r.zxid)
             .max();
@@ -479,7 +445,7 @@ fn shutdown_finishes_in_flight_writes_first() {
     let mut h = Harness::new();
     let mut a = h.connect();
     h.send(&a, 1, create("/x", 0));
-    h.core.role.log().flush();
+    h.core.flush_turn();
     assert!(!h.core.handle(CoreMsg::Shutdown), "a write is in flight");
     assert!(h.durable(), "stops once it is applied");
     assert_eq!(xids(&a.drain()), vec![1], "and it was answered");

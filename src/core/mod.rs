@@ -56,7 +56,10 @@ mod sasl;
 mod shed;
 mod snapshots;
 mod stats;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod watch;
+pub mod work;
 
 pub(crate) use conns::Conn;
 pub use msg::{CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
@@ -64,12 +67,12 @@ pub use now::Now;
 /// An ensemble member's part (role/member/): its links, proposer and the seam's types, by the
 /// name the server and the admin side know it.
 pub use role::member;
+pub use runtime::{ConsensusRoutes, Routes};
 pub(crate) use stats::{CoreMetrics, Stats};
 
 use crate::acl::AuthId;
 use crate::core::watch::{ConnId, Watches};
 use crate::durability::recovery::Restored;
-use crate::durability::Durability;
 use crate::prep::Prepper;
 
 use crate::state::State;
@@ -162,10 +165,10 @@ pub struct Core {
 impl Core {
     /// An engine that starts at `now` and draws its random choices (snapshot spacing, which
     /// connections a shed closes) from `seed`. `Core::new` (runtime.rs) reads both for it.
-    pub fn start(cfg: CoreConfig, log: Box<dyn Durability + Send>, now: Now, seed: u64) -> Self {
+    pub fn start(cfg: CoreConfig, now: Now, seed: u64) -> Self {
         let liveness = Liveness::new(cfg.secret, cfg.tick_ms, now.wall_ms);
         let prep = Prepper::new(0, cfg.ttl_enabled);
-        let role = Role::Standalone(Standalone::new(log, cfg.container_check_ms));
+        let role = Role::Standalone(Standalone::new(cfg.container_check_ms));
         Core {
             cfg,
             state: State::new(),
@@ -323,7 +326,7 @@ impl Core {
         if let Some(w) = waiter {
             self.pending.add(txn.header.client_id, txn.header.cxid, w);
         }
-        self.role.log().append(&txn);
+        self.role.append(&txn);
         if crate::faults::on(crate::faults::Fault::EarlyAck) && self.role.is_member() {
             self.raft_snapshot_txn(&txn);
             self.commit(txn.clone()); // answered before a quorum logged it

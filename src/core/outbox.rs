@@ -17,6 +17,7 @@
 
 use super::host::HostTask;
 use super::msg::{Out, OutTx};
+use super::work::Work;
 use crate::core::watch::ConnId;
 use crate::limits::WRITE_BATCH;
 use bytes::Bytes;
@@ -83,13 +84,19 @@ impl Lifted {
     }
 }
 
-/// The engine's outbox: this turn's connections with staged output, and the work it asks of
-/// the runtime off the core thread.
-#[derive(Debug, Default)]
+/// The engine's outbox: this turn's connections with staged output, the work for the log and
+/// consensus (work.rs) and the work it asks of the runtime off the core thread.
+#[derive(Default)]
 pub struct Outbox {
     staging: bool,
     turn: Vec<OutTx>,
     tasks: Vec<HostTask>,
+    /// For the log and consensus, in the order it was pushed (the order it is routed in).
+    work: Vec<Work>,
+    /// Of `work`, the items for the forwarder and the snapshot asks: counted against their
+    /// queues' room (work.rs).
+    to_leader: usize,
+    snapshot_asks: usize,
 }
 
 impl Outbox {
@@ -123,6 +130,33 @@ impl Outbox {
     /// The work asked for this turn.
     pub fn take_tasks(&mut self) -> Vec<HostTask> {
         std::mem::take(&mut self.tasks)
+    }
+
+    /// Work for the log or consensus, routed at the turn's end in the order pushed.
+    pub fn push(&mut self, w: Work) {
+        match w {
+            Work::ToLeader(_) => self.to_leader += 1,
+            Work::AskSnapshot => self.snapshot_asks += 1,
+            _ => {}
+        }
+        self.work.push(w);
+    }
+
+    /// Items pushed for the forwarder and not routed yet.
+    pub fn queued_to_leader(&self) -> usize {
+        self.to_leader
+    }
+
+    /// Snapshot asks pushed and not routed yet.
+    pub fn queued_snapshot_asks(&self) -> usize {
+        self.snapshot_asks
+    }
+
+    /// The work pushed since the last take, in order.
+    pub fn take_work(&mut self) -> Vec<Work> {
+        self.to_leader = 0;
+        self.snapshot_asks = 0;
+        std::mem::take(&mut self.work)
     }
 
     /// Has each connection's writer write what this turn staged for it.

@@ -7,9 +7,11 @@
 //! no random number and touches no file, socket or thread-local (tests/layering.rs checks it).
 
 mod host;
+mod routes;
+
+pub use routes::{ConsensusRoutes, Routes};
 
 use super::{Core, CoreConfig, CoreMsg, Now};
-use crate::durability::Durability;
 use crate::spin;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
@@ -35,8 +37,8 @@ impl Now {
 impl Core {
     /// An engine starting now, its random choices seeded from the system's random source.
     /// The host's facts it reports (`envi`) are read now.
-    pub fn new(cfg: CoreConfig, log: Box<dyn Durability + Send>) -> Self {
-        let mut core = Core::start(cfg, log, Now::read(), fastrand::u64(..));
+    pub fn new(cfg: CoreConfig) -> Self {
+        let mut core = Core::start(cfg, Now::read(), fastrand::u64(..));
         core.host = host::info();
         core
     }
@@ -51,9 +53,10 @@ impl Core {
     }
 
     /// Runs until Shutdown (or every sender is gone): drains whatever is queued, hands the
-    /// writes it prepped to the log as one batch, then takes one turn of a snapshot capture
-    /// if one is in progress (so a capture advances between batches, and while idle).
-    pub fn run(mut self, mut inbox: mpsc::Receiver<CoreMsg>) {
+    /// writes it prepped to the log (or consensus, through `routes`) as one batch, then
+    /// takes one turn of a snapshot capture if one is in progress (so a capture advances
+    /// between batches, and while idle).
+    pub fn run(mut self, mut inbox: mpsc::Receiver<CoreMsg>, routes: Routes) {
         let mut spinner = spin::Spinner::new(self.cfg.spin_wait);
         self.outbox.stage_turns();
         loop {
@@ -95,24 +98,35 @@ impl Core {
                     n += 1;
                 }
                 self.flush_turn();
+                self.route_work(&routes);
             }
             if stop {
                 break;
             }
             self.between_batches(Now::read());
-            self.flush_output();
+            self.flush_output(&routes);
         }
-        self.flush_output();
+        self.flush_output(&routes);
         tracing::info!(
             zxid = format_args!("{:#x}", self.state.zxid()),
             "core stopped"
         );
     }
 
+    /// Routes the work the engine pushed for the log and consensus, in the order pushed: at
+    /// the end of a turn's inputs (its log batch, its forwards) and of the work between
+    /// batches (core/work.rs says how its queues' bounds hold).
+    fn route_work(&mut self, routes: &Routes) {
+        for w in self.outbox.take_work() {
+            routes.route(self, w);
+        }
+    }
+
     /// Has net write the output this turn staged (`outbox.rs`, net/direct.rs). A direct write can bring a held
     /// connection back under its budget, as its writer's `Drained` would: its held reads run
     /// now, and what they answer is written in the same way.
-    fn flush_output(&mut self) {
+    fn flush_output(&mut self, routes: &Routes) {
+        self.route_work(routes);
         for t in self.outbox.take_tasks() {
             host::run(t);
         }

@@ -8,16 +8,37 @@ use super::*;
 use crate::core::{CoreMsg, Out, OutTx};
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::mpsc::unbounded_channel;
 use tokio::sync::oneshot;
 
+/// A member stepped by the test: what it pushed to its outbox, taken at each look.
 pub(crate) struct Node {
     pub(crate) core: Core,
-    pub(crate) proposals: UnboundedReceiver<Vec<Proposed>>,
-    pub(crate) to_leader: tokio::sync::mpsc::Receiver<ToLeader>,
+    /// Taken from its outbox and not looked at yet.
+    taken: crate::core::testkit::Taken,
 }
 
-use crate::core::tests::cfg;
+impl Node {
+    /// The next batch it proposed (ending its turn first, as the runtime would).
+    pub(crate) fn next_proposal(&mut self) -> Option<Vec<Proposed>> {
+        self.take();
+        (!self.taken.proposals.is_empty()).then(|| self.taken.proposals.remove(0))
+    }
+
+    /// The next item it handed to its forwarder (ending its turn first).
+    pub(crate) fn next_to_leader(&mut self) -> Option<ToLeader> {
+        self.take();
+        (!self.taken.to_leader.is_empty()).then(|| self.taken.to_leader.remove(0))
+    }
+
+    fn take(&mut self) {
+        self.core.flush_turn();
+        let work = self.core.outbox.take_work();
+        self.taken.add(work);
+    }
+}
+
+use crate::core::testkit::cfg;
 
 /// The wall clock every test member joins at (see `node_with`).
 const JOINED_AT_MS: i64 = 1_796_000_000_000;
@@ -32,31 +53,15 @@ pub(crate) fn node_with(
     cfg: crate::core::CoreConfig,
     members: Vec<crate::membership::members::Member>,
 ) -> Node {
-    let (p_tx, proposals) = unbounded_channel();
-    let (l_tx, to_leader) = tokio::sync::mpsc::channel(crate::limits::FORWARD_QUEUE);
-    let mut core = Core::new(cfg, Box::new(Proposer::new(p_tx.clone())));
+    let mut core = Core::new(cfg);
     // Every test member joins at the same wall-clock millisecond: the node each sets from
     // zoo.cfg (/zookeeper/config, its mtime local as in ZooKeeper) is then the same on all,
     // so trees compare equal whether or not a millisecond passed between two joins.
     core.now.wall_ms = JOINED_AT_MS;
-    core.join(MemberLinks {
-        myid,
-        conf: String::new(),
-        info: Default::default(),
-        propose: p_tx,
-        to_leader: l_tx,
-        snapshot: tokio::sync::mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS).0,
-        snap_count: 100_000,
-        read_only: None,
-        members,
-        desired: tokio::sync::watch::channel(Default::default()).0,
-        leadership: tokio::sync::mpsc::unbounded_channel().0,
-        alone: false,
-    });
+    core.join(crate::core::testkit::links(myid, 100_000, members));
     Node {
         core,
-        proposals,
-        to_leader,
+        taken: Default::default(),
     }
 }
 
@@ -99,10 +104,8 @@ impl Pair {
     pub(crate) fn settle(&mut self) -> [bool; 2] {
         let mut stopped = [false; 2];
         loop {
-            self.nodes[0].core.role.log().flush();
-            self.nodes[1].core.role.member_mut().flush_forwards();
             let mut moved = false;
-            while let Ok(m) = self.nodes[1].to_leader.try_recv() {
+            while let Some(m) = self.nodes[1].next_to_leader() {
                 moved = true;
                 match m {
                     ToLeader::Forward(ops) => {
@@ -117,8 +120,7 @@ impl Pair {
                     }
                 }
             }
-            self.nodes[0].core.role.log().flush();
-            while let Ok(batch) = self.nodes[0].proposals.try_recv() {
+            while let Some(batch) = self.nodes[0].next_proposal() {
                 moved = true;
                 for p in batch {
                     let c = match p {
@@ -294,9 +296,9 @@ fn a_follower_forwards_the_clients_own_bytes_and_the_leader_decodes_them_once() 
         req,
         frame: frame.clone(),
     });
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     let mut forwarded = Vec::new();
-    while let Ok(m) = p.nodes[1].to_leader.try_recv() {
+    while let Some(m) = p.nodes[1].next_to_leader() {
         if let ToLeader::Forward(ops) = m {
             forwarded.extend(ops);
         }
@@ -337,7 +339,7 @@ fn a_leader_change_drops_clients_and_their_pending_writes() {
     let mut p = Pair::new(1);
     let (mut c, _, _) = session_on_follower(&mut p, 10);
     request(&mut p.nodes[1], &c, 1, create("/lost", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     // The leader goes before the forward is answered; member 2 now leads term 2.
     p.nodes[1].core.handle(role(2, 2, false));
     let r = replies(&mut c);
@@ -361,16 +363,15 @@ fn a_follower_sync_answers_only_after_the_leader_point_is_applied() {
     };
     // A write on the leader, prepped but not yet committed, then the follower's sync.
     request(&mut p.nodes[0], &other, 1, create("/w", 0));
-    p.nodes[0].core.role.log().flush();
-    let pending: Vec<_> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok()).collect();
+    let pending: Vec<_> = std::iter::from_fn(|| p.nodes[0].next_proposal()).collect();
     request(
         &mut p.nodes[1],
         &c,
         5,
         Request::Sync(SyncRequest { path: "/w".into() }),
     );
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
         let (tx, mut rx) = oneshot::channel();
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
         let points = rx.try_recv().ok().flatten().expect("points");
@@ -406,7 +407,7 @@ fn a_member_whose_digest_differs_from_the_leader_stops() {
     let zxid = p.nodes[1].core.state.zxid();
     // As if the follower had recorded its digest after `zxid`, and the leader's differs.
     let own = p.nodes[1].core.state.tree.digest();
-    p.nodes[1].core.role.member_mut().record_digest(zxid, own);
+    p.nodes[1].core.record_digest(zxid, own);
     p.commit(
         Committed::Digest {
             zxid,
@@ -423,9 +424,8 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
     let mut p = Pair::new(1);
     // A session made on the leader, committed there only so far.
     let mut c = connect(&mut p.nodes[0], 30, 0, [0; 16]);
-    p.nodes[0].core.role.log().flush();
     let mut created = Vec::new();
-    while let Ok(batch) = p.nodes[0].proposals.try_recv() {
+    while let Some(batch) = p.nodes[0].next_proposal() {
         for prop in batch {
             if let Proposed::Txn(b) = prop {
                 created.push(Txn::decode(b, usize::MAX).expect("txn"));
@@ -449,8 +449,8 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
         replies(&mut moved).is_empty(),
         "decided only at the leader's point"
     );
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
         let (tx, mut rx) = oneshot::channel();
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
         let points = rx.try_recv().ok().flatten().expect("points");
@@ -478,13 +478,12 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
 fn a_session_is_known_to_the_leader_from_its_prep() {
     let mut p = Pair::new(1);
     let mut c = connect(&mut p.nodes[1], 10, 0, [0; 16]);
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
     }
-    p.nodes[0].core.role.log().flush();
     let mut created = Vec::new();
-    while let Ok(batch) = p.nodes[0].proposals.try_recv() {
+    while let Some(batch) = p.nodes[0].next_proposal() {
         for prop in batch {
             if let Proposed::Txn(b) = prop {
                 created.push(Txn::decode(b, usize::MAX).expect("txn"));
@@ -504,8 +503,8 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     let r = replies(&mut c);
     assert_eq!(r.first().map(|x| x.0), Some(i32::MIN), "{r:?}");
     request(&mut p.nodes[1], &c, 1, create("/early", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
     }
     let (ack, _) = oneshot::channel();
@@ -533,9 +532,9 @@ fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order
     let mut p = Pair::new(1);
     let (mut c, _, _) = session_on_follower(&mut p, 10);
     request(&mut p.nodes[1], &c, 1, create("/lost", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     // The leader took the forward and went away before proposing it.
-    while p.nodes[1].to_leader.try_recv().is_ok() {}
+    while p.nodes[1].next_to_leader().is_some() {}
     request(&mut p.nodes[1], &c, 2, create("/next", 0));
     p.settle();
     let r = replies(&mut c);
@@ -550,9 +549,8 @@ fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order
 /// Commits whatever the leader proposed, on both members, without moving the follower's
 /// forwards (they stay pending on it).
 fn commit_proposed(p: &mut Pair) {
-    p.nodes[0].core.role.log().flush();
     let mut stopped = [false; 2];
-    let batches: Vec<_> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok()).collect();
+    let batches: Vec<_> = std::iter::from_fn(|| p.nodes[0].next_proposal()).collect();
     for prop in batches.into_iter().flatten() {
         if let Proposed::Txn(b) = prop {
             p.commit(
@@ -638,12 +636,11 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
     p.settle();
     let _ = replies(&mut reader);
     request(&mut p.nodes[1], &writer, 1, create("/x", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
         p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
     }
-    p.nodes[0].core.role.log().flush();
-    let txns: Vec<Txn> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok())
+    let txns: Vec<Txn> = std::iter::from_fn(|| p.nodes[0].next_proposal())
         .flatten()
         .filter_map(|prop| match prop {
             Proposed::Txn(b) => Some(Txn::decode(b, usize::MAX).expect("txn")),
@@ -731,9 +728,9 @@ fn a_sync_right_after_an_election_is_answered_without_waiting_for_a_write() {
 
 /// The forwards a follower has sent, as the forwarder reports them when they fail.
 fn sent_forwards(n: &mut Node) -> Vec<(i64, i32)> {
-    n.core.role.member_mut().flush_forwards();
+    n.core.flush_turn();
     let mut out = Vec::new();
-    while let Ok(m) = n.to_leader.try_recv() {
+    while let Some(m) = n.next_to_leader() {
         if let ToLeader::Forward(ops) = m {
             out.extend(ops.iter().map(|f| (f.session, f.cxid)));
         }
@@ -776,15 +773,12 @@ fn a_handshake_whose_forward_failed_is_closed_not_left_waiting() {
 fn a_full_forward_queue_keeps_the_forwards_for_a_later_turn_and_skips_touches() {
     let mut p = Pair::new(3);
     let (mut c, _, _) = session_on_follower(&mut p, 10);
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tx.try_send(ToLeader::Touch(Vec::new()))
-        .expect("room for one");
-    p.nodes[1].core.role.member_mut().links.to_leader = tx;
-    p.nodes[1].to_leader = rx;
+    let room = crate::core::testkit::TestRoom::new(0);
+    p.nodes[1].core.role.member_mut().links.to_leader = Box::new(room.clone());
     request(&mut p.nodes[1], &c, 1, create("/a", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     request(&mut p.nodes[1], &c, 2, create("/b", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     p.nodes[1].core.report_sessions();
     let Seat::Follower(f) = &p.nodes[1].core.role.member().seat else {
         panic!("a follower");
@@ -792,13 +786,10 @@ fn a_full_forward_queue_keeps_the_forwards_for_a_later_turn_and_skips_touches() 
     let kept: Vec<i32> = f.queued.iter().map(|f| f.cxid).collect();
     assert_eq!(kept, [1, 2], "both forwards kept, in order");
     assert!(
-        matches!(p.nodes[1].to_leader.try_recv(), Ok(ToLeader::Touch(ids)) if ids.is_empty()),
-        "only what filled the queue"
+        p.nodes[1].next_to_leader().is_none(),
+        "nothing handed to the forwarder: the tick's touch was skipped"
     );
-    assert!(
-        p.nodes[1].to_leader.try_recv().is_err(),
-        "the tick's touch was skipped"
-    );
+    room.set(crate::limits::FORWARD_QUEUE);
     p.settle();
     let r = replies(&mut c);
     assert_eq!(

@@ -3,7 +3,7 @@
 //! dropped and the local sessions forgotten once the member serves again.
 
 use super::*;
-use crate::core::member::{Committed, MemberLinks, Proposer, RoleView};
+use crate::core::member::{Committed, RoleView};
 use crate::core::{CoreMsg, Out, OutTx};
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
@@ -12,26 +12,10 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::oneshot;
 
 fn member(grace: Option<Duration>) -> Core {
-    let (p_tx, _) = unbounded_channel();
-    let (l_tx, _) = tokio::sync::mpsc::channel(crate::limits::FORWARD_QUEUE);
-    let mut core = Core::new(
-        crate::core::tests::cfg(),
-        Box::new(Proposer::new(p_tx.clone())),
-    );
-    core.join(MemberLinks {
-        myid: 3,
-        conf: String::new(),
-        info: Default::default(),
-        propose: p_tx,
-        to_leader: l_tx,
-        snapshot: tokio::sync::mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS).0,
-        snap_count: 100_000,
-        read_only: grace,
-        members: Vec::new(),
-        desired: tokio::sync::watch::channel(Default::default()).0,
-        leadership: tokio::sync::mpsc::unbounded_channel().0,
-        alone: false,
-    });
+    let mut core = Core::new(crate::core::testkit::cfg());
+    let mut links = crate::core::testkit::links(3, 100_000, Vec::new());
+    links.read_only = grace;
+    core.join(links);
     core
 }
 
@@ -364,10 +348,6 @@ fn readiness_follows_the_serving_state_and_the_role() {
         core.handle(leading(true));
         assert_eq!(core.readiness(), ready(true, "leader", true));
     }
-    let (log, _) = std::sync::mpsc::channel();
-    let standalone = Core::new(
-        crate::core::tests::cfg(),
-        Box::new(crate::durability::LogQueue::new(log)),
-    );
+    let standalone = Core::new(crate::core::testkit::cfg());
     assert_eq!(standalone.readiness(), ready(true, "standalone", true));
 }

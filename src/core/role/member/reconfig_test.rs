@@ -21,7 +21,7 @@ fn members() -> Vec<Member> {
 }
 
 fn pair(term: u64, reconfig: bool) -> Pair {
-    let mut cfg = crate::core::tests::cfg();
+    let mut cfg = crate::core::testkit::cfg();
     cfg.reconfig_enabled = reconfig;
     Pair::of(
         term,

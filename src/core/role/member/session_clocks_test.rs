@@ -14,7 +14,7 @@ const TICK_MS: u64 = 10;
 const TIMEOUT_MS: u64 = 100;
 
 fn short_sessions(myid: u64) -> Node {
-    let mut cfg = crate::core::tests::cfg();
+    let mut cfg = crate::core::testkit::cfg();
     cfg.tick_ms = TICK_MS;
     cfg.min_session_timeout = 2 * TICK_MS as i32;
     cfg.max_session_timeout = TIMEOUT_MS as i32;
@@ -48,9 +48,8 @@ fn session_on_leader(p: &mut Pair, conn: ConnId) -> i64 {
 
 /// The sessions the member proposed to close since the last look (an expiry is one).
 fn closed(n: &mut Node) -> Vec<i64> {
-    n.core.role.log().flush();
     let mut out = Vec::new();
-    while let Ok(batch) = n.proposals.try_recv() {
+    while let Some(batch) = n.next_proposal() {
         for p in batch {
             if let Proposed::Txn(b) = p {
                 let t = Txn::decode(b, usize::MAX).expect("txn");

@@ -18,8 +18,8 @@ fn live_pair_and_backup() -> (Pair, bytes::Bytes, i64) {
     let mut p = Pair::of(
         1,
         [
-            node_with(1, crate::core::tests::cfg(), Vec::new()),
-            node_with(2, crate::core::tests::cfg(), Vec::new()),
+            node_with(1, crate::core::testkit::cfg(), Vec::new()),
+            node_with(2, crate::core::testkit::cfg(), Vec::new()),
         ],
     );
     let mut w = Workload::new(11);
@@ -256,7 +256,7 @@ fn a_new_leader_aborts_a_restore_left_half_spooled() {
     );
     p.nodes[1].core.handle(role(2, 2, true));
     let mut aborted = false;
-    while let Ok(batch) = p.nodes[1].proposals.try_recv() {
+    while let Some(batch) = p.nodes[1].next_proposal() {
         aborted |= batch
             .iter()
             .any(|x| matches!(x, Proposed::Restore(RestorePart::Abort { id: 3, .. })));
@@ -284,7 +284,7 @@ fn the_leader_aborts_a_second_restore_and_one_whose_chunks_come_out_of_order() {
     leader.core.lead_restore_part(chunk(2, 0));
     leader.core.lead_restore_part(chunk(1, 2));
     let mut proposed = Vec::new();
-    while let Ok(batch) = leader.proposals.try_recv() {
+    while let Some(batch) = leader.next_proposal() {
         for x in batch {
             if let Proposed::Restore(r) = x {
                 proposed.push(r);

@@ -190,7 +190,8 @@ impl Core {
         self.restore_swap(restored);
         self.reload_config();
         // The log holds the whole backup until the next snapshot: ask for one.
-        let _ = self.role.member().links.snapshot.try_send(());
+        let outbox = &mut self.outbox;
+        self.role.member().links.ask_snapshot(outbox);
         tracing::warn!(
             zxid = format_args!("{at:#x}"),
             znodes = self.state.tree.znode_count(),

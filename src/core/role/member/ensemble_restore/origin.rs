@@ -156,7 +156,7 @@ impl Core {
                 what: Forwarded::Restore(p),
                 auth: Vec::new(),
             };
-            match m.links.hand_forwards(vec![f]) {
+            match m.links.hand_forwards(&mut self.outbox, vec![f]) {
                 Handed::Sent => {}
                 Handed::Full(mut back) => {
                     if let Some(Forwarded::Restore(p)) = back.pop().map(|f| f.what) {

@@ -1,0 +1,127 @@
+//! What the engine's tests share: the core's settings, a member's links with rooms the test
+//! sets, and the work the engine pushed to its outbox, sorted by where it goes. The tests
+//! step the engine by hand and read its outputs here: no thread, channel or sleep.
+
+use super::work::{Room, Work};
+use super::CoreConfig;
+use crate::core::member::MemberLinks;
+use crate::durability::log::LogRecord;
+use crate::membership::dynamic::DynConfig;
+use crate::seam::{LeadershipAsk, Proposed, ToLeader};
+use palisade_proto::DEFAULT_MAX_BUFFER;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// The core's settings in tests.
+pub(crate) fn cfg() -> CoreConfig {
+    CoreConfig {
+        tick_ms: 2000,
+        min_session_timeout: 4000,
+        max_session_timeout: 40000,
+        max_buffer: DEFAULT_MAX_BUFFER,
+        max_reply: usize::MAX,
+        ttl_enabled: true,
+        four_letter_words: vec!["*".into()],
+        super_digest: None,
+        secret: [1; 16],
+        client_port: 2181,
+        data_dir: "data".into(),
+        data_log_dir: "data".into(),
+        max_client_cnxns: 0,
+        container_check_ms: 0,
+        spin_wait: std::time::Duration::ZERO,
+        zookeeper_sessions: Default::default(),
+        restore_reader: crate::migrate::import::from_stream,
+        auth: Default::default(),
+        reconfig_enabled: false,
+        standalone_enabled: true,
+    }
+}
+
+/// A queue's room as the test sets it (its consumer never goes).
+#[derive(Clone)]
+pub(crate) struct TestRoom(Arc<AtomicUsize>);
+
+impl TestRoom {
+    pub(crate) fn new(free: usize) -> Self {
+        TestRoom(Arc::new(AtomicUsize::new(free)))
+    }
+
+    /// The consumer took items (or the test fills the queue): `free` slots now.
+    pub(crate) fn set(&self, free: usize) {
+        self.0.store(free, Ordering::SeqCst);
+    }
+}
+
+impl Room for TestRoom {
+    fn free(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+    fn closed(&self) -> bool {
+        false
+    }
+}
+
+/// A member's links with the real queues' bounds, as the runtime's channels would show them
+/// empty at every turn's start (the test takes the work each turn).
+pub(crate) fn links(
+    myid: u64,
+    snap_count: u64,
+    members: Vec<crate::membership::members::Member>,
+) -> MemberLinks {
+    MemberLinks {
+        myid,
+        conf: String::new(),
+        info: Default::default(),
+        to_leader: Box::new(TestRoom::new(crate::limits::FORWARD_QUEUE)),
+        snapshot: Box::new(TestRoom::new(crate::limits::RAFT_SNAPSHOT_ASKS)),
+        snap_count,
+        read_only: None,
+        members,
+        leadership: Box::new(TestRoom::new(usize::MAX)),
+        alone: false,
+    }
+}
+
+/// The work an engine pushed, sorted by where the runtime would route it.
+#[derive(Default)]
+pub(crate) struct Taken {
+    pub(crate) log: Vec<LogRecord>,
+    pub(crate) proposals: Vec<Vec<Proposed>>,
+    pub(crate) to_leader: Vec<ToLeader>,
+    pub(crate) snapshot_asks: usize,
+    pub(crate) desired: Vec<Arc<DynConfig>>,
+    pub(crate) leadership: Vec<LeadershipAsk>,
+}
+
+impl Taken {
+    /// Adds `work` (in the order it was pushed).
+    pub(crate) fn add(&mut self, work: Vec<Work>) {
+        for w in work {
+            match w {
+                Work::Log(b) => self.log.extend(b.records),
+                Work::Propose(p) => self.proposals.push(p),
+                Work::ToLeader(t) => self.to_leader.push(t),
+                Work::AskSnapshot => self.snapshot_asks += 1,
+                Work::Desired(c) => self.desired.push(c),
+                Work::Leadership(a) => self.leadership.push(a),
+            }
+        }
+    }
+}
+
+impl super::Core {
+    /// The end of a turn, as the runtime ends it: the turn's log batch and forwards pushed;
+    /// what the engine pushed since the last take, sorted.
+    pub(crate) fn take_turn(&mut self) -> Taken {
+        self.flush_turn();
+        self.take_work()
+    }
+
+    /// What the engine pushed since the last take, sorted (no turn ended).
+    pub(crate) fn take_work(&mut self) -> Taken {
+        let mut t = Taken::default();
+        t.add(self.outbox.take_work());
+        t
+    }
+}
