@@ -98,7 +98,7 @@ impl Core {
         if let Some(c) = self.conns.get(&w.conn) {
             self.outbox.send(&c.out, Out::Bytes(frame));
         }
-        let _ = ready.send(true);
+        self.outbox.answer(ready, true);
     }
 
     /// Watch events for what the txn changed, each to every connection watching it, once,

@@ -3,11 +3,12 @@
 
 use super::testkit::cfg;
 use super::*;
+use crate::core::token::Token;
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use palisade_wal::RecordKind;
 use std::sync::mpsc as std_mpsc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 struct Harness {
     core: Core,
@@ -53,7 +54,7 @@ impl Harness {
             .filter(|r| r.kind == RecordKind::Txn)
             .map(|r| r.zxid)
             .max();
-        last.is_some_and(|z| self.core.handle(CoreMsg::Durable(z)))
+        last.is_some_and(|z| self.core.handle(Input::Durable(z)))
     }
 
     fn connect(&mut self) -> Client {
@@ -66,14 +67,14 @@ impl Harness {
         self.next_conn += 1;
         let (tx, rx) = mpsc::unbounded_channel();
         let out = OutTx::new(tx, budget.clone());
-        let (ready, _ready_rx) = oneshot::channel();
+        let ready = Token::detached(0);
         let req = ConnectRequest {
             time_out: 30000,
             passwd: Some(Bytes::from_static(&[0; 16])),
             read_only: Some(false),
             ..Default::default()
         };
-        self.core.handle(CoreMsg::Connect {
+        self.core.handle(Input::Connect {
             conn,
             req,
             out,
@@ -92,7 +93,7 @@ impl Harness {
 
     fn send(&mut self, c: &Client, xid: i32, req: Request) {
         let frame = req.encode(xid).freeze();
-        self.core.handle(CoreMsg::Request {
+        self.core.handle(Input::Request {
             conn: c.conn,
             xid,
             req,
@@ -396,7 +397,7 @@ fn reaper_removes_used_empty_containers_and_expired_ttl_nodes() {
         .all(|m| matches!(m, Msg::Reply { err: 0, .. })));
     // The TTL (1 ms) has passed: the engine is stepped at a time chosen, with no sleep.
     let later = h.core.now.plus_ms(5);
-    h.core.step(later, CoreMsg::Tick);
+    h.core.step(later, Input::Tick);
     h.durable();
     assert!(h.core.state.tree.lookup("/used").is_none());
     assert!(h.core.state.tree.lookup("/ttl").is_none());
@@ -424,14 +425,14 @@ fn a_silent_session_expires_on_the_first_tick_at_its_deadline() {
     let start = h.core.now;
     let deadline = h.core.liveness.get(session).map(|s| s.deadline_ms);
     let left = deadline.expect("a live session") - h.core.now_ms();
-    h.core.step(start.plus_ms(left - 1), CoreMsg::Tick);
+    h.core.step(start.plus_ms(left - 1), Input::Tick);
     h.durable();
     assert!(
         h.core.state.sessions().contains_key(&session),
         "not due yet"
     );
     assert!(h.core.state.tree.lookup("/e").is_some());
-    h.core.step(start.plus_ms(left), CoreMsg::Tick);
+    h.core.step(start.plus_ms(left), Input::Tick);
     h.durable();
     assert!(!h.core.state.sessions().contains_key(&session), "expired");
     assert!(
@@ -446,7 +447,7 @@ fn shutdown_finishes_in_flight_writes_first() {
     let mut a = h.connect();
     h.send(&a, 1, create("/x", 0));
     h.core.flush_turn();
-    assert!(!h.core.handle(CoreMsg::Shutdown), "a write is in flight");
+    assert!(!h.core.handle(Input::Shutdown), "a write is in flight");
     assert!(h.durable(), "stops once it is applied");
     assert_eq!(xids(&a.drain()), vec![1], "and it was answered");
 }
@@ -891,7 +892,7 @@ fn over_its_output_budget_a_connections_reads_are_held_and_replies_stay_in_order
     assert!(budget.over());
     // The writer writes reply 2 and reports the connection drained.
     budget.wrote((budget.queued(), 0));
-    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    h.core.handle(Input::Drained(Some(a.conn)));
     assert_eq!(
         xids(&a.drain()),
         vec![3, 4],
@@ -1010,7 +1011,7 @@ fn a_reply_waits_for_room_in_the_server_wide_budget_and_one_larger_than_it_is_re
         vec![(4, ErrorCode::MarshallingError.code())]
     );
     ba.wrote((ba.queued(), 0));
-    h.core.handle(CoreMsg::Drained(None));
+    h.core.handle(Input::Drained(None));
     assert_eq!(xids(&b.drain()), vec![1, 2], "in request order");
 }
 
@@ -1040,7 +1041,7 @@ fn a_read_waiting_for_room_sets_its_watch_only_when_answered() {
     h.durable();
     assert!(a.drain().is_empty(), "no event for a watch not set yet");
     budget.wrote((budget.queued(), 0));
-    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    h.core.handle(Input::Drained(Some(a.conn)));
     match &a.drain()[..] {
         [Msg::Reply {
             xid: 2,
@@ -1090,7 +1091,7 @@ fn large_replies_leave_a_quarter_of_the_server_budget_to_the_others() {
     let got: Vec<Vec<i32>> = c.iter_mut().map(|x| xids(&x.drain())).collect();
     assert_eq!(got, vec![vec![10], vec![11], vec![], vec![20]]);
     budgets[0].wrote((budgets[0].queued(), 0));
-    h.core.handle(CoreMsg::Drained(None));
+    h.core.handle(Input::Drained(None));
     assert_eq!(xids(&c[2].drain()), vec![12]);
 }
 
@@ -1122,14 +1123,14 @@ fn a_reply_larger_than_the_connections_budget_goes_alone() {
         other => panic!("{other:?}"),
     }
     budget.wrote((budget.queued(), 0));
-    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    h.core.handle(Input::Drained(Some(a.conn)));
     assert_eq!(
         xids(&a.drain()),
         vec![51],
         "the large one waits behind the small"
     );
     budget.wrote((budget.queued(), 0));
-    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    h.core.handle(Input::Drained(Some(a.conn)));
     assert_eq!(xids(&a.drain()), vec![52]);
 }
 
@@ -1330,8 +1331,9 @@ fn a_backup_captured_under_writes_is_the_state_at_its_end() {
         }
     }
     h.durable();
-    let (reply, mut rx) = oneshot::channel();
-    h.core.admin(admin::Query::Backup { reply });
+    h.core.admin(admin::Query::Backup {
+        reply: Token::detached(7),
+    });
     let mut steps = 0;
     let image = loop {
         // Between two steps: creates, changes and deletes on both sides of the walk.
@@ -1357,7 +1359,7 @@ fn a_backup_captured_under_writes_is_the_state_at_its_end() {
         h.durable();
         h.core.backup_step();
         steps += 1;
-        if let Ok(image) = rx.try_recv() {
+        if let Some(image) = h.core.answer_to::<Vec<u8>>(7) {
             break image;
         }
         assert!(steps < 1000, "the backup never finished");

@@ -7,12 +7,12 @@ use super::msg::{Out, OutTx};
 use super::pending::{Awaiting, Waiter};
 use super::{reply, Core};
 use crate::acl::AuthId;
+use crate::core::token::Token;
 use crate::core::watch::ConnId;
 use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::ConnectRequest;
 use std::collections::VecDeque;
-use tokio::sync::oneshot;
 
 /// Compares two byte strings in time that depends on their lengths only, so that a wrong
 /// password's timing tells nothing about the right one.
@@ -26,7 +26,7 @@ pub(crate) struct Handshake {
     pub req: ConnectRequest,
     pub out: OutTx,
     pub peer: SocketAddr,
-    pub ready: oneshot::Sender<bool>,
+    pub ready: Token<bool>,
     pub x509: Option<Box<str>>,
 }
 
@@ -50,7 +50,7 @@ impl Core {
         req: ConnectRequest,
         out: OutTx,
         peer: SocketAddr,
-        ready: oneshot::Sender<bool>,
+        ready: Token<bool>,
         x509: Option<Box<str>>,
     ) {
         let h = Handshake {
@@ -74,7 +74,7 @@ impl Core {
         let ro = self.role.read_only();
         if self.refused(&h.req, h.peer, ro) {
             self.outbox.send(&h.out, Out::Close);
-            let _ = h.ready.send(false);
+            self.outbox.answer(h.ready, false);
             return;
         }
         let id = h.req.session_id;
@@ -163,7 +163,7 @@ impl Core {
         self.conns.insert(h.conn, self.conn_record(&h, id, timeout));
         let frame = self.connect_reply(Some((id, timeout)), read_only);
         self.outbox.send(&h.out, Out::Bytes(frame));
-        let _ = h.ready.send(true);
+        self.outbox.answer(h.ready, true);
     }
 
     /// A new session: a createSession txn (prepped here, or forwarded to the leader),
@@ -208,7 +208,7 @@ impl Core {
             self.outbox
                 .send(&h.out, Out::Bytes(self.connect_reply(None, read_only)));
             self.outbox.send(&h.out, Out::Close);
-            let _ = h.ready.send(false);
+            self.outbox.answer(h.ready, false);
             return;
         }
         if let Some(old) = self.liveness.get(id).and_then(|s| s.conn) {
@@ -225,7 +225,7 @@ impl Core {
             &h.out,
             Out::Bytes(self.connect_reply(Some((id, timeout)), read_only)),
         );
-        let _ = h.ready.send(true);
+        self.outbox.answer(h.ready, true);
     }
 
     /// The ConnectResponse for a session (id, negotiated timeout), or for a refused one:

@@ -58,16 +58,17 @@ mod snapshots;
 mod stats;
 #[cfg(test)]
 pub(crate) mod testkit;
+pub mod token;
 pub mod watch;
 pub mod work;
 
 pub(crate) use conns::Conn;
-pub use msg::{CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
+pub use msg::{Ends, GlobalBudget, Input, Msg, Out, OutBudget, OutTx, Tokens};
 pub use now::Now;
 /// An ensemble member's part (role/member/): its links, proposer and the seam's types, by the
 /// name the server and the admin side know it.
 pub use role::member;
-pub use runtime::{ConsensusRoutes, Routes};
+pub use runtime::{ConsensusRoutes, CoreMsg, Oneshots, Routes};
 pub(crate) use stats::{CoreMetrics, Stats};
 
 use crate::acl::AuthId;
@@ -214,7 +215,7 @@ impl Core {
     }
 
     /// Handles one input at `now`. Returns true when the core must stop.
-    pub fn step(&mut self, now: Now, msg: CoreMsg) -> bool {
+    pub fn step(&mut self, now: Now, msg: Input) -> bool {
         self.now = now;
         self.handle(msg)
     }
@@ -229,9 +230,9 @@ impl Core {
     }
 
     /// Returns true when the core must stop.
-    fn handle(&mut self, msg: CoreMsg) -> bool {
+    fn handle(&mut self, msg: Input) -> bool {
         match msg {
-            CoreMsg::Connect {
+            Msg::Connect {
                 conn,
                 req,
                 out,
@@ -242,32 +243,32 @@ impl Core {
                 self.metrics.connection_requests += 1;
                 self.connect(conn, req, out, peer, ready, x509)
             }
-            CoreMsg::Request {
+            Msg::Request {
                 conn,
                 xid,
                 req,
                 frame,
             } => self.request(conn, xid, req, frame),
-            CoreMsg::Bad {
+            Msg::Bad {
                 conn,
                 xid,
                 op,
                 error,
             } => self.bad(conn, xid, op, error),
-            CoreMsg::Closed { conn } => self.drop_conn(conn, false),
-            CoreMsg::Admin(query) => self.admin(query),
-            CoreMsg::FourLetter { word, out, peer } => self.answer_four_letter(word, out, peer),
-            CoreMsg::Durable(upto) => {
+            Msg::Closed { conn } => self.drop_conn(conn, false),
+            Msg::Admin(query) => self.admin(query),
+            Msg::FourLetter { word, out, peer } => self.answer_four_letter(word, out, peer),
+            Msg::Durable(upto) => {
                 self.durable(upto);
                 return self.stopping && self.inflight.is_empty();
             }
-            CoreMsg::LogFailed(e) => {
+            Msg::LogFailed(e) => {
                 tracing::error!(error = %e, "log write failed; stopping so no write is acknowledged without being durable");
                 return true;
             }
-            CoreMsg::Drained(conn) => self.drained(conn),
-            CoreMsg::Tick => self.tick(),
-            CoreMsg::Shutdown => {
+            Msg::Drained(conn) => self.drained(conn),
+            Msg::Tick => self.tick(),
+            Msg::Shutdown => {
                 // In-flight writes: wait for the log to report them, then stop. A member's
                 // proposals commit (or not) with the quorum, not with this process.
                 self.stopping = true;
@@ -279,37 +280,39 @@ impl Core {
     }
 
     /// An input only consensus sends (a member's). A standalone server has no consensus
-    /// sending to it; one that arrives is dropped, and a request's reply end with it (a Raft
-    /// snapshot's builder sees an error). Returns true when the core must stop.
-    fn member_input(&mut self, msg: CoreMsg) -> bool {
+    /// sending to it; one that arrives is dropped, and a request's reply token with it (the
+    /// runtime drops its end: a Raft snapshot's builder sees an error). Returns true when the
+    /// core must stop.
+    fn member_input(&mut self, msg: Input) -> bool {
         if !self.role.is_member() {
             tracing::warn!("an ensemble member's input on a standalone server; dropped");
             return false;
         }
         match msg {
-            CoreMsg::Committed {
+            Msg::Committed {
                 items,
                 at,
                 log_bytes,
                 ack,
             } => {
                 let ok = self.committed(items, at, log_bytes);
-                let _ = ack.send(());
+                self.outbox.answer(ack, ());
                 return !ok;
             }
-            CoreMsg::Role(v) => self.set_role(v),
-            CoreMsg::Forwarded(ops, reply) => {
+            Msg::Role(v) => self.set_role(v),
+            Msg::Forwarded(ops, reply) => {
                 let points = self.forwarded(ops);
                 if let Some(r) = reply {
-                    let _ = r.send(points);
+                    self.outbox.answer(r, points);
                 }
             }
-            CoreMsg::SyncPoints(points) => self.sync_points(points),
-            CoreMsg::Touched(ids) => self.touched(ids),
-            CoreMsg::ForwardFailed(sessions) => self.forward_failed(sessions),
-            CoreMsg::Image(reply) => self.raft_snapshot(reply),
-            CoreMsg::Install { image, at, ack } => {
-                let _ = ack.send(self.install(&image, at));
+            Msg::SyncPoints(points) => self.sync_points(points),
+            Msg::Touched(ids) => self.touched(ids),
+            Msg::ForwardFailed(sessions) => self.forward_failed(sessions),
+            Msg::Image(reply) => self.raft_snapshot(reply),
+            Msg::Install { image, at, ack } => {
+                let installed = self.install(&image, at);
+                self.outbox.answer(ack, installed);
             }
             _ => unreachable!("handle takes every other input"),
         }

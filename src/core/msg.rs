@@ -1,14 +1,15 @@
-//! What reaches the core (its inbox) and what it sends to a connection's writer, with the
-//! byte budget of unsent output the two share.
+//! What reaches the core (its inbox, and the engine's inputs made of it) and what it sends
+//! to a connection's writer, with the byte budget of unsent output the two share.
 
 use super::outbox::{Direct, DirectWriter};
+use super::token::Token;
 use crate::core::watch::ConnId;
 use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::{ConnectRequest, DecodeError, FourLetterWord, Request};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
 /// What the core writes to a connection.
@@ -324,13 +325,31 @@ impl From<mpsc::UnboundedSender<Out>> for OutTx {
     }
 }
 
-pub enum CoreMsg {
+/// How a message carries the ends its answers go to: the inbox's messages carry channel ends
+/// (`CoreMsg`, runtime/inbox.rs); the runtime keeps them and steps the engine with tokens for
+/// them (`Input`, token.rs).
+pub trait Ends {
+    type End<T: Send + 'static>: Send;
+}
+
+/// The engine's inputs carry reply tokens.
+pub struct Tokens;
+
+impl Ends for Tokens {
+    type End<T: Send + 'static> = Token<T>;
+}
+
+/// One input of the engine (`Core::step`).
+pub type Input = Msg<Tokens>;
+
+/// What reaches the core, its answers' ends carried as `E` says.
+pub enum Msg<E: Ends> {
     Connect {
         conn: ConnId,
         req: ConnectRequest,
         out: OutTx,
         peer: SocketAddr,
-        ready: oneshot::Sender<bool>,
+        ready: E::End<bool>,
         /// The subject of the client's verified TLS certificate (the `x509` identity).
         x509: Option<Box<str>>,
     },
@@ -353,7 +372,7 @@ pub enum CoreMsg {
         conn: ConnId,
     },
     /// An AdminServer command, a metrics scrape or a readiness probe (src/admin).
-    Admin(super::admin::Query),
+    Admin(super::admin::Query<E>),
     FourLetter {
         word: FourLetterWord,
         out: OutTx,
@@ -372,7 +391,7 @@ pub enum CoreMsg {
         at: Option<super::member::LogPos>,
         /// The entries' bytes in the log, for the snapshot rule (role/member/raft_snapshot.rs).
         log_bytes: u64,
-        ack: oneshot::Sender<()>,
+        ack: E::End<()>,
     },
     /// Ensemble: who leads now, and whether this member may prep.
     Role(super::member::RoleView),
@@ -380,7 +399,7 @@ pub enum CoreMsg {
     /// points of the syncs among them (None: this member does not lead).
     Forwarded(
         Vec<super::member::Forward>,
-        Option<oneshot::Sender<Option<Vec<super::member::SyncPoint>>>>,
+        Option<E::End<Option<Vec<super::member::SyncPoint>>>>,
     ),
     /// Ensemble, on a follower: the leader's points for its syncs.
     SyncPoints(Vec<super::member::SyncPoint>),
@@ -391,12 +410,12 @@ pub enum CoreMsg {
     ForwardFailed(Vec<(i64, i32)>),
     /// Ensemble: a fuzzy image of the state for a Raft snapshot, taken between batches; the
     /// answer says where in the Raft log the image stands.
-    Image(oneshot::Sender<(Vec<u8>, Option<super::member::LogPos>)>),
+    Image(E::End<(Vec<u8>, Option<super::member::LogPos>)>),
     /// Ensemble: replace the state with a Raft snapshot's image, which stands at `at`.
     Install {
         image: Vec<u8>,
         at: Option<super::member::LogPos>,
-        ack: oneshot::Sender<Result<(), String>>,
+        ack: E::End<Result<(), String>>,
     },
     Tick,
     Shutdown,

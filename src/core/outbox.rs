@@ -17,6 +17,7 @@
 
 use super::host::HostTask;
 use super::msg::{Out, OutTx};
+use super::token::{Answered, Token};
 use super::work::Work;
 use crate::core::watch::ConnId;
 use crate::limits::WRITE_BATCH;
@@ -97,6 +98,8 @@ pub struct Outbox {
     /// queues' room (work.rs).
     to_leader: usize,
     snapshot_asks: usize,
+    /// Answers to reply tokens (token.rs), sent by the runtime at the turn's end.
+    pub(super) answers: Vec<Answered>,
 }
 
 impl Outbox {
@@ -150,6 +153,19 @@ impl Outbox {
     /// Snapshot asks pushed and not routed yet.
     pub fn queued_snapshot_asks(&self) -> usize {
         self.snapshot_asks
+    }
+
+    /// Answers `token` with `value`: the runtime sends it to the asker at the turn's end.
+    pub fn answer<T: Send + 'static>(&mut self, token: Token<T>, value: T) {
+        self.answers.push(Answered {
+            id: token.spend(),
+            value: Box::new(value),
+        });
+    }
+
+    /// The answers pushed since the last take, in order.
+    pub fn take_answers(&mut self) -> Vec<Answered> {
+        std::mem::take(&mut self.answers)
     }
 
     /// The work pushed since the last take, in order.

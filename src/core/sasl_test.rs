@@ -135,7 +135,7 @@ fn required_refuses_requests_before_sasl_and_runs_them_after() {
     assert!(closed);
     // An undecodable request too.
     let mut c = h.connect();
-    h.core.handle(CoreMsg::Bad {
+    h.core.handle(Input::Bad {
         conn: c.conn,
         xid: 5,
         op: 999,

@@ -125,3 +125,13 @@ impl super::Core {
         t
     }
 }
+
+impl super::Core {
+    /// The answer the engine pushed for token `id`, if it did (other answers stay).
+    pub(crate) fn answer_to<T: 'static>(&mut self, id: u64) -> Option<T> {
+        let answers = &mut self.outbox.answers;
+        let i = answers.iter().position(|a| a.id == id)?;
+        let a = answers.remove(i);
+        Some(*a.value.downcast::<T>().expect("the token's type"))
+    }
+}

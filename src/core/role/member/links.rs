@@ -1,21 +1,13 @@
 //! A member's links to consensus (`MemberLinks`, handed in by `Core::join`): what the engine
 //! reads of them (its id, the rooms of the bounded queues) and how it hands them work, as
 //! outbox work (work.rs) the runtime routes; its proposer (`Proposer`: what its leader preps
-//! is proposed); and the core's inbox as the consensus glue sends to it (seam.rs `CoreInbox`).
+//! is proposed). The core's inbox as the consensus glue sends to it (seam.rs `CoreInbox`) is
+//! the runtime's (runtime/inbox.rs).
 
 use crate::core::outbox::Outbox;
 use crate::core::work::{Room, Work};
-use crate::core::CoreMsg;
-use crate::seam::{
-    CommittedBatch, CoreGone, CoreInbox, Forward, Image, LeadershipAsk, LogPos, Notice, Proposed,
-    RaftInfo, SyncPoint, ToLeader,
-};
+use crate::seam::{Forward, LeadershipAsk, Proposed, RaftInfo, ToLeader};
 use palisade_proto::Txn;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use tokio::sync::mpsc;
-use tokio::sync::oneshot;
 
 /// What the engine knows of its links to consensus. The channels themselves are the
 /// runtime's (runtime/routes.rs): the engine pushes work to its outbox and reads the bounded
@@ -120,84 +112,5 @@ impl Proposer {
     /// The turn's proposals, as one batch (None: nothing is queued).
     pub(in crate::core) fn take(&mut self) -> Option<Vec<Proposed>> {
         (!self.queued.is_empty()).then(|| std::mem::take(&mut self.queued))
-    }
-}
-
-/// The core's inbox as the consensus glue sends to it (seam.rs): each call becomes its
-/// `CoreMsg`, a request paired here with the one-shot channel its answer comes back on.
-impl CoreInbox for mpsc::Sender<CoreMsg> {
-    type Answer<T: Send + 'static> = Answer<T>;
-
-    async fn tell(&self, n: Notice) -> Result<(), CoreGone> {
-        self.send(notice(n)).await.map_err(|_| CoreGone)
-    }
-
-    fn try_tell(&self, n: Notice) -> bool {
-        self.try_send(notice(n)).is_ok()
-    }
-
-    async fn committed(&self, batch: CommittedBatch) -> Result<Answer<()>, CoreGone> {
-        let (ack, done) = oneshot::channel();
-        let CommittedBatch {
-            items,
-            at,
-            log_bytes,
-        } = batch;
-        let m = CoreMsg::Committed {
-            items,
-            at,
-            log_bytes,
-            ack,
-        };
-        self.send(m).await.map_err(|_| CoreGone)?;
-        Ok(Answer(done))
-    }
-
-    async fn image(&self) -> Result<Answer<Image>, CoreGone> {
-        let (tx, rx) = oneshot::channel();
-        self.send(CoreMsg::Image(tx)).await.map_err(|_| CoreGone)?;
-        Ok(Answer(rx))
-    }
-
-    async fn install(
-        &self,
-        image: Vec<u8>,
-        at: Option<LogPos>,
-    ) -> Result<Answer<Result<(), String>>, CoreGone> {
-        let (ack, done) = oneshot::channel();
-        let m = CoreMsg::Install { image, at, ack };
-        self.send(m).await.map_err(|_| CoreGone)?;
-        Ok(Answer(done))
-    }
-
-    async fn forwarded(
-        &self,
-        ops: Vec<Forward>,
-    ) -> Result<Answer<Option<Vec<SyncPoint>>>, CoreGone> {
-        let (tx, rx) = oneshot::channel();
-        let m = CoreMsg::Forwarded(ops, Some(tx));
-        self.send(m).await.map_err(|_| CoreGone)?;
-        Ok(Answer(rx))
-    }
-}
-
-fn notice(n: Notice) -> CoreMsg {
-    match n {
-        Notice::Role(v) => CoreMsg::Role(v),
-        Notice::SyncPoints(p) => CoreMsg::SyncPoints(p),
-        Notice::Touched(ids) => CoreMsg::Touched(ids),
-        Notice::ForwardFailed(f) => CoreMsg::ForwardFailed(f),
-        Notice::Shutdown => CoreMsg::Shutdown,
-    }
-}
-
-/// The core's answer to a request of the glue: `CoreGone` if it dropped the request.
-pub struct Answer<T>(oneshot::Receiver<T>);
-
-impl<T> Future for Answer<T> {
-    type Output = Result<T, CoreGone>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx).map_err(|_| CoreGone)
     }
 }

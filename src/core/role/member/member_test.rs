@@ -5,11 +5,11 @@
 //! a diverged digest stopping the member.
 
 use super::*;
-use crate::core::{CoreMsg, Out, OutTx};
+use crate::core::token::Token;
+use crate::core::{Input, Out, OutTx};
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use tokio::sync::mpsc::unbounded_channel;
-use tokio::sync::oneshot;
 
 /// A member stepped by the test: what it pushed to its outbox, taken at each look.
 pub(crate) struct Node {
@@ -65,8 +65,8 @@ pub(crate) fn node_with(
     }
 }
 
-pub(crate) fn role(leader: u64, term: u64, ready: bool) -> CoreMsg {
-    CoreMsg::Role(RoleView {
+pub(crate) fn role(leader: u64, term: u64, ready: bool) -> Input {
+    Input::Role(RoleView {
         leader: Some(leader),
         term,
         ready,
@@ -109,14 +109,17 @@ impl Pair {
                 moved = true;
                 match m {
                     ToLeader::Forward(ops) => {
-                        let (tx, mut rx) = oneshot::channel();
-                        self.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
-                        if let Ok(Some(points)) = rx.try_recv() {
-                            self.nodes[1].core.handle(CoreMsg::SyncPoints(points));
+                        self.nodes[0]
+                            .core
+                            .handle(Input::Forwarded(ops, Some(Token::detached(1))));
+                        if let Some(Some(points)) =
+                            self.nodes[0].core.answer_to::<Option<Vec<SyncPoint>>>(1)
+                        {
+                            self.nodes[1].core.handle(Input::SyncPoints(points));
                         }
                     }
                     ToLeader::Touch(ids) => {
-                        self.nodes[0].core.handle(CoreMsg::Touched(ids));
+                        self.nodes[0].core.handle(Input::Touched(ids));
                     }
                 }
             }
@@ -157,9 +160,9 @@ impl Pair {
             },
         };
         for (i, n) in self.nodes.iter_mut().enumerate() {
-            let (ack, _) = oneshot::channel();
+            let ack = Token::detached(0);
             let items = vec![copy(&c)];
-            stopped[i] |= n.core.handle(CoreMsg::Committed {
+            stopped[i] |= n.core.handle(Input::Committed {
                 items,
                 at: None,
                 log_bytes: 0,
@@ -177,14 +180,14 @@ pub(crate) struct Client {
 
 pub(crate) fn connect(n: &mut Node, conn: ConnId, session: i64, passwd: [u8; 16]) -> Client {
     let (tx, rx) = unbounded_channel();
-    let (ready, _r) = oneshot::channel();
+    let ready = Token::detached(0);
     let req = ConnectRequest {
         time_out: 30000,
         session_id: session,
         passwd: Some(Bytes::copy_from_slice(&passwd)),
         ..Default::default()
     };
-    n.core.handle(CoreMsg::Connect {
+    n.core.handle(Input::Connect {
         conn,
         req,
         out: OutTx::from(tx),
@@ -236,7 +239,7 @@ pub(crate) fn create(path: &str, flags: i32) -> Request {
 
 pub(crate) fn request(n: &mut Node, c: &Client, xid: i32, req: Request) {
     let frame = req.encode(xid).freeze();
-    n.core.handle(CoreMsg::Request {
+    n.core.handle(Input::Request {
         conn: c.conn,
         xid,
         req,
@@ -290,7 +293,7 @@ fn a_follower_forwards_the_clients_own_bytes_and_the_leader_decodes_them_once() 
     let mut frame = req.encode(7).to_vec();
     frame.push(0);
     let frame = Bytes::from(frame);
-    p.nodes[1].core.handle(CoreMsg::Request {
+    p.nodes[1].core.handle(Input::Request {
         conn: c.conn,
         xid: 7,
         req,
@@ -308,10 +311,10 @@ fn a_follower_forwards_the_clients_own_bytes_and_the_leader_decodes_them_once() 
         matches!(&forwarded[0].what, Forwarded::Request(b) if *b == frame),
         "the forward carries the client's message as it came, not a re-encoding"
     );
-    let (tx, _rx) = oneshot::channel();
+    let tx = Token::detached(0);
     p.nodes[0]
         .core
-        .handle(CoreMsg::Forwarded(forwarded, Some(tx)));
+        .handle(Input::Forwarded(forwarded, Some(tx)));
     p.settle();
     let r = replies(&mut c);
     assert_eq!(
@@ -372,10 +375,15 @@ fn a_follower_sync_answers_only_after_the_leader_point_is_applied() {
     );
     p.nodes[1].core.flush_turn();
     while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        let (tx, mut rx) = oneshot::channel();
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
-        let points = rx.try_recv().ok().flatten().expect("points");
-        p.nodes[1].core.handle(CoreMsg::SyncPoints(points));
+        p.nodes[0]
+            .core
+            .handle(Input::Forwarded(ops, Some(Token::detached(1))));
+        let points = p.nodes[0]
+            .core
+            .answer_to::<Option<Vec<SyncPoint>>>(1)
+            .flatten()
+            .expect("points");
+        p.nodes[1].core.handle(Input::SyncPoints(points));
     }
     assert!(replies(&mut c).is_empty(), "the sync waits for /w");
     let mut stopped = [false; 2];
@@ -432,9 +440,9 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
             }
         }
     }
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = created.iter().cloned().map(Committed::Txn).collect();
-    p.nodes[0].core.handle(CoreMsg::Committed {
+    p.nodes[0].core.handle(Input::Committed {
         items,
         at: None,
         log_bytes: 0,
@@ -451,15 +459,20 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
     );
     p.nodes[1].core.flush_turn();
     while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        let (tx, mut rx) = oneshot::channel();
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
-        let points = rx.try_recv().ok().flatten().expect("points");
-        p.nodes[1].core.handle(CoreMsg::SyncPoints(points));
+        p.nodes[0]
+            .core
+            .handle(Input::Forwarded(ops, Some(Token::detached(1))));
+        let points = p.nodes[0]
+            .core
+            .answer_to::<Option<Vec<SyncPoint>>>(1)
+            .flatten()
+            .expect("points");
+        p.nodes[1].core.handle(Input::SyncPoints(points));
     }
     assert!(replies(&mut moved).is_empty());
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = created.into_iter().map(Committed::Txn).collect();
-    p.nodes[1].core.handle(CoreMsg::Committed {
+    p.nodes[1].core.handle(Input::Committed {
         items,
         at: None,
         log_bytes: 0,
@@ -480,7 +493,7 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     let mut c = connect(&mut p.nodes[1], 10, 0, [0; 16]);
     p.nodes[1].core.flush_turn();
     while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
+        p.nodes[0].core.handle(Input::Forwarded(ops, None));
     }
     let mut created = Vec::new();
     while let Some(batch) = p.nodes[0].next_proposal() {
@@ -492,9 +505,9 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     }
     // The follower applies the createSession first and answers its client; the client's
     // first write reaches the leader before the leader's own apply.
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = created.iter().cloned().map(Committed::Txn).collect();
-    p.nodes[1].core.handle(CoreMsg::Committed {
+    p.nodes[1].core.handle(Input::Committed {
         items,
         at: None,
         log_bytes: 0,
@@ -505,11 +518,11 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     request(&mut p.nodes[1], &c, 1, create("/early", 0));
     p.nodes[1].core.flush_turn();
     while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
+        p.nodes[0].core.handle(Input::Forwarded(ops, None));
     }
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = created.into_iter().map(Committed::Txn).collect();
-    p.nodes[0].core.handle(CoreMsg::Committed {
+    p.nodes[0].core.handle(Input::Committed {
         items,
         at: None,
         log_bytes: 0,
@@ -638,7 +651,7 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
     request(&mut p.nodes[1], &writer, 1, create("/x", 0));
     p.nodes[1].core.flush_turn();
     while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
+        p.nodes[0].core.handle(Input::Forwarded(ops, None));
     }
     let txns: Vec<Txn> = std::iter::from_fn(|| p.nodes[0].next_proposal())
         .flatten()
@@ -650,9 +663,9 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
     let zxid = txns.last().map(|t| t.header.zxid).expect("the create");
     // The follower applies first and answers its client.
     let commit_to = |n: &mut Node, txns: &[Txn]| {
-        let (ack, _) = oneshot::channel();
+        let ack = Token::detached(0);
         let items = txns.iter().cloned().map(Committed::Txn).collect();
-        n.core.handle(CoreMsg::Committed {
+        n.core.handle(Input::Committed {
             items,
             at: None,
             log_bytes: 0,
@@ -745,14 +758,14 @@ fn a_handshake_whose_forward_failed_is_closed_not_left_waiting() {
     let mut c = connect(&mut p.nodes[1], 40, 0, [0; 16]);
     let failed = sent_forwards(&mut p.nodes[1]);
     assert_eq!(failed.len(), 1, "the createSession went to the leader");
-    p.nodes[1].core.handle(CoreMsg::ForwardFailed(failed));
+    p.nodes[1].core.handle(Input::ForwardFailed(failed));
     let r = replies(&mut c);
     assert_eq!(r, vec![(i32::MAX, 0, 0, Bytes::new())], "closed at once");
     // A session the follower does not know yet: its revalidation did not reach the leader.
     let mut moved = connect(&mut p.nodes[1], 41, 0x0200_0000_0000_0042, [1; 16]);
     let failed = sent_forwards(&mut p.nodes[1]);
     assert_eq!(failed.len(), 1, "the revalidation went to the leader");
-    p.nodes[1].core.handle(CoreMsg::ForwardFailed(failed));
+    p.nodes[1].core.handle(Input::ForwardFailed(failed));
     assert!(replies(&mut moved).is_empty());
     assert!(
         matches!(

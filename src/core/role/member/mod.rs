@@ -42,7 +42,8 @@ use crate::membership::dynamic::DynConfig;
 use crate::prep::Prepper;
 use std::sync::Arc;
 
-pub use links::{Answer, MemberLinks, Proposer};
+pub use crate::core::runtime::Answer;
+pub use links::{MemberLinks, Proposer};
 pub(in crate::core) use seat::Seat;
 
 // What the core and the consensus glue exchange lives in the seam (src/seam.rs).

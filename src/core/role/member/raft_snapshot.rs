@@ -9,6 +9,7 @@
 
 use super::{LogPos, Member};
 use crate::core::outbox::Outbox;
+use crate::core::token::Token;
 use crate::core::Core;
 use crate::durability::capture::Capture;
 use crate::durability::image;
@@ -16,9 +17,8 @@ use crate::limits::SNAPSHOT_STEP;
 use crate::state::State;
 use palisade_proto::Txn;
 use std::time::Instant;
-use tokio::sync::oneshot;
 
-type Reply = oneshot::Sender<(Vec<u8>, Option<LogPos>)>;
+type Reply = Token<(Vec<u8>, Option<LogPos>)>;
 
 /// A member's Raft snapshots: the capture in progress, and when the next is asked for.
 pub(in crate::core) struct RaftSnapshots {
@@ -195,10 +195,10 @@ impl Core {
         let mut waiting = c.waiting;
         let last = waiting.pop();
         for w in waiting {
-            let _ = w.send((out.clone(), at));
+            self.outbox.answer(w, (out.clone(), at));
         }
         if let Some(w) = last {
-            let _ = w.send((out, at));
+            self.outbox.answer(w, (out, at));
         }
     }
 }

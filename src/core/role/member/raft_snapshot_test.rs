@@ -6,10 +6,10 @@
 
 use super::*;
 use crate::core::member::{Committed, LogPos};
-use crate::core::CoreMsg;
+use crate::core::token::Token;
+use crate::core::Input;
 use crate::limits::SNAPSHOT_STEP;
 use palisade_proto::*;
-use tokio::sync::oneshot;
 
 fn member(myid: u64) -> Core {
     member_asking(myid, 100_000)
@@ -63,14 +63,14 @@ fn commit(core: &mut Core, txns: Vec<Txn>, index: u64) {
 
 /// `commit`, with the entries' size in the log.
 fn commit_sized(core: &mut Core, txns: Vec<Txn>, index: u64, log_bytes: u64) {
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = txns.into_iter().map(Committed::Txn).collect();
     let at = Some(LogPos {
         term: 1,
         node: 1,
         index,
     });
-    assert!(!core.handle(CoreMsg::Committed {
+    assert!(!core.handle(Input::Committed {
         items,
         at,
         log_bytes,
@@ -92,15 +92,14 @@ fn a_raft_snapshot_is_captured_between_batches_and_installs_as_the_state_it_ends
     }
     commit(&mut a, batch, 10);
 
-    let (tx, mut rx) = oneshot::channel();
-    assert!(!a.handle(CoreMsg::Image(tx)));
+    assert!(!a.handle(Input::Image(Token::detached(9))));
     assert!(
         a.capturing(),
         "the capture is in progress, not done in one go"
     );
     a.raft_snapshot_step();
     assert!(
-        rx.try_recv().is_err(),
+        a.answer_to::<crate::seam::Image>(9).is_none(),
         "a tree of {n} nodes takes more than one step"
     );
 
@@ -131,7 +130,7 @@ fn a_raft_snapshot_is_captured_between_batches_and_installs_as_the_state_it_ends
     let (image, at) = loop {
         a.raft_snapshot_step();
         turns += 1;
-        if let Ok(r) = rx.try_recv() {
+        if let Some(r) = a.answer_to::<crate::seam::Image>(9) {
             break r;
         }
         assert!(turns < 1000, "the capture never finished");
@@ -162,11 +161,10 @@ fn a_raft_snapshot_is_captured_between_batches_and_installs_as_the_state_it_ends
 fn a_damaged_image_is_refused_and_the_state_is_kept() {
     let mut a = member(1);
     commit(&mut a, vec![create((1 << 32) + 1, "/x", 1)], 3);
-    let (tx, mut rx) = oneshot::channel();
-    a.handle(CoreMsg::Image(tx));
+    a.handle(Input::Image(Token::detached(9)));
     let (mut image, at) = loop {
         a.raft_snapshot_step();
-        if let Ok(r) = rx.try_recv() {
+        if let Some(r) = a.answer_to::<crate::seam::Image>(9) {
             break r;
         }
     };
@@ -232,11 +230,10 @@ fn after_a_snapshot_the_next_waits_for_a_log_as_large_as_its_image() {
     commit_sized(&mut a, creates(10), 1, 0);
     assert!(asks(&mut a) > 0, "10 txns, snapCount 10");
 
-    let (tx, mut rx) = oneshot::channel();
-    a.handle(CoreMsg::Image(tx));
+    a.handle(Input::Image(Token::detached(9)));
     let (image, _) = loop {
         a.raft_snapshot_step();
-        if let Ok(r) = rx.try_recv() {
+        if let Some(r) = a.answer_to::<crate::seam::Image>(9) {
             break r;
         }
     };
