@@ -374,14 +374,6 @@ const ENGINE_FORBIDDEN: &[(&str, &str)] = &[
     ("std::env::temp_dir", "the process environment"),
 ];
 
-/// The engine files that still hold tokio channel ends, each with why (issue 36 item 1 is
-/// to replace them with reply tokens in the outbox, routed by the runtime). A file not listed
-/// here may not gain one; a listed file that no longer needs it must leave the list.
-const ENGINE_TOKIO_HOLDOVERS: &[(&str, &str)] = &[(
-    "msg.rs",
-    "OutTx is a connection's writer channel (mpsc, Notify, CancellationToken)",
-)];
-
 /// Whether `code` uses `pat` as a path (not as the tail of a longer name: `fastrand::` is not
 /// `rand::`).
 fn uses(code: &str, pat: &str) -> bool {
@@ -409,9 +401,7 @@ fn engine_io(core: &Path) -> Vec<String> {
         let text = std::fs::read_to_string(f).expect("read source");
         let code = code(&text);
         for (pat, what) in ENGINE_FORBIDDEN {
-            let holdover =
-                *pat == "tokio::" && ENGINE_TOKIO_HOLDOVERS.iter().any(|(h, _)| *h == rel);
-            if uses(&code, pat) && !holdover {
+            if uses(&code, pat) {
                 bad.push(format!("src/core/{rel}: {what} ({pat})"));
             }
         }
@@ -434,13 +424,6 @@ fn the_engine_does_no_io() {
         "the engine (src/core outside {CORE_RUNTIME:?}) does I/O; hand it in from the runtime or push it to the outbox:\n{}",
         bad.join("\n")
     );
-    for (f, why) in ENGINE_TOKIO_HOLDOVERS {
-        let text = std::fs::read_to_string(core.join(f)).expect("a listed holdover");
-        assert!(
-            uses(&code(&text), "tokio::"),
-            "src/core/{f} no longer uses tokio ({why}): take it off ENGINE_TOKIO_HOLDOVERS"
-        );
-    }
 }
 
 #[test]

@@ -1,14 +1,13 @@
 //! The core driven message by message, with the log's durability in the test's hands: the
 //! ordering guarantees (reads vs writes, events before replies), the reaper, shutdown.
 
-use super::testkit::cfg;
+use super::testkit::{cfg, handshake, TestWriter};
 use super::*;
 use crate::core::token::Token;
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use palisade_wal::RecordKind;
 use std::sync::mpsc as std_mpsc;
-use tokio::sync::mpsc;
 
 struct Harness {
     core: Core,
@@ -17,7 +16,8 @@ struct Harness {
 
 struct Client {
     conn: ConnId,
-    rx: mpsc::UnboundedReceiver<Out>,
+    /// What the engine handed the connection's writer.
+    out: std::sync::Arc<TestWriter>,
     budget: std::sync::Arc<OutBudget>,
 }
 
@@ -65,27 +65,16 @@ impl Harness {
     fn connect_with(&mut self, budget: std::sync::Arc<OutBudget>) -> Client {
         let conn = self.next_conn;
         self.next_conn += 1;
-        let (tx, rx) = mpsc::unbounded_channel();
-        let out = OutTx::new(tx, budget.clone());
-        let ready = Token::detached(0);
-        let req = ConnectRequest {
-            time_out: 30000,
-            passwd: Some(Bytes::from_static(&[0; 16])),
-            read_only: Some(false),
-            ..Default::default()
-        };
-        self.core.handle(Input::Connect {
-            conn,
-            req,
-            out,
-            peer: "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!()),
-            ready,
-            x509: None,
-        });
+        let (input, writer) = handshake(conn, 0, [0; 16], Some(false), budget.clone());
+        self.core.handle(input);
         self.durable();
-        let mut c = Client { conn, rx, budget };
+        let c = Client {
+            conn,
+            out: writer,
+            budget,
+        };
         assert!(
-            matches!(c.rx.try_recv(), Ok(Out::Bytes(_))),
+            matches!(c.out.next(), Some(Out::Bytes(_))),
             "ConnectResponse"
         );
         c
@@ -116,7 +105,7 @@ impl Client {
     fn drain(&mut self) -> Vec<Msg> {
         let mut out = Vec::new();
         let mut stream = bytes::BytesMut::new();
-        while let Ok(o) = self.rx.try_recv() {
+        while let Some(o) = self.out.next() {
             if let Out::Bytes(b) | Out::Event(b) | Out::Reply(b) = o {
                 stream.extend_from_slice(&b);
             }
@@ -922,10 +911,7 @@ fn a_connection_whose_notifications_exceed_its_budget_is_closed_and_its_session_
         h.durable();
     }
     assert!(!h.core.conns.contains_key(&w.conn), "closed");
-    assert!(
-        budget.cancel.is_cancelled(),
-        "its tasks told to stop at once"
-    );
+    assert!(w.out.cancelled(), "its tasks told to stop at once");
     assert_eq!(h.core.stats.closed_output_budget, 1);
     let events = w
         .drain()
@@ -1155,7 +1141,7 @@ fn a_reply_larger_than_a_write_batch_is_sent_in_parts_and_read_whole() {
         }),
     );
     let mut parts = Vec::new();
-    while let Ok(o) = a.rx.try_recv() {
+    while let Some(o) = a.out.next() {
         parts.push(match o {
             Out::Bytes(b) => ("part", b.len()),
             Out::Reply(b) => ("reply", b.len()),

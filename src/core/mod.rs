@@ -63,7 +63,7 @@ pub mod watch;
 pub mod work;
 
 pub(crate) use conns::Conn;
-pub use msg::{Ends, GlobalBudget, Input, Msg, Out, OutBudget, OutTx, Tokens};
+pub use msg::{ConnWriter, Ends, GlobalBudget, Input, Msg, Out, OutBudget, OutTx, Tokens};
 pub use now::Now;
 /// An ensemble member's part (role/member/): its links, proposer and the seam's types, by the
 /// name the server and the admin side know it.

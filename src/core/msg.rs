@@ -9,8 +9,6 @@ use bytes::Bytes;
 use palisade_proto::{ConnectRequest, DecodeError, FourLetterWord, Request};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::sync::{mpsc, Notify};
-use tokio_util::sync::CancellationToken;
 
 /// What the core writes to a connection.
 #[derive(Debug)]
@@ -90,11 +88,6 @@ pub struct OutBudget {
     /// Items in the writer task's hands (queued to it or being written): the core writes to
     /// the socket itself only when there are none (`outbox.rs`, net/direct.rs).
     handed: AtomicUsize,
-    /// Wakes the reader when output was written.
-    pub freed: Notify,
-    /// Ends the connection's tasks at once, whatever they wait on (a write to a client that
-    /// does not read included).
-    pub cancel: CancellationToken,
 }
 
 impl OutBudget {
@@ -108,8 +101,6 @@ impl OutBudget {
             held: AtomicBool::new(false),
             outstanding: AtomicUsize::new(0),
             handed: AtomicUsize::new(0),
-            freed: Notify::new(),
-            cancel: CancellationToken::new(),
         })
     }
 
@@ -161,10 +152,10 @@ impl OutBudget {
         self.written.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
-    /// A batch of output is written to the socket: released.
+    /// A batch of output is written to the socket: released (the writer then wakes the
+    /// connection's reader: `ConnWriter::freed`).
     pub fn wrote(&self, weight: (usize, usize)) {
         self.release(weight);
-        self.freed.notify_one();
     }
 
     pub fn outstanding(&self) -> usize {
@@ -184,7 +175,6 @@ impl OutBudget {
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
                     Some(v.saturating_sub(n))
                 });
-            self.freed.notify_one();
         }
     }
 
@@ -274,20 +264,32 @@ impl OutBudget {
     }
 }
 
+/// A connection's tasks, as the engine reaches them (net/connection.rs implements it with
+/// the writer task's channel and the tasks' wake-up and cancellation).
+pub trait ConnWriter: std::fmt::Debug + Send + Sync {
+    /// Queues `o` for the writer task; gives it back when the task is gone.
+    fn hand(&self, o: Out) -> Result<(), Out>;
+    /// Ends the connection's tasks at once, whatever they wait on (a write to a client that
+    /// does not read included).
+    fn cancel(&self);
+    /// Output was written: wakes the connection's reader if it waits for room.
+    fn freed(&self);
+}
+
 /// The core's end of a connection's writer: every frame is charged to the budget. The
 /// engine sends through its outbox (`outbox.rs`), which stages a plaintext connection's frames
 /// for the core thread to write itself (`direct`) when the writer task has nothing in hand.
 #[derive(Debug, Clone)]
 pub struct OutTx {
-    tx: mpsc::UnboundedSender<Out>,
+    writer: Arc<dyn ConnWriter>,
     pub budget: Arc<OutBudget>,
     direct: Option<Arc<Direct>>,
 }
 
 impl OutTx {
-    pub fn new(tx: mpsc::UnboundedSender<Out>, budget: Arc<OutBudget>) -> Self {
+    pub fn new(writer: Arc<dyn ConnWriter>, budget: Arc<OutBudget>) -> Self {
         OutTx {
-            tx,
+            writer,
             budget,
             direct: None,
         }
@@ -302,26 +304,32 @@ impl OutTx {
 
     /// To the writer task at once, charged to the budget (output from outside the engine's
     /// turn: the `dirs` word's thread; the engine sends through its `Outbox`).
-    pub fn send(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
+    pub fn send(&self, o: Out) -> Result<(), Out> {
         let w = o.weight();
         self.budget.charge(w);
         self.hand(o).inspect_err(|_| self.budget.release(w))
     }
 
     /// To the writer task (already charged).
-    pub(crate) fn hand(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
+    pub(crate) fn hand(&self, o: Out) -> Result<(), Out> {
         self.budget.handed.fetch_add(1, Ordering::AcqRel);
-        self.tx.send(o).inspect_err(|_| self.budget.done_with(1))
+        self.writer
+            .hand(o)
+            .inspect_err(|_| self.budget.done_with(1))
+    }
+
+    /// Ends the connection's tasks at once.
+    pub fn cancel(&self) {
+        self.writer.cancel();
+    }
+
+    /// Output was written: wakes the connection's reader.
+    pub fn freed(&self) {
+        self.writer.freed();
     }
 
     pub(crate) fn direct(&self) -> Option<&Direct> {
         self.direct.as_deref()
-    }
-}
-
-impl From<mpsc::UnboundedSender<Out>> for OutTx {
-    fn from(tx: mpsc::UnboundedSender<Out>) -> Self {
-        OutTx::new(tx, OutBudget::unlimited())
     }
 }
 

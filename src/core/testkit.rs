@@ -135,3 +135,67 @@ impl super::Core {
         Some(*a.value.downcast::<T>().expect("the token's type"))
     }
 }
+
+/// A connection's tasks in tests: what the engine handed its writer, in order, and whether
+/// it cancelled them.
+#[derive(Debug, Default)]
+pub(crate) struct TestWriter {
+    handed: parking_lot::Mutex<std::collections::VecDeque<super::Out>>,
+    cancelled: std::sync::atomic::AtomicBool,
+}
+
+impl TestWriter {
+    /// A connection's end for the engine, charged to `budget`, and the writer behind it.
+    pub(crate) fn conn(budget: Arc<super::OutBudget>) -> (super::OutTx, Arc<TestWriter>) {
+        let w = Arc::new(TestWriter::default());
+        (super::OutTx::new(w.clone(), budget), w)
+    }
+
+    /// The next item the engine handed this connection's writer.
+    pub(crate) fn next(&self) -> Option<super::Out> {
+        self.handed.lock().pop_front()
+    }
+
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+impl super::ConnWriter for TestWriter {
+    fn hand(&self, o: super::Out) -> Result<(), super::Out> {
+        self.handed.lock().push_back(o);
+        Ok(())
+    }
+    fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+    }
+    fn freed(&self) {}
+}
+
+/// A client's handshake on `conn` asking for `session` (0: a new one) with `passwd`, as the
+/// engine's input, and the writer its connection's output goes to.
+pub(crate) fn handshake(
+    conn: crate::core::watch::ConnId,
+    session: i64,
+    passwd: [u8; 16],
+    read_only: Option<bool>,
+    budget: Arc<super::OutBudget>,
+) -> (super::Input, Arc<TestWriter>) {
+    let (out, writer) = TestWriter::conn(budget);
+    let req = palisade_proto::ConnectRequest {
+        time_out: 30000,
+        session_id: session,
+        passwd: Some(bytes::Bytes::copy_from_slice(&passwd)),
+        read_only,
+        ..Default::default()
+    };
+    let input = super::Input::Connect {
+        conn,
+        req,
+        out,
+        peer: std::net::SocketAddr::from(([127, 0, 0, 1], 1)),
+        ready: super::token::Token::detached(0),
+        x509: None,
+    };
+    (input, writer)
+}

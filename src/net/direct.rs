@@ -39,6 +39,7 @@ impl DirectWriter for Socket {
         if done == buf.len() && !close {
             budget.wrote(weight);
             budget.answered(replies);
+            tx.freed();
             let (own, global) = budget.lifted();
             if own {
                 if let Some(d) = tx.direct() {

@@ -5,11 +5,11 @@
 //! a diverged digest stopping the member.
 
 use super::*;
+use crate::core::testkit::{handshake, TestWriter};
 use crate::core::token::Token;
-use crate::core::{Input, Out, OutTx};
+use crate::core::{Input, Out, OutBudget};
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
-use tokio::sync::mpsc::unbounded_channel;
 
 /// A member stepped by the test: what it pushed to its outbox, taken at each look.
 pub(crate) struct Node {
@@ -175,34 +175,21 @@ impl Pair {
 
 pub(crate) struct Client {
     pub(crate) conn: ConnId,
-    rx: tokio::sync::mpsc::UnboundedReceiver<Out>,
+    /// What the engine handed the connection's writer.
+    out: std::sync::Arc<TestWriter>,
 }
 
 pub(crate) fn connect(n: &mut Node, conn: ConnId, session: i64, passwd: [u8; 16]) -> Client {
-    let (tx, rx) = unbounded_channel();
-    let ready = Token::detached(0);
-    let req = ConnectRequest {
-        time_out: 30000,
-        session_id: session,
-        passwd: Some(Bytes::copy_from_slice(&passwd)),
-        ..Default::default()
-    };
-    n.core.handle(Input::Connect {
-        conn,
-        req,
-        out: OutTx::from(tx),
-        peer: "127.0.0.1:1".parse().expect("addr"),
-        ready,
-        x509: None,
-    });
-    Client { conn, rx }
+    let (input, out) = handshake(conn, session, passwd, None, OutBudget::unlimited());
+    n.core.handle(input);
+    Client { conn, out }
 }
 
 /// The replies and the ConnectResponse the client got: (xid, zxid, err, body); a
 /// ConnectResponse is (i32::MIN, session, 0, passwd), a Close is (i32::MAX, 0, 0, empty).
 pub(crate) fn replies(c: &mut Client) -> Vec<(i32, i64, i32, Bytes)> {
     let mut out = Vec::new();
-    while let Ok(o) = c.rx.try_recv() {
+    while let Some(o) = c.out.next() {
         match o {
             Out::Close => out.push((i32::MAX, 0, 0, Bytes::new())),
             Out::Bytes(mut b) if b.len() >= 40 => {
@@ -768,11 +755,8 @@ fn a_handshake_whose_forward_failed_is_closed_not_left_waiting() {
     p.nodes[1].core.handle(Input::ForwardFailed(failed));
     assert!(replies(&mut moved).is_empty());
     assert!(
-        matches!(
-            moved.rx.try_recv(),
-            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
-        ),
-        "the handshake was dropped: its connection closes"
+        moved.out.next().is_none() && std::sync::Arc::strong_count(&moved.out) == 1,
+        "the handshake was dropped: the engine let go of its connection, which closes"
     );
     // Both clients try again and get sessions once the leader is reachable.
     let (_, id, _) = session_on_follower(&mut p, 42);

@@ -4,12 +4,12 @@
 
 use super::*;
 use crate::core::member::{Committed, RoleView};
+use crate::core::testkit::{handshake, TestWriter};
 use crate::core::token::Token;
-use crate::core::{Input, Out, OutTx};
+use crate::core::{Input, Out, OutBudget};
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use std::time::Duration;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 fn member(grace: Option<Duration>) -> Core {
     let mut core = Core::new(crate::core::testkit::cfg());
@@ -56,28 +56,14 @@ fn cut_off(grace: Option<Duration>) -> (Core, i64) {
 
 struct Client {
     conn: ConnId,
-    rx: UnboundedReceiver<Out>,
+    /// What the engine handed the connection's writer.
+    out: std::sync::Arc<TestWriter>,
 }
 
 fn connect(core: &mut Core, conn: ConnId, session: i64, pw: [u8; 16], ro: Option<bool>) -> Client {
-    let (tx, rx) = unbounded_channel();
-    let ready = Token::detached(0);
-    let req = ConnectRequest {
-        time_out: 30000,
-        session_id: session,
-        passwd: Some(Bytes::copy_from_slice(&pw)),
-        read_only: ro,
-        ..Default::default()
-    };
-    core.handle(Input::Connect {
-        conn,
-        req,
-        out: OutTx::from(tx),
-        peer: "127.0.0.1:1".parse().expect("addr"),
-        ready,
-        x509: None,
-    });
-    Client { conn, rx }
+    let (input, out) = handshake(conn, session, pw, ro, OutBudget::unlimited());
+    core.handle(input);
+    Client { conn, out }
 }
 
 #[derive(Debug, PartialEq)]
@@ -97,7 +83,7 @@ enum Got {
 
 fn got(c: &mut Client) -> Vec<Got> {
     let mut out = Vec::new();
-    while let Ok(o) = c.rx.try_recv() {
+    while let Some(o) = c.out.next() {
         out.push(match o {
             Out::Close => Got::Closed,
             Out::Batch { .. } => panic!("a test's connection has no direct writes"),
