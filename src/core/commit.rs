@@ -67,7 +67,7 @@ impl Core {
     /// The reply to a committed write, then the reads that waited behind it.
     fn answer(
         &mut self,
-        conn: crate::core::watch::ConnId,
+        conn: crate::core::conn_id::ConnId,
         txn: &Txn,
         effects: &Effects<'_>,
         at: std::time::Instant,

@@ -5,7 +5,7 @@
 use super::msg::{Out, OutTx};
 use super::Core;
 use crate::acl::AuthId;
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use crate::limits::WRITE_BATCH;
 use ::core::net::SocketAddr;
 use bytes::Bytes;

@@ -34,6 +34,7 @@
 pub mod admin;
 mod backup;
 mod commit;
+pub mod conn_id;
 mod conns;
 pub mod fourlw;
 mod handshake;
@@ -72,7 +73,8 @@ pub use runtime::{ConsensusRoutes, CoreMsg, Oneshots, Routes};
 pub(crate) use stats::{CoreMetrics, Stats};
 
 use crate::acl::AuthId;
-use crate::core::watch::{ConnId, Watches};
+use crate::core::conn_id::ConnId;
+use crate::core::watch::Watches;
 use crate::durability::recovery::Restored;
 use crate::prep::Prepper;
 

@@ -3,7 +3,7 @@
 
 use super::outbox::{Direct, DirectWriter};
 use super::token::Token;
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::{ConnectRequest, DecodeError, FourLetterWord, Request};

@@ -19,7 +19,7 @@ use super::host::HostTask;
 use super::msg::{Out, OutTx};
 use super::token::{Answered, Token};
 use super::work::Work;
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use crate::limits::WRITE_BATCH;
 use bytes::Bytes;
 

@@ -2,8 +2,8 @@
 //! header carries — so that a txn this server did not prep (in an ensemble: one a follower
 //! forwarded, whose zxid the follower does not know yet) finds its waiter too.
 
+use crate::core::conn_id::ConnId;
 use crate::core::token::Token;
-use crate::core::watch::ConnId;
 use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 use palisade_proto::OpCode;

@@ -175,7 +175,7 @@ impl super::ConnWriter for TestWriter {
 /// A client's handshake on `conn` asking for `session` (0: a new one) with `passwd`, as the
 /// engine's input, and the writer its connection's output goes to.
 pub(crate) fn handshake(
-    conn: crate::core::watch::ConnId,
+    conn: crate::core::conn_id::ConnId,
     session: i64,
     passwd: [u8; 16],
     read_only: Option<bool>,

@@ -5,7 +5,7 @@
 //! handshake a connection may send one frame of at most `limits::PRE_HANDSHAKE_FRAME` bytes,
 //! within `handshake_timeout`.
 
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use crate::core::{ConnWriter, CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
 use crate::limits::{PRE_HANDSHAKE_FRAME, READER_RECHECK, WRITE_BATCH, WRITE_BUFFER};
 use bytes::BytesMut;

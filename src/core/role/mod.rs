@@ -180,7 +180,7 @@ impl Core {
     /// than being answered as a read; see member/leader.rs `leader_sync_waits`.
     pub(super) fn sync_waits(
         &mut self,
-        conn: super::watch::ConnId,
+        conn: super::conn_id::ConnId,
         session: i64,
         xid: i32,
         r: &palisade_proto::SyncRequest,

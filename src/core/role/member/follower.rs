@@ -6,10 +6,10 @@
 
 use super::links::Handed;
 use super::{Forward, Forwarded, Member, Seat};
+use crate::core::conn_id::ConnId;
 use crate::core::outbox::Outbox;
 use crate::core::pending::{Awaiting, Waiter};
 use crate::core::role::Role;
-use crate::core::watch::ConnId;
 use crate::core::Core;
 
 /// What only a follower has.

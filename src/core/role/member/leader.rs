@@ -6,10 +6,10 @@
 
 use super::{Forward, Forwarded, Proposed, SyncPoint};
 use crate::acl::AuthId;
+use crate::core::conn_id::ConnId;
 use crate::core::conns::Slot;
 use crate::core::pending::{Awaiting, Waiter};
 use crate::core::role::Duties;
-use crate::core::watch::ConnId;
 use crate::core::work::Work;
 use crate::core::Core;
 use crate::prep::Caller;

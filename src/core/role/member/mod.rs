@@ -36,7 +36,7 @@ mod seat;
 mod syncs;
 
 use super::Role;
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use crate::core::Core;
 use crate::membership::dynamic::DynConfig;
 use crate::prep::Prepper;

@@ -16,10 +16,10 @@
 //!   only a txn with version -1 is a configuration.
 
 use crate::acl::{self, AuthId};
+use crate::core::conn_id::ConnId;
 use crate::core::conns::Slot;
 use crate::core::pending::Waiter;
 use crate::core::role::Role;
-use crate::core::watch::ConnId;
 use crate::core::work::Work;
 use crate::core::{reply, Core};
 use crate::membership::dynamic::{ChangeError, DynConfig};
