@@ -9,12 +9,16 @@
 //! reports them durable; each commit queues its watch events before its reply.
 //!
 //! The engine and its runtime. Everything here but `runtime/` is the engine (`Core`): it steps
-//! on one input at a time (`Core::step(Now, CoreMsg)`) and pushes what it sends to
-//! connections into its `Outbox` (outbox.rs). `runtime/` is the core thread's loop: it owns
-//! the inbox (spinning, then parking), reads the clock once per step (`Now`, now.rs) and the
-//! host's facts the engine reports (host.rs), seeds the engine's random choices, and at each
-//! turn's end has net write the outbox (net/direct.rs) and runs the work the engine asked off
-//! the core thread.
+//! on one input at a time (`Core::step(Now, Input)`, msg.rs) and pushes its outputs into its
+//! `Outbox` (outbox.rs): what it sends to connections (through `OutTx`, over net's
+//! `ConnWriter`), its work for the log and consensus (work.rs: log batches, proposals,
+//! forwards, snapshot and leadership asks, the desired configuration), its answers to reply
+//! tokens (token.rs) and the tasks it asks off the core thread (host.rs). `runtime/` is the
+//! core thread's loop: it owns the inbox (spinning, then parking) and splits each message's
+//! reply ends from the engine's input, giving it tokens (runtime/inbox.rs); reads the clock
+//! once per step (`Now`, now.rs) and the host's facts the engine reports; seeds the engine's
+//! random choices; and at each turn's end routes the work (runtime/routes.rs), sends the
+//! answers, has net write the outbox (net/direct.rs) and runs the host tasks.
 //!
 //! The shared logic, each part its own file: `conns` (the connection registry and slot
 //! queues), `handshake`, `intake` (requests in: reads run, writes prepped or forwarded),
@@ -27,9 +31,9 @@
 //!
 //! Owns: the state (through `state::State::apply` only), connections, watches, liveness,
 //! the overlay (through `prep`). May not touch: files (durability does), sockets (net does).
-//! The engine also reads no clock, draws no random number from the system, keeps no
-//! thread-local and starts no thread: those are the runtime's (tests/layering.rs checks it;
-//! the tokio channel ends the engine still holds are listed there, with why).
+//! The engine also names no tokio, reads no clock, draws no random number from the system,
+//! keeps no thread-local and starts no thread: those are the runtime's (tests/layering.rs
+//! checks it).
 
 pub mod admin;
 mod backup;

@@ -2,8 +2,8 @@
 //! decided by the quorum instead of the local log:
 //!
 //! - the leader, once it has applied every entry before its term's first, preps writes (its
-//!   own clients' and the ones its followers forward) and proposes them (`Proposer`, the
-//!   `Durability` of a member); zxids are term << 32 | counter (leader.rs);
+//!   own clients' and the ones its followers forward) and proposes them (`Proposer`: one
+//!   `Work::Propose` batch a turn, core/work.rs); zxids are term << 32 | counter (leader.rs);
 //! - a follower forwards its clients' writes, with the connection's auth ids, and waits for
 //!   the committed txn, matched by (session, cxid) as `pending.rs` matches (follower.rs);
 //! - a member without a quorum for the grace period serves read-only clients (read_only.rs);
