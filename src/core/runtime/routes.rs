@@ -49,8 +49,7 @@ impl<T: Send> Room for mpsc::UnboundedSender<T> {
 }
 
 impl Routes {
-    /// Sends one piece of work where it goes. Work for the other kind of server cannot be
-    /// pushed (the engine's role decides what it pushes) and is dropped with an error.
+    /// Sends one piece of work where it goes.
     pub(super) fn route(&self, core: &mut Core, w: Work) {
         match (self, w) {
             (Routes::Log(log), Work::Log(b)) => {
@@ -83,7 +82,10 @@ impl Routes {
             (Routes::Consensus(c), Work::Leadership(ask)) => {
                 let _ = c.leadership.send(ask);
             }
-            (_, _) => tracing::error!("work for another kind of server; dropped"),
+            // The engine's role decides what it pushes: a standalone server only log batches,
+            // a member never one.
+            (Routes::Log(_), _) => unreachable!("consensus work on a standalone server"),
+            (Routes::Consensus(_), Work::Log(_)) => unreachable!("a log batch on a member"),
         }
     }
 }
