@@ -44,23 +44,8 @@ impl Core {
         )
     }
 
-    pub(super) fn connect(
-        &mut self,
-        conn: ConnId,
-        req: ConnectRequest,
-        out: OutTx,
-        peer: SocketAddr,
-        ready: Token<bool>,
-        x509: Option<Box<str>>,
-    ) {
-        let h = Handshake {
-            conn,
-            req,
-            out,
-            peer,
-            ready,
-            x509,
-        };
+    /// A client's handshake.
+    pub(super) fn connect(&mut self, h: Handshake) {
         self.connect_as(h, false)
     }
 

@@ -247,7 +247,15 @@ impl Core {
                 x509,
             } => {
                 self.metrics.connection_requests += 1;
-                self.connect(conn, req, out, peer, ready, x509)
+                let h = handshake::Handshake {
+                    conn,
+                    req,
+                    out,
+                    peer,
+                    ready,
+                    x509,
+                };
+                self.connect(h)
             }
             Msg::Request {
                 conn,
