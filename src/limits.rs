@@ -416,8 +416,9 @@ pub const OBSERVER_REFUSED_MAX_PAUSE: std::time::Duration = std::time::Duration:
 /// The largest quorum SASL token the observer takes from a leader: a DIGEST-MD5 challenge is
 /// about 110 bytes and an rspauth 40 (zab/testdata/sasl-*.stream); RFC 2831 caps a challenge
 /// at 2048. ZooKeeper's learner allows jute.maxbuffer (1 MiB), which a hostile leader could
-/// make it buffer for nothing.
-pub const OBSERVER_AUTH_MAX_TOKEN: usize = crate::auth::digest_md5::MAX_TOKEN;
+/// make it buffer for nothing. The JDK's own bound (DigestMD5Base.MAX_RESPONSE_LENGTH), as
+/// auth::digest_md5::MAX_TOKEN is (migrate/observe/secure.rs asserts the two equal).
+pub const OBSERVER_AUTH_MAX_TOKEN: usize = 4096;
 
 /// QuorumAuthPackets taken from a leader in one exchange: DIGEST-MD5's challenge and the
 /// SUCCESS (or ERROR) that ends it. A leader that goes on is refused, never looped with.

@@ -7,8 +7,9 @@
 //!
 //! A leaf: it imports nothing from the crate and no tokio, so both sides can name it and
 //! neither names the other. ensemble/raft reaches the core only through [`CoreInbox`]:
-//! the core implements it for its inbox (core/role/member/links.rs), turning each call into its own
-//! `CoreMsg` and pairing each request with the one-shot channel its answer comes back on.
+//! the core's runtime implements it for its inbox (core/runtime/inbox.rs), turning each call
+//! into its own `CoreMsg` and pairing each request with the one-shot channel its answer comes
+//! back on (the engine answers through a reply token: core/token.rs).
 //! The seam holds data and no channel, and the glue never names `CoreMsg`; a committed
 //! batch is moved, not copied, on its way in.
 
@@ -130,7 +131,7 @@ pub struct CommittedBatch {
     pub items: Vec<Committed>,
     /// Where in the Raft log the batch ends.
     pub at: Option<LogPos>,
-    /// The entries' bytes in the log, for the snapshot rule (core/role/member/links.rs).
+    /// The entries' bytes in the log, for the snapshot rule (core/role/member/raft_snapshot.rs).
     pub log_bytes: u64,
 }
 

@@ -10,12 +10,12 @@
 mod clients;
 
 use crate::config::Config;
+use crate::core::{ConsensusRoutes, Routes};
 use crate::core::{Core, CoreConfig, CoreMsg};
 use crate::durability::datadir;
 use crate::durability::log::{self, LogSink};
 use crate::durability::recovery::{self, Restored};
 use crate::durability::snapshotter::{self, SnapDirs};
-use crate::durability::LogQueue;
 use crate::limits::MAX_TXN_BYTES;
 use clients::{bind_secure, client_tls, conn_params, serve_clients, Kind, Ports};
 use std::io;
@@ -124,19 +124,23 @@ fn start_standalone(
         },
         spare_tx,
     )?;
-    let mut core = Core::new(core_cfg, Box::new(LogQueue::new(log_tx)));
+    let mut core = Core::new(core_cfg);
     core.restore(restored);
     core.enable_snapshots(snap_link, spare_rx, cfg.snap_count);
-    spawn_core(core, core_rx)
+    spawn_core(core, core_rx, Routes::Log(log_tx))
 }
 
 /// The core thread, and what says it has ended.
-fn spawn_core(core: Core, core_rx: mpsc::Receiver<CoreMsg>) -> io::Result<CoreThread> {
+fn spawn_core(
+    core: Core,
+    core_rx: mpsc::Receiver<CoreMsg>,
+    routes: Routes,
+) -> io::Result<CoreThread> {
     let (core_done_tx, core_done) = tokio::sync::oneshot::channel::<()>();
     let core_thread = std::thread::Builder::new()
         .name("palisade-core".into())
         .spawn(move || {
-            core.run(core_rx);
+            core.run(core_rx, routes);
             let _ = core_done_tx.send(());
         })?;
     Ok((core_thread, core_done))
@@ -160,10 +164,7 @@ async fn start_member(
     let (leader_tx, leader_rx) = mpsc::channel(crate::limits::FORWARD_QUEUE);
     let (snapshot_tx, snapshot_rx) = mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS);
     let (leadership_tx, leadership_rx) = mpsc::unbounded_channel();
-    let mut core = Core::new(
-        core_cfg,
-        Box::new(crate::core::member::Proposer::new(propose_tx.clone())),
-    );
+    let mut core = Core::new(core_cfg);
     let info = std::sync::Arc::new(parking_lot::Mutex::new(Default::default()));
     let initial = std::sync::Arc::new(crate::ensemble::dynamic::DynConfig::from_static(
         &cfg.members,
@@ -178,20 +179,25 @@ async fn start_member(
             cfg.sync_limit,
         ),
         info: info.clone(),
-        propose: propose_tx,
-        to_leader: leader_tx,
-        snapshot: snapshot_tx,
+        to_leader: Box::new(leader_tx.clone()),
+        snapshot: Box::new(snapshot_tx.clone()),
         snap_count: cfg.snap_count,
         // ZooKeeper waits max(2 s, tickTime) before it calls itself partitioned.
         read_only: cfg.read_only_mode.then(|| {
             Duration::from_millis(cfg.tick_time.max(crate::limits::READ_ONLY_AFTER_MIN_MS))
         }),
         members: cfg.members.clone(),
-        desired: desired_tx,
-        leadership: leadership_tx,
+        leadership: Box::new(leadership_tx.clone()),
         alone: cfg.force_new_ensemble,
     });
-    let (core_thread, core_done) = spawn_core(core, core_rx)?;
+    let routes = Routes::Consensus(ConsensusRoutes {
+        propose: propose_tx,
+        to_leader: leader_tx,
+        snapshot: snapshot_tx,
+        desired: desired_tx,
+        leadership: leadership_tx,
+    });
+    let (core_thread, core_done) = spawn_core(core, core_rx, routes)?;
     let running = crate::ensemble::raft::wiring::spawn(
         settings,
         myid,

@@ -7,7 +7,7 @@ use super::listener::{self, Bounded, Security};
 use super::{Json, Query};
 use crate::backup::rate::RateLimiter;
 use crate::core::member::LeadershipAsk;
-use crate::core::CoreMsg;
+use crate::core::{CoreMsg, Oneshots};
 use crate::limits::{ADMIN_CONNECTIONS, ADMIN_IDLE};
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
@@ -63,7 +63,10 @@ impl Default for AdminOpts {
 /// ZooKeeper's error text when the server is not running.
 const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests";
 
-async fn ask<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query) -> Option<T> {
+async fn ask<T>(
+    core: &CoreSlot,
+    make: impl FnOnce(oneshot::Sender<T>) -> Query<Oneshots>,
+) -> Option<T> {
     let tx = core.get()?.clone();
     let (reply, rx) = oneshot::channel();
     let q = make(reply);
@@ -79,7 +82,10 @@ async fn ask<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query)
 /// As [`ask`], for an answer that takes many core turns (a backup's capture walks the whole
 /// tree a step per turn): no deadline but the caller's own; dropping the request drops the
 /// capture (core/backup.rs).
-async fn ask_long<T>(core: &CoreSlot, make: impl FnOnce(oneshot::Sender<T>) -> Query) -> Option<T> {
+async fn ask_long<T>(
+    core: &CoreSlot,
+    make: impl FnOnce(oneshot::Sender<T>) -> Query<Oneshots>,
+) -> Option<T> {
     let tx = core.get()?.clone();
     let (reply, rx) = oneshot::channel();
     tx.send(CoreMsg::Admin(make(reply))).await.ok()?;

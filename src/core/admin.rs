@@ -4,10 +4,10 @@
 //! side (src/admin/) sends a [`Query`] in `CoreMsg::Admin` and awaits the reply.
 
 use super::fourlw::VERSION;
+use super::token::{Ends, Tokens};
 use super::Core;
 use crate::metrics::{monitor_json, Sample};
 use serde_json::{json, Map, Value};
-use tokio::sync::oneshot;
 
 /// A JSON object, in the shape ZooKeeper's CommandResponse serializes.
 pub type Json = Map<String, Value>;
@@ -31,30 +31,30 @@ pub enum CoreCmd {
     Backup,
 }
 
-/// What the HTTP side asks the core.
-pub enum Query {
+/// What the HTTP side asks the core, its reply ends carried as `E` says (msg.rs `Ends`).
+pub enum Query<E: Ends> {
     Command {
         cmd: CoreCmd,
-        reply: oneshot::Sender<Json>,
+        reply: E::End<Json>,
     },
     Metrics {
-        reply: oneshot::Sender<Sample>,
+        reply: E::End<Sample>,
     },
     /// /ready: whether the core serves clients, in which role.
     Ready {
-        reply: oneshot::Sender<Readiness>,
+        reply: E::End<Readiness>,
     },
     /// shed_connections: close this share (1..=100 %) of the client connections, sessions
     /// kept (core/shed.rs); answered with how many were closed.
     Shed {
         percentage: u8,
-        reply: oneshot::Sender<usize>,
+        reply: E::End<usize>,
     },
     /// yield_leadership / request_leadership (`ydld`, `rqld` as admin commands): handed to
     /// the Raft side, or why not.
     Leadership {
         ask: super::member::LeadershipAsk,
-        reply: oneshot::Sender<Result<(), &'static str>>,
+        reply: E::End<Result<(), &'static str>>,
     },
     /// `restore`: the backup (decoded off the core) replaces the live state (restore.rs).
     Restore {
@@ -62,17 +62,17 @@ pub enum Query {
         /// The snapshot stream it was decoded from and its last processed zxid: what an
         /// ensemble member sends through the Raft log.
         stream: (bytes::Bytes, i64),
-        reply: super::restore::RestoreReply,
+        reply: E::End<Result<i64, String>>,
     },
     /// The root node's ACL: what authorizes an admin command with side effects
     /// (admin/auth.rs).
     RootAcl {
-        reply: oneshot::Sender<Vec<crate::acl::Entry>>,
+        reply: E::End<Vec<crate::acl::Entry>>,
     },
     /// A consistent image of the live state (a fuzzy capture and the txns applied while it
     /// was taken; core/backup.rs), for the `snapshot` command.
     Backup {
-        reply: oneshot::Sender<Vec<u8>>,
+        reply: E::End<Vec<u8>>,
     },
 }
 
@@ -89,23 +89,29 @@ pub struct Readiness {
 }
 
 impl Core {
-    /// Answers an admin query (a dropped receiver means the HTTP request went away).
-    pub(crate) fn admin(&mut self, q: Query) {
+    /// Answers an admin query (the runtime sends the answer; a receiver gone means the HTTP
+    /// request went away).
+    pub(crate) fn admin(&mut self, q: Query<Tokens>) {
         match q {
             Query::Command { cmd, reply } => {
-                let _ = reply.send(self.admin_command(cmd));
+                let answer = self.admin_command(cmd);
+                self.outbox.answer(reply, answer);
             }
             Query::Metrics { reply } => {
-                let _ = reply.send(self.metrics_sample());
+                let answer = self.metrics_sample();
+                self.outbox.answer(reply, answer);
             }
             Query::Ready { reply } => {
-                let _ = reply.send(self.readiness());
+                let answer = self.readiness();
+                self.outbox.answer(reply, answer);
             }
             Query::Shed { percentage, reply } => {
-                let _ = reply.send(self.shed_connections(percentage));
+                let answer = self.shed_connections(percentage);
+                self.outbox.answer(reply, answer);
             }
             Query::Leadership { ask, reply } => {
-                let _ = reply.send(self.leadership(ask));
+                let answer = self.leadership(ask);
+                self.outbox.answer(reply, answer);
             }
             Query::Backup { reply } => self.backup(reply),
             Query::Restore {
@@ -116,7 +122,8 @@ impl Core {
             Query::RootAcl { reply } => {
                 let tree = &self.state.tree;
                 let acl = tree.lookup("/").map(|id| tree.acl_of(id).to_vec());
-                let _ = reply.send(acl.unwrap_or_default());
+                let answer = acl.unwrap_or_default();
+                self.outbox.answer(reply, answer);
             }
         }
     }

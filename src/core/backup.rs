@@ -5,13 +5,13 @@
 //! tree. Loading the image replays those txns over the capture and checks the digest: the
 //! state is the one the core had when the capture ended, every node at one zxid.
 
+use super::token::Token;
 use super::Core;
 use crate::durability::capture::Capture;
 use crate::durability::image;
 use crate::limits::SNAPSHOT_STEP;
 use palisade_proto::Txn;
 use std::time::Instant;
-use tokio::sync::oneshot;
 
 pub(super) struct BackupCapture {
     start: i64,
@@ -20,13 +20,13 @@ pub(super) struct BackupCapture {
     image: Vec<u8>,
     /// The txns applied since the capture began, as `image::push_txn` writes them.
     txns: Vec<u8>,
-    waiting: Vec<oneshot::Sender<Vec<u8>>>,
+    waiting: Vec<Token<Vec<u8>>>,
     started: Instant,
 }
 
 impl Core {
     /// Starts a capture for a backup (or joins the one in progress).
-    pub(crate) fn backup(&mut self, reply: oneshot::Sender<Vec<u8>>) {
+    pub(crate) fn backup(&mut self, reply: Token<Vec<u8>>) {
         if let Some(c) = self.backup.as_mut() {
             c.waiting.push(reply);
             return;
@@ -57,12 +57,6 @@ impl Core {
         let Some(c) = self.backup.as_mut() else {
             return;
         };
-        // Nobody waits any more (the HTTP requests went away): drop the capture.
-        c.waiting.retain(|w| !w.is_closed());
-        if c.waiting.is_empty() {
-            self.backup = None;
-            return;
-        }
         if !c
             .capture
             .step(&self.state.tree, SNAPSHOT_STEP, &mut c.image)
@@ -85,10 +79,21 @@ impl Core {
         let mut waiting = c.waiting;
         let last = waiting.pop();
         for w in waiting {
-            let _ = w.send(out.clone());
+            self.outbox.answer(w, out.clone());
         }
         if let Some(w) = last {
-            let _ = w.send(out);
+            self.outbox.answer(w, out);
+        }
+    }
+
+    /// The asker of token `id` went away (the runtime saw its reply end closed: an HTTP
+    /// request gone). A backup nobody waits for any more is dropped.
+    pub(crate) fn asker_gone(&mut self, id: u64) {
+        if let Some(c) = self.backup.as_mut() {
+            c.waiting.retain(|w| w.id() != id);
+            if c.waiting.is_empty() {
+                self.backup = None;
+            }
         }
     }
 }

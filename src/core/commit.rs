@@ -67,7 +67,7 @@ impl Core {
     /// The reply to a committed write, then the reads that waited behind it.
     fn answer(
         &mut self,
-        conn: crate::core::watch::ConnId,
+        conn: crate::core::conn_id::ConnId,
         txn: &Txn,
         effects: &Effects<'_>,
         at: std::time::Instant,
@@ -98,7 +98,7 @@ impl Core {
         if let Some(c) = self.conns.get(&w.conn) {
             self.outbox.send(&c.out, Out::Bytes(frame));
         }
-        let _ = ready.send(true);
+        self.outbox.answer(ready, true);
     }
 
     /// Watch events for what the txn changed, each to every connection watching it, once,

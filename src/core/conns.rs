@@ -2,10 +2,10 @@
 //! slots (the requests it sent that are not answered yet, in order), and what the core sends
 //! to it.
 
-use super::msg::{Out, OutTx};
+use super::conn_out::{Out, OutTx};
 use super::Core;
 use crate::acl::AuthId;
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use crate::limits::WRITE_BATCH;
 use ::core::net::SocketAddr;
 use bytes::Bytes;
@@ -101,7 +101,7 @@ impl Core {
             "connection's unsent notifications exceed its output budget (connectionOutputBudget); closing it, its session stays"
         );
         self.stats.closed_output_budget += 1;
-        budget.cancel.cancel();
+        c.out.cancel();
         self.drop_conn(conn, false);
     }
 
@@ -112,7 +112,7 @@ impl Core {
             if close && c.out.budget.own_over() {
                 // A Close queued behind a backlog the client does not read would never be
                 // reached: end the connection's tasks now.
-                c.out.budget.cancel.cancel();
+                c.out.cancel();
             } else if close {
                 self.outbox.send(&c.out, Out::Close);
             }

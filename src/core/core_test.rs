@@ -1,24 +1,23 @@
 //! The core driven message by message, with the log's durability in the test's hands: the
 //! ordering guarantees (reads vs writes, events before replies), the reaper, shutdown.
 
+use super::testkit::{cfg, handshake, TestWriter};
 use super::*;
-use crate::durability::log::LogMsg;
-use crate::durability::LogQueue;
+use crate::core::token::Token;
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use palisade_wal::RecordKind;
 use std::sync::mpsc as std_mpsc;
-use tokio::sync::{mpsc, oneshot};
 
 struct Harness {
     core: Core,
-    log: std_mpsc::Receiver<LogMsg>,
     next_conn: ConnId,
 }
 
 struct Client {
     conn: ConnId,
-    rx: mpsc::UnboundedReceiver<Out>,
+    /// What the engine handed the connection's writer.
+    out: std::sync::Arc<TestWriter>,
     budget: std::sync::Arc<OutBudget>,
 }
 
@@ -37,57 +36,25 @@ enum Msg {
     },
 }
 
-/// The core's settings in tests (also the member tests' and the Raft snapshot tests').
-pub(super) fn cfg() -> CoreConfig {
-    CoreConfig {
-        tick_ms: 2000,
-        min_session_timeout: 4000,
-        max_session_timeout: 40000,
-        max_buffer: DEFAULT_MAX_BUFFER,
-        max_reply: usize::MAX,
-        ttl_enabled: true,
-        four_letter_words: vec!["*".into()],
-        super_digest: None,
-        secret: [1; 16],
-        client_port: 2181,
-        data_dir: "data".into(),
-        data_log_dir: "data".into(),
-        max_client_cnxns: 0,
-        container_check_ms: 0,
-        spin_wait: std::time::Duration::ZERO,
-        zookeeper_sessions: Default::default(),
-        restore_reader: crate::migrate::import::from_stream,
-        auth: Default::default(),
-        reconfig_enabled: false,
-        standalone_enabled: true,
-    }
-}
-
 impl Harness {
     fn new() -> Self {
-        let (tx, log) = std_mpsc::channel();
         Harness {
-            core: Core::new(cfg(), Box::new(LogQueue::new(tx))),
-            log,
+            core: Core::new(cfg()),
             next_conn: 1,
         }
     }
 
     /// Hands the prepped txns to the "log" and reports them durable. Returns handle()'s stop flag.
     fn durable(&mut self) -> bool {
-        self.core.role.log().flush();
         let last = self
+            .core
+            .take_turn()
             .log
-            .try_iter()
-            .filter_map(|m| match m {
-                LogMsg::Batch(b) => Some(b.records),
-                LogMsg::Purge { .. } => None,
-            })
-            .flatten()
+            .into_iter()
             .filter(|r| r.kind == RecordKind::Txn)
             .map(|r| r.zxid)
             .max();
-        last.is_some_and(|z| self.core.handle(CoreMsg::Durable(z)))
+        last.is_some_and(|z| self.core.handle(Input::Durable(z)))
     }
 
     fn connect(&mut self) -> Client {
@@ -98,27 +65,16 @@ impl Harness {
     fn connect_with(&mut self, budget: std::sync::Arc<OutBudget>) -> Client {
         let conn = self.next_conn;
         self.next_conn += 1;
-        let (tx, rx) = mpsc::unbounded_channel();
-        let out = OutTx::new(tx, budget.clone());
-        let (ready, _ready_rx) = oneshot::channel();
-        let req = ConnectRequest {
-            time_out: 30000,
-            passwd: Some(Bytes::from_static(&[0; 16])),
-            read_only: Some(false),
-            ..Default::default()
-        };
-        self.core.handle(CoreMsg::Connect {
-            conn,
-            req,
-            out,
-            peer: "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!()),
-            ready,
-            x509: None,
-        });
+        let (input, writer) = handshake(conn, 0, [0; 16], Some(false), budget.clone());
+        self.core.handle(input);
         self.durable();
-        let mut c = Client { conn, rx, budget };
+        let c = Client {
+            conn,
+            out: writer,
+            budget,
+        };
         assert!(
-            matches!(c.rx.try_recv(), Ok(Out::Bytes(_))),
+            matches!(c.out.next(), Some(Out::Bytes(_))),
             "ConnectResponse"
         );
         c
@@ -126,7 +82,7 @@ impl Harness {
 
     fn send(&mut self, c: &Client, xid: i32, req: Request) {
         let frame = req.encode(xid).freeze();
-        self.core.handle(CoreMsg::Request {
+        self.core.handle(Input::Request {
             conn: c.conn,
             xid,
             req,
@@ -149,7 +105,7 @@ impl Client {
     fn drain(&mut self) -> Vec<Msg> {
         let mut out = Vec::new();
         let mut stream = bytes::BytesMut::new();
-        while let Ok(o) = self.rx.try_recv() {
+        while let Some(o) = self.out.next() {
             if let Out::Bytes(b) | Out::Event(b) | Out::Reply(b) = o {
                 stream.extend_from_slice(&b);
             }
@@ -430,7 +386,7 @@ fn reaper_removes_used_empty_containers_and_expired_ttl_nodes() {
         .all(|m| matches!(m, Msg::Reply { err: 0, .. })));
     // The TTL (1 ms) has passed: the engine is stepped at a time chosen, with no sleep.
     let later = h.core.now.plus_ms(5);
-    h.core.step(later, CoreMsg::Tick);
+    h.core.step(later, Input::Tick);
     h.durable();
     assert!(h.core.state.tree.lookup("/used").is_none());
     assert!(h.core.state.tree.lookup("/ttl").is_none());
@@ -458,14 +414,14 @@ fn a_silent_session_expires_on_the_first_tick_at_its_deadline() {
     let start = h.core.now;
     let deadline = h.core.liveness.get(session).map(|s| s.deadline_ms);
     let left = deadline.expect("a live session") - h.core.now_ms();
-    h.core.step(start.plus_ms(left - 1), CoreMsg::Tick);
+    h.core.step(start.plus_ms(left - 1), Input::Tick);
     h.durable();
     assert!(
         h.core.state.sessions().contains_key(&session),
         "not due yet"
     );
     assert!(h.core.state.tree.lookup("/e").is_some());
-    h.core.step(start.plus_ms(left), CoreMsg::Tick);
+    h.core.step(start.plus_ms(left), Input::Tick);
     h.durable();
     assert!(!h.core.state.sessions().contains_key(&session), "expired");
     assert!(
@@ -479,8 +435,8 @@ fn shutdown_finishes_in_flight_writes_first() {
     let mut h = Harness::new();
     let mut a = h.connect();
     h.send(&a, 1, create("/x", 0));
-    h.core.role.log().flush();
-    assert!(!h.core.handle(CoreMsg::Shutdown), "a write is in flight");
+    h.core.flush_turn();
+    assert!(!h.core.handle(Input::Shutdown), "a write is in flight");
     assert!(h.durable(), "stops once it is applied");
     assert_eq!(xids(&a.drain()), vec![1], "and it was answered");
 }
@@ -925,7 +881,7 @@ fn over_its_output_budget_a_connections_reads_are_held_and_replies_stay_in_order
     assert!(budget.over());
     // The writer writes reply 2 and reports the connection drained.
     budget.wrote((budget.queued(), 0));
-    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    h.core.handle(Input::Drained(Some(a.conn)));
     assert_eq!(
         xids(&a.drain()),
         vec![3, 4],
@@ -955,10 +911,7 @@ fn a_connection_whose_notifications_exceed_its_budget_is_closed_and_its_session_
         h.durable();
     }
     assert!(!h.core.conns.contains_key(&w.conn), "closed");
-    assert!(
-        budget.cancel.is_cancelled(),
-        "its tasks told to stop at once"
-    );
+    assert!(w.out.cancelled(), "its tasks told to stop at once");
     assert_eq!(h.core.stats.closed_output_budget, 1);
     let events = w
         .drain()
@@ -1044,7 +997,7 @@ fn a_reply_waits_for_room_in_the_server_wide_budget_and_one_larger_than_it_is_re
         vec![(4, ErrorCode::MarshallingError.code())]
     );
     ba.wrote((ba.queued(), 0));
-    h.core.handle(CoreMsg::Drained(None));
+    h.core.handle(Input::Drained(None));
     assert_eq!(xids(&b.drain()), vec![1, 2], "in request order");
 }
 
@@ -1074,7 +1027,7 @@ fn a_read_waiting_for_room_sets_its_watch_only_when_answered() {
     h.durable();
     assert!(a.drain().is_empty(), "no event for a watch not set yet");
     budget.wrote((budget.queued(), 0));
-    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    h.core.handle(Input::Drained(Some(a.conn)));
     match &a.drain()[..] {
         [Msg::Reply {
             xid: 2,
@@ -1124,7 +1077,7 @@ fn large_replies_leave_a_quarter_of_the_server_budget_to_the_others() {
     let got: Vec<Vec<i32>> = c.iter_mut().map(|x| xids(&x.drain())).collect();
     assert_eq!(got, vec![vec![10], vec![11], vec![], vec![20]]);
     budgets[0].wrote((budgets[0].queued(), 0));
-    h.core.handle(CoreMsg::Drained(None));
+    h.core.handle(Input::Drained(None));
     assert_eq!(xids(&c[2].drain()), vec![12]);
 }
 
@@ -1156,14 +1109,14 @@ fn a_reply_larger_than_the_connections_budget_goes_alone() {
         other => panic!("{other:?}"),
     }
     budget.wrote((budget.queued(), 0));
-    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    h.core.handle(Input::Drained(Some(a.conn)));
     assert_eq!(
         xids(&a.drain()),
         vec![51],
         "the large one waits behind the small"
     );
     budget.wrote((budget.queued(), 0));
-    h.core.handle(CoreMsg::Drained(Some(a.conn)));
+    h.core.handle(Input::Drained(Some(a.conn)));
     assert_eq!(xids(&a.drain()), vec![52]);
 }
 
@@ -1188,7 +1141,7 @@ fn a_reply_larger_than_a_write_batch_is_sent_in_parts_and_read_whole() {
         }),
     );
     let mut parts = Vec::new();
-    while let Ok(o) = a.rx.try_recv() {
+    while let Some(o) = a.out.next() {
         parts.push(match o {
             Out::Bytes(b) => ("part", b.len()),
             Out::Reply(b) => ("reply", b.len()),
@@ -1364,8 +1317,9 @@ fn a_backup_captured_under_writes_is_the_state_at_its_end() {
         }
     }
     h.durable();
-    let (reply, mut rx) = oneshot::channel();
-    h.core.admin(admin::Query::Backup { reply });
+    h.core.admin(admin::Query::Backup {
+        reply: Token::detached(7),
+    });
     let mut steps = 0;
     let image = loop {
         // Between two steps: creates, changes and deletes on both sides of the walk.
@@ -1391,7 +1345,7 @@ fn a_backup_captured_under_writes_is_the_state_at_its_end() {
         h.durable();
         h.core.backup_step();
         steps += 1;
-        if let Ok(image) = rx.try_recv() {
+        if let Some(image) = h.core.answer_to::<Vec<u8>>(7) {
             break image;
         }
         assert!(steps < 1000, "the backup never finished");

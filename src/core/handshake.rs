@@ -2,32 +2,21 @@
 //! answered when it commits) or moves an existing one to this connection (answered at once),
 //! or is refused.
 
+use super::conn_out::Out;
 use super::conns::Conn;
-use super::msg::{Out, OutTx};
+use super::msg::Handshake;
 use super::pending::{Awaiting, Waiter};
 use super::{reply, Core};
 use crate::acl::AuthId;
-use crate::core::watch::ConnId;
 use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::ConnectRequest;
 use std::collections::VecDeque;
-use tokio::sync::oneshot;
 
 /// Compares two byte strings in time that depends on their lengths only, so that a wrong
 /// password's timing tells nothing about the right one.
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// A handshake waiting for this member to catch up (role/member/syncs.rs answers its sync).
-pub(crate) struct Handshake {
-    pub conn: ConnId,
-    pub req: ConnectRequest,
-    pub out: OutTx,
-    pub peer: SocketAddr,
-    pub ready: oneshot::Sender<bool>,
-    pub x509: Option<Box<str>>,
 }
 
 /// The cxid a revalidation's sync waits under: clients never use it (their xids are
@@ -44,23 +33,8 @@ impl Core {
         )
     }
 
-    pub(super) fn connect(
-        &mut self,
-        conn: ConnId,
-        req: ConnectRequest,
-        out: OutTx,
-        peer: SocketAddr,
-        ready: oneshot::Sender<bool>,
-        x509: Option<Box<str>>,
-    ) {
-        let h = Handshake {
-            conn,
-            req,
-            out,
-            peer,
-            ready,
-            x509,
-        };
+    /// A client's handshake.
+    pub(super) fn connect(&mut self, h: Handshake) {
         self.connect_as(h, false)
     }
 
@@ -74,7 +48,7 @@ impl Core {
         let ro = self.role.read_only();
         if self.refused(&h.req, h.peer, ro) {
             self.outbox.send(&h.out, Out::Close);
-            let _ = h.ready.send(false);
+            self.outbox.answer(h.ready, false);
             return;
         }
         let id = h.req.session_id;
@@ -163,7 +137,7 @@ impl Core {
         self.conns.insert(h.conn, self.conn_record(&h, id, timeout));
         let frame = self.connect_reply(Some((id, timeout)), read_only);
         self.outbox.send(&h.out, Out::Bytes(frame));
-        let _ = h.ready.send(true);
+        self.outbox.answer(h.ready, true);
     }
 
     /// A new session: a createSession txn (prepped here, or forwarded to the leader),
@@ -208,7 +182,7 @@ impl Core {
             self.outbox
                 .send(&h.out, Out::Bytes(self.connect_reply(None, read_only)));
             self.outbox.send(&h.out, Out::Close);
-            let _ = h.ready.send(false);
+            self.outbox.answer(h.ready, false);
             return;
         }
         if let Some(old) = self.liveness.get(id).and_then(|s| s.conn) {
@@ -225,7 +199,7 @@ impl Core {
             &h.out,
             Out::Bytes(self.connect_reply(Some((id, timeout)), read_only)),
         );
-        let _ = h.ready.send(true);
+        self.outbox.answer(h.ready, true);
     }
 
     /// The ConnectResponse for a session (id, negotiated timeout), or for a refused one:

@@ -5,7 +5,7 @@ use super::conns::Slot;
 use super::member::Forwarded;
 use super::pending::{Awaiting, Waiter};
 use super::{reply, Core};
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use crate::prep::Caller;
 use bytes::Bytes;
 use palisade_proto::*;

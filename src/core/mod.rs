@@ -9,12 +9,16 @@
 //! reports them durable; each commit queues its watch events before its reply.
 //!
 //! The engine and its runtime. Everything here but `runtime/` is the engine (`Core`): it steps
-//! on one input at a time (`Core::step(Now, CoreMsg)`) and pushes what it sends to
-//! connections into its `Outbox` (outbox.rs). `runtime/` is the core thread's loop: it owns
-//! the inbox (spinning, then parking), reads the clock once per step (`Now`, now.rs) and the
-//! host's facts the engine reports (host.rs), seeds the engine's random choices, and at each
-//! turn's end has net write the outbox (net/direct.rs) and runs the work the engine asked off
-//! the core thread.
+//! on one input at a time (`Core::step(Now, Input)`, msg.rs) and pushes its outputs into its
+//! `Outbox` (outbox.rs): what it sends to connections (through `OutTx`, over net's
+//! `ConnWriter`), its work for the log and consensus (work.rs: log batches, proposals,
+//! forwards, snapshot and leadership asks, the desired configuration), its answers to reply
+//! tokens (token.rs) and the tasks it asks off the core thread (host.rs). `runtime/` is the
+//! core thread's loop: it owns the inbox (spinning, then parking) and splits each message's
+//! reply ends from the engine's input, giving it tokens (runtime/inbox.rs); reads the clock
+//! once per step (`Now`, now.rs) and the host's facts the engine reports; seeds the engine's
+//! random choices; and at each turn's end routes the work (runtime/routes.rs), sends the
+//! answers, has net write the outbox (net/direct.rs) and runs the host tasks.
 //!
 //! The shared logic, each part its own file: `conns` (the connection registry and slot
 //! queues), `handshake`, `intake` (requests in: reads run, writes prepped or forwarded),
@@ -27,13 +31,15 @@
 //!
 //! Owns: the state (through `state::State::apply` only), connections, watches, liveness,
 //! the overlay (through `prep`). May not touch: files (durability does), sockets (net does).
-//! The engine also reads no clock, draws no random number from the system, keeps no
-//! thread-local and starts no thread: those are the runtime's (tests/layering.rs checks it;
-//! the tokio channel ends the engine still holds are listed there, with why).
+//! The engine also names no tokio, reads no clock, draws no random number from the system,
+//! keeps no thread-local and starts no thread: those are the runtime's (tests/layering.rs
+//! checks it).
 
 pub mod admin;
 mod backup;
 mod commit;
+pub mod conn_id;
+pub mod conn_out;
 mod conns;
 pub mod fourlw;
 mod handshake;
@@ -56,20 +62,27 @@ mod sasl;
 mod shed;
 mod snapshots;
 mod stats;
+#[cfg(test)]
+pub(crate) mod testkit;
+pub mod token;
 pub mod watch;
+pub mod work;
 
+pub use conn_out::{ConnWriter, GlobalBudget, Out, OutBudget, OutTx};
 pub(crate) use conns::Conn;
-pub use msg::{CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
+pub use msg::{Input, Msg};
 pub use now::Now;
 /// An ensemble member's part (role/member/): its links, proposer and the seam's types, by the
 /// name the server and the admin side know it.
 pub use role::member;
+pub use runtime::{ConsensusRoutes, CoreMsg, Oneshots, Routes};
 pub(crate) use stats::{CoreMetrics, Stats};
+pub use token::{Ends, Tokens};
 
 use crate::acl::AuthId;
-use crate::core::watch::{ConnId, Watches};
+use crate::core::conn_id::ConnId;
+use crate::core::watch::Watches;
 use crate::durability::recovery::Restored;
-use crate::durability::Durability;
 use crate::prep::Prepper;
 
 use crate::state::State;
@@ -162,10 +175,10 @@ pub struct Core {
 impl Core {
     /// An engine that starts at `now` and draws its random choices (snapshot spacing, which
     /// connections a shed closes) from `seed`. `Core::new` (runtime.rs) reads both for it.
-    pub fn start(cfg: CoreConfig, log: Box<dyn Durability + Send>, now: Now, seed: u64) -> Self {
+    pub fn start(cfg: CoreConfig, now: Now, seed: u64) -> Self {
         let liveness = Liveness::new(cfg.secret, cfg.tick_ms, now.wall_ms);
         let prep = Prepper::new(0, cfg.ttl_enabled);
-        let role = Role::Standalone(Standalone::new(log, cfg.container_check_ms));
+        let role = Role::Standalone(Standalone::new(cfg.container_check_ms));
         Core {
             cfg,
             state: State::new(),
@@ -211,7 +224,7 @@ impl Core {
     }
 
     /// Handles one input at `now`. Returns true when the core must stop.
-    pub fn step(&mut self, now: Now, msg: CoreMsg) -> bool {
+    pub fn step(&mut self, now: Now, msg: Input) -> bool {
         self.now = now;
         self.handle(msg)
     }
@@ -226,9 +239,9 @@ impl Core {
     }
 
     /// Returns true when the core must stop.
-    fn handle(&mut self, msg: CoreMsg) -> bool {
+    fn handle(&mut self, msg: Input) -> bool {
         match msg {
-            CoreMsg::Connect {
+            Msg::Connect {
                 conn,
                 req,
                 out,
@@ -237,34 +250,42 @@ impl Core {
                 x509,
             } => {
                 self.metrics.connection_requests += 1;
-                self.connect(conn, req, out, peer, ready, x509)
+                let h = msg::Handshake {
+                    conn,
+                    req,
+                    out,
+                    peer,
+                    ready,
+                    x509,
+                };
+                self.connect(h)
             }
-            CoreMsg::Request {
+            Msg::Request {
                 conn,
                 xid,
                 req,
                 frame,
             } => self.request(conn, xid, req, frame),
-            CoreMsg::Bad {
+            Msg::Bad {
                 conn,
                 xid,
                 op,
                 error,
             } => self.bad(conn, xid, op, error),
-            CoreMsg::Closed { conn } => self.drop_conn(conn, false),
-            CoreMsg::Admin(query) => self.admin(query),
-            CoreMsg::FourLetter { word, out, peer } => self.answer_four_letter(word, out, peer),
-            CoreMsg::Durable(upto) => {
+            Msg::Closed { conn } => self.drop_conn(conn, false),
+            Msg::Admin(query) => self.admin(query),
+            Msg::FourLetter { word, out, peer } => self.answer_four_letter(word, out, peer),
+            Msg::Durable(upto) => {
                 self.durable(upto);
                 return self.stopping && self.inflight.is_empty();
             }
-            CoreMsg::LogFailed(e) => {
+            Msg::LogFailed(e) => {
                 tracing::error!(error = %e, "log write failed; stopping so no write is acknowledged without being durable");
                 return true;
             }
-            CoreMsg::Drained(conn) => self.drained(conn),
-            CoreMsg::Tick => self.tick(),
-            CoreMsg::Shutdown => {
+            Msg::Drained(conn) => self.drained(conn),
+            Msg::Tick => self.tick(),
+            Msg::Shutdown => {
                 // In-flight writes: wait for the log to report them, then stop. A member's
                 // proposals commit (or not) with the quorum, not with this process.
                 self.stopping = true;
@@ -276,37 +297,39 @@ impl Core {
     }
 
     /// An input only consensus sends (a member's). A standalone server has no consensus
-    /// sending to it; one that arrives is dropped, and a request's reply end with it (a Raft
-    /// snapshot's builder sees an error). Returns true when the core must stop.
-    fn member_input(&mut self, msg: CoreMsg) -> bool {
+    /// sending to it; one that arrives is dropped, and a request's reply token with it (the
+    /// runtime drops its end: a Raft snapshot's builder sees an error). Returns true when the
+    /// core must stop.
+    fn member_input(&mut self, msg: Input) -> bool {
         if !self.role.is_member() {
             tracing::warn!("an ensemble member's input on a standalone server; dropped");
             return false;
         }
         match msg {
-            CoreMsg::Committed {
+            Msg::Committed {
                 items,
                 at,
                 log_bytes,
                 ack,
             } => {
                 let ok = self.committed(items, at, log_bytes);
-                let _ = ack.send(());
+                self.outbox.answer(ack, ());
                 return !ok;
             }
-            CoreMsg::Role(v) => self.set_role(v),
-            CoreMsg::Forwarded(ops, reply) => {
+            Msg::Role(v) => self.set_role(v),
+            Msg::Forwarded(ops, reply) => {
                 let points = self.forwarded(ops);
                 if let Some(r) = reply {
-                    let _ = r.send(points);
+                    self.outbox.answer(r, points);
                 }
             }
-            CoreMsg::SyncPoints(points) => self.sync_points(points),
-            CoreMsg::Touched(ids) => self.touched(ids),
-            CoreMsg::ForwardFailed(sessions) => self.forward_failed(sessions),
-            CoreMsg::Image(reply) => self.raft_snapshot(reply),
-            CoreMsg::Install { image, at, ack } => {
-                let _ = ack.send(self.install(&image, at));
+            Msg::SyncPoints(points) => self.sync_points(points),
+            Msg::Touched(ids) => self.touched(ids),
+            Msg::ForwardFailed(sessions) => self.forward_failed(sessions),
+            Msg::Image(reply) => self.raft_snapshot(reply),
+            Msg::Install { image, at, ack } => {
+                let installed = self.install(&image, at);
+                self.outbox.answer(ack, installed);
             }
             _ => unreachable!("handle takes every other input"),
         }
@@ -323,7 +346,7 @@ impl Core {
         if let Some(w) = waiter {
             self.pending.add(txn.header.client_id, txn.header.cxid, w);
         }
-        self.role.log().append(&txn);
+        self.role.append(&txn);
         if crate::faults::on(crate::faults::Fault::EarlyAck) && self.role.is_member() {
             self.raft_snapshot_txn(&txn);
             self.commit(txn.clone()); // answered before a quorum logged it

@@ -1,336 +1,24 @@
-//! What reaches the core (its inbox) and what it sends to a connection's writer, with the
-//! byte budget of unsent output the two share.
+//! What reaches the core (its inbox, and the engine's inputs made of it) and what it sends
+//! to a connection's writer, with the byte budget of unsent output the two share.
 
-use super::outbox::{Direct, DirectWriter};
-use crate::core::watch::ConnId;
+use super::conn_out::OutTx;
+use super::token::{Ends, Token, Tokens};
+use crate::core::conn_id::ConnId;
 use ::core::net::SocketAddr;
 use bytes::Bytes;
 use palisade_proto::{ConnectRequest, DecodeError, FourLetterWord, Request};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, Notify};
-use tokio_util::sync::CancellationToken;
 
-/// What the core writes to a connection.
-#[derive(Debug)]
-pub enum Out {
-    /// Bytes to write as they are (handshake, 4lw text).
-    Bytes(Bytes),
-    /// A watch notification: counted against the connection's notification budget too.
-    Event(Bytes),
-    /// The reply to one request: frees one slot of the connection's outstanding budget.
-    Reply(Bytes),
-    /// What the core staged in a turn and could not write itself (`outbox.rs`): already
-    /// charged to the budget with `weight`; holds `replies` replies.
-    Batch {
-        bytes: Bytes,
-        replies: usize,
-        weight: (usize, usize),
-    },
-    /// Flush what came before, then close.
-    Close,
-}
+/// One input of the engine (`Core::step`).
+pub type Input = Msg<Tokens>;
 
-impl Out {
-    /// (bytes it holds, of which notification bytes).
-    pub fn weight(&self) -> (usize, usize) {
-        match self {
-            Out::Bytes(b) | Out::Reply(b) => (b.len(), 0),
-            Out::Event(b) => (b.len(), b.len()),
-            Out::Batch { weight, .. } => *weight,
-            Out::Close => (0, 0),
-        }
-    }
-}
-
-/// The server-wide budget of output queued to connections and not yet written.
-#[derive(Debug)]
-pub struct GlobalBudget {
-    queued: AtomicUsize,
-    limit: usize,
-    /// The core held back a read because this budget was spent: a writer that brings it back
-    /// under the limit tells the core (`CoreMsg::Drained(None)`).
-    held: AtomicBool,
-}
-
-impl GlobalBudget {
-    pub fn new(limit: usize) -> Arc<Self> {
-        Arc::new(GlobalBudget {
-            queued: AtomicUsize::new(0),
-            limit,
-            held: AtomicBool::new(false),
-        })
-    }
-    pub fn queued(&self) -> usize {
-        self.queued.load(Ordering::SeqCst)
-    }
-    pub fn over(&self) -> bool {
-        self.queued() >= self.limit
-    }
-}
-
-/// One connection's budget of unsent output (replies and notifications together), counted
-/// when the core queues a frame and released when the writer has written it. Over it, the
-/// reader stops reading requests and the core holds back the reads it has; the writer, once
-/// it brings the connection back under, tells the core (`CoreMsg::Drained`).
-#[derive(Debug)]
-pub struct OutBudget {
-    pub global: Arc<GlobalBudget>,
-    limit: usize,
-    queued: AtomicUsize,
-    /// Of `queued`, the notification bytes.
-    events: AtomicUsize,
-    /// Bytes written to the socket so far (the core's measure of a held client's progress).
-    written: AtomicU64,
-    /// The core holds back reads of this connection until it is under its budget again.
-    held: AtomicBool,
-    /// Requests read and not answered yet (the reader stops at `max_outstanding`).
-    outstanding: AtomicUsize,
-    /// Items in the writer task's hands (queued to it or being written): the core writes to
-    /// the socket itself only when there are none (`outbox.rs`, net/direct.rs).
-    handed: AtomicUsize,
-    /// Wakes the reader when output was written.
-    pub freed: Notify,
-    /// Ends the connection's tasks at once, whatever they wait on (a write to a client that
-    /// does not read included).
-    pub cancel: CancellationToken,
-}
-
-impl OutBudget {
-    pub fn new(limit: usize, global: Arc<GlobalBudget>) -> Arc<Self> {
-        Arc::new(OutBudget {
-            global,
-            limit,
-            queued: AtomicUsize::new(0),
-            events: AtomicUsize::new(0),
-            written: AtomicU64::new(0),
-            held: AtomicBool::new(false),
-            outstanding: AtomicUsize::new(0),
-            handed: AtomicUsize::new(0),
-            freed: Notify::new(),
-            cancel: CancellationToken::new(),
-        })
-    }
-
-    /// A budget that never fills (tests that drive the core directly).
-    pub fn unlimited() -> Arc<Self> {
-        OutBudget::new(usize::MAX, GlobalBudget::new(usize::MAX))
-    }
-
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-    pub fn queued(&self) -> usize {
-        self.queued.load(Ordering::SeqCst)
-    }
-    pub fn queued_events(&self) -> usize {
-        self.events.load(Ordering::SeqCst)
-    }
-    pub fn written(&self) -> u64 {
-        self.written.load(Ordering::Relaxed)
-    }
-    pub fn own_over(&self) -> bool {
-        self.queued() >= self.limit
-    }
-    /// Over its own budget or the server's.
-    pub fn over(&self) -> bool {
-        self.own_over() || self.global.over()
-    }
-
-    pub(crate) fn charge(&self, (bytes, events): (usize, usize)) {
-        self.queued.fetch_add(bytes, Ordering::SeqCst);
-        self.events.fetch_add(events, Ordering::SeqCst);
-        self.global.queued.fetch_add(bytes, Ordering::SeqCst);
-    }
-
-    /// Output that left the queue (written, or dropped with the connection).
-    pub fn release(&self, (bytes, events): (usize, usize)) {
-        let sub = |a: &AtomicUsize, n: usize| {
-            let _ = a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
-                Some(v.saturating_sub(n))
-            });
-        };
-        sub(&self.queued, bytes);
-        sub(&self.events, events);
-        sub(&self.global.queued, bytes);
-    }
-
-    /// Some bytes reached the socket (a part of a batch, possibly).
-    pub fn progress(&self, bytes: usize) {
-        self.written.fetch_add(bytes as u64, Ordering::Relaxed);
-    }
-
-    /// A batch of output is written to the socket: released.
-    pub fn wrote(&self, weight: (usize, usize)) {
-        self.release(weight);
-        self.freed.notify_one();
-    }
-
-    pub fn outstanding(&self) -> usize {
-        self.outstanding.load(Ordering::Acquire)
-    }
-
-    /// The reader passed a request to the core.
-    pub fn read_one(&self) {
-        self.outstanding.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// `n` replies reached the socket: their slots are free for the reader.
-    pub fn answered(&self, n: usize) {
-        if n > 0 {
-            let _ = self
-                .outstanding
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
-                    Some(v.saturating_sub(n))
-                });
-            self.freed.notify_one();
-        }
-    }
-
-    /// Items in the writer task's hands.
-    pub fn handed(&self) -> usize {
-        self.handed.load(Ordering::Acquire)
-    }
-
-    /// The writer task wrote (or dropped) `n` items.
-    pub fn done_with(&self, n: usize) {
-        let _ = self
-            .handed
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
-                Some(v.saturating_sub(n))
-            });
-    }
-
-    /// The core holds back this connection's reads (and, when the server's budget is the
-    /// cause, says so there). Returns false when the budget freed up meanwhile: the core runs
-    /// them now instead.
-    pub fn hold(&self) -> bool {
-        self.held.store(true, Ordering::SeqCst);
-        if self.global.over() {
-            self.global.held.store(true, Ordering::SeqCst);
-        }
-        if self.over() {
-            return true;
-        }
-        self.held.store(false, Ordering::SeqCst);
-        false
-    }
-
-    /// How far the server's budget may be filled by queueing a reply of `len` bytes: all of
-    /// it for a reply within a connection's budget; three quarters for a larger one, so that
-    /// clients reading large replies (one connection can ask for hundreds of MB with one
-    /// request) leave a quarter to everyone else's replies.
-    fn global_room(&self, len: usize) -> usize {
-        let g = self.global.limit;
-        if len > self.limit {
-            g - g / 4
-        } else {
-            g
-        }
-    }
-
-    /// The largest reply that could ever have room (`has_room`); a larger one never will.
-    pub fn largest_reply(&self) -> usize {
-        let g = self.global.limit;
-        self.limit.min(g).max(g - g / 4)
-    }
-
-    /// Whether a reply of `len` bytes has room now: in this connection's budget (or the
-    /// connection has nothing queued: one reply may be larger than a connection's budget,
-    /// alone) and in the server's (`global_room`).
-    pub fn has_room(&self, len: usize) -> bool {
-        let queued = self.queued();
-        let own = queued == 0 || queued.saturating_add(len) <= self.limit;
-        own && self.global.queued().saturating_add(len) <= self.global_room(len)
-    }
-
-    /// Holds this connection's reads until a reply of `len` bytes has room: its own writer's
-    /// next write or any writer's (the server's budget) wakes the core to look again. False
-    /// when it has room already: the core builds it now.
-    pub fn hold_for(&self, len: usize) -> bool {
-        self.held.store(true, Ordering::SeqCst);
-        if self.global.queued().saturating_add(len) > self.global_room(len) {
-            self.global.held.store(true, Ordering::SeqCst);
-        }
-        if !self.has_room(len) {
-            return true;
-        }
-        self.held.store(false, Ordering::SeqCst);
-        false
-    }
-
-    /// After a write: which of the core's holds this connection's writer must lift
-    /// (its own, the server's).
-    pub fn lifted(&self) -> (bool, bool) {
-        let own = !self.own_over()
-            && !self.global.over()
-            && self.held.load(Ordering::SeqCst)
-            && self.held.swap(false, Ordering::SeqCst);
-        let global = !self.global.over()
-            && self.global.held.load(Ordering::SeqCst)
-            && self.global.held.swap(false, Ordering::SeqCst);
-        (own, global)
-    }
-}
-
-/// The core's end of a connection's writer: every frame is charged to the budget. The
-/// engine sends through its outbox (`outbox.rs`), which stages a plaintext connection's frames
-/// for the core thread to write itself (`direct`) when the writer task has nothing in hand.
-#[derive(Debug, Clone)]
-pub struct OutTx {
-    tx: mpsc::UnboundedSender<Out>,
-    pub budget: Arc<OutBudget>,
-    direct: Option<Arc<Direct>>,
-}
-
-impl OutTx {
-    pub fn new(tx: mpsc::UnboundedSender<Out>, budget: Arc<OutBudget>) -> Self {
-        OutTx {
-            tx,
-            budget,
-            direct: None,
-        }
-    }
-
-    /// Lets the core write to the connection's socket itself, through `writer` (net/direct.rs:
-    /// a plaintext socket of its own, a dup of the connection's).
-    pub fn with_direct(mut self, conn: ConnId, writer: Box<dyn DirectWriter>) -> Self {
-        self.direct = Some(Arc::new(Direct::new(conn, writer)));
-        self
-    }
-
-    /// To the writer task at once, charged to the budget (output from outside the engine's
-    /// turn: the `dirs` word's thread; the engine sends through its `Outbox`).
-    pub fn send(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
-        let w = o.weight();
-        self.budget.charge(w);
-        self.hand(o).inspect_err(|_| self.budget.release(w))
-    }
-
-    /// To the writer task (already charged).
-    pub(crate) fn hand(&self, o: Out) -> Result<(), mpsc::error::SendError<Out>> {
-        self.budget.handed.fetch_add(1, Ordering::AcqRel);
-        self.tx.send(o).inspect_err(|_| self.budget.done_with(1))
-    }
-
-    pub(crate) fn direct(&self) -> Option<&Direct> {
-        self.direct.as_deref()
-    }
-}
-
-impl From<mpsc::UnboundedSender<Out>> for OutTx {
-    fn from(tx: mpsc::UnboundedSender<Out>) -> Self {
-        OutTx::new(tx, OutBudget::unlimited())
-    }
-}
-
-pub enum CoreMsg {
+/// What reaches the core, its answers' ends carried as `E` says.
+pub enum Msg<E: Ends> {
     Connect {
         conn: ConnId,
         req: ConnectRequest,
         out: OutTx,
         peer: SocketAddr,
-        ready: oneshot::Sender<bool>,
+        ready: E::End<bool>,
         /// The subject of the client's verified TLS certificate (the `x509` identity).
         x509: Option<Box<str>>,
     },
@@ -353,7 +41,7 @@ pub enum CoreMsg {
         conn: ConnId,
     },
     /// An AdminServer command, a metrics scrape or a readiness probe (src/admin).
-    Admin(super::admin::Query),
+    Admin(super::admin::Query<E>),
     FourLetter {
         word: FourLetterWord,
         out: OutTx,
@@ -372,7 +60,7 @@ pub enum CoreMsg {
         at: Option<super::member::LogPos>,
         /// The entries' bytes in the log, for the snapshot rule (role/member/raft_snapshot.rs).
         log_bytes: u64,
-        ack: oneshot::Sender<()>,
+        ack: E::End<()>,
     },
     /// Ensemble: who leads now, and whether this member may prep.
     Role(super::member::RoleView),
@@ -380,7 +68,7 @@ pub enum CoreMsg {
     /// points of the syncs among them (None: this member does not lead).
     Forwarded(
         Vec<super::member::Forward>,
-        Option<oneshot::Sender<Option<Vec<super::member::SyncPoint>>>>,
+        Option<E::End<Option<Vec<super::member::SyncPoint>>>>,
     ),
     /// Ensemble, on a follower: the leader's points for its syncs.
     SyncPoints(Vec<super::member::SyncPoint>),
@@ -391,13 +79,24 @@ pub enum CoreMsg {
     ForwardFailed(Vec<(i64, i32)>),
     /// Ensemble: a fuzzy image of the state for a Raft snapshot, taken between batches; the
     /// answer says where in the Raft log the image stands.
-    Image(oneshot::Sender<(Vec<u8>, Option<super::member::LogPos>)>),
+    Image(E::End<(Vec<u8>, Option<super::member::LogPos>)>),
     /// Ensemble: replace the state with a Raft snapshot's image, which stands at `at`.
     Install {
         image: Vec<u8>,
         at: Option<super::member::LogPos>,
-        ack: oneshot::Sender<Result<(), String>>,
+        ack: E::End<Result<(), String>>,
     },
     Tick,
     Shutdown,
+}
+
+/// A client's handshake in the engine's hands (handshake.rs), as `Msg::Connect` brings it;
+/// also what waits for this member to catch up (pending.rs, role/member/syncs.rs).
+pub(crate) struct Handshake {
+    pub conn: ConnId,
+    pub req: ConnectRequest,
+    pub out: OutTx,
+    pub peer: SocketAddr,
+    pub ready: Token<bool>,
+    pub x509: Option<Box<str>>,
 }

@@ -15,81 +15,28 @@
 //! holds nothing, and once a batch is handed to the writer, everything after that batch goes
 //! to the writer too until the writer has written it all.
 
+use super::conn_out::{Direct, Lifted, Out, OutTx, Staged};
 use super::host::HostTask;
-use super::msg::{Out, OutTx};
-use crate::core::watch::ConnId;
+use super::token::{Answered, Token};
+use super::work::Work;
 use crate::limits::WRITE_BATCH;
 use bytes::Bytes;
 
-/// Writes a connection's staged output to its socket: net's direct writer (net/direct.rs).
-/// The engine only holds it; the runtime calls it at the turn's end.
-pub trait DirectWriter: std::fmt::Debug + Send + Sync {
-    /// Writes `staged`, what the engine staged for `tx` this turn, noting in `lifted` a hold
-    /// the write lifts.
-    fn write_staged(&self, tx: &OutTx, staged: Staged, lifted: &mut Lifted);
-}
-
-/// A plaintext connection's writer for the core and what the engine staged for it this turn.
-#[derive(Debug)]
-pub struct Direct {
-    pub conn: ConnId,
-    writer: Box<dyn DirectWriter>,
-    staged: parking_lot::Mutex<Staged>,
-}
-
-/// What is staged for one connection in a turn.
-#[derive(Debug, Default)]
-pub struct Staged {
-    pub buf: Vec<u8>,
-    /// Charged to the budget: (bytes, of which notification bytes).
-    pub weight: (usize, usize),
-    pub replies: usize,
-    pub close: bool,
-    /// In this turn's list.
-    listed: bool,
-}
-
-impl Direct {
-    pub fn new(conn: ConnId, writer: Box<dyn DirectWriter>) -> Direct {
-        Direct {
-            conn,
-            writer,
-            staged: parking_lot::Mutex::new(Staged::default()),
-        }
-    }
-
-    /// The staging buffer goes back for the next turn, unless a big reply made it big.
-    pub fn keep(&self, mut buf: Vec<u8>) {
-        if buf.capacity() <= crate::limits::STAGED_KEEP_BYTES {
-            buf.clear();
-            let mut s = self.staged.lock();
-            if s.buf.capacity() == 0 {
-                s.buf = buf;
-            }
-        }
-    }
-}
-
-/// Connections whose holds a direct write lifted (as a writer's `CoreMsg::Drained` would say).
-#[derive(Debug, Default)]
-pub struct Lifted {
-    pub conns: Vec<ConnId>,
-    pub global: bool,
-}
-
-impl Lifted {
-    pub fn is_empty(&self) -> bool {
-        self.conns.is_empty() && !self.global
-    }
-}
-
-/// The engine's outbox: this turn's connections with staged output, and the work it asks of
-/// the runtime off the core thread.
-#[derive(Debug, Default)]
+/// The engine's outbox: this turn's connections with staged output, the work for the log and
+/// consensus (work.rs) and the work it asks of the runtime off the core thread.
+#[derive(Default)]
 pub struct Outbox {
     staging: bool,
     turn: Vec<OutTx>,
     tasks: Vec<HostTask>,
+    /// For the log and consensus, in the order it was pushed (the order it is routed in).
+    work: Vec<Work>,
+    /// Of `work`, the items for the forwarder and the snapshot asks: counted against their
+    /// queues' room (work.rs).
+    to_leader: usize,
+    snapshot_asks: usize,
+    /// Answers to reply tokens (token.rs), sent by the runtime at the turn's end.
+    pub(super) answers: Vec<Answered>,
 }
 
 impl Outbox {
@@ -123,6 +70,46 @@ impl Outbox {
     /// The work asked for this turn.
     pub fn take_tasks(&mut self) -> Vec<HostTask> {
         std::mem::take(&mut self.tasks)
+    }
+
+    /// Work for the log or consensus, routed at the turn's end in the order pushed.
+    pub fn push(&mut self, w: Work) {
+        match w {
+            Work::ToLeader(_) => self.to_leader += 1,
+            Work::AskSnapshot => self.snapshot_asks += 1,
+            _ => {}
+        }
+        self.work.push(w);
+    }
+
+    /// Items pushed for the forwarder and not routed yet.
+    pub fn queued_to_leader(&self) -> usize {
+        self.to_leader
+    }
+
+    /// Snapshot asks pushed and not routed yet.
+    pub fn queued_snapshot_asks(&self) -> usize {
+        self.snapshot_asks
+    }
+
+    /// Answers `token` with `value`: the runtime sends it to the asker at the turn's end.
+    pub fn answer<T: Send + 'static>(&mut self, token: Token<T>, value: T) {
+        self.answers.push(Answered {
+            id: token.spend(),
+            value: Box::new(value),
+        });
+    }
+
+    /// The answers pushed since the last take, in order.
+    pub fn take_answers(&mut self) -> Vec<Answered> {
+        std::mem::take(&mut self.answers)
+    }
+
+    /// The work pushed since the last take, in order.
+    pub fn take_work(&mut self) -> Vec<Work> {
+        self.to_leader = 0;
+        self.snapshot_asks = 0;
+        std::mem::take(&mut self.work)
     }
 
     /// Has each connection's writer write what this turn staged for it.

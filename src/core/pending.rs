@@ -2,13 +2,13 @@
 //! header carries — so that a txn this server did not prep (in an ensemble: one a follower
 //! forwarded, whose zxid the follower does not know yet) finds its waiter too.
 
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
+use crate::core::token::Token;
 use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 use palisade_proto::OpCode;
 use std::collections::VecDeque;
 use std::time::Instant;
-use tokio::sync::oneshot;
 
 /// What to do once the txn commits.
 pub(crate) enum Awaiting {
@@ -18,7 +18,7 @@ pub(crate) enum Awaiting {
     Reconfig,
     /// A createSession: attach the connection to the new session and answer the handshake.
     NewSession {
-        ready: oneshot::Sender<bool>,
+        ready: Token<bool>,
         timeout: i32,
         read_only: Option<bool>,
     },
@@ -28,7 +28,7 @@ pub(crate) enum Awaiting {
     Sync(palisade_proto::SyncRequest),
     /// A handshake naming a session this member does not know (yet): decided once it has
     /// applied the leader's point, so a member that lags does not call a live session expired.
-    Revalidate(Box<super::handshake::Handshake>),
+    Revalidate(Box<super::msg::Handshake>),
 }
 
 impl Awaiting {

@@ -16,6 +16,7 @@
 //! An ensemble member restores through the Raft log instead, every member alike
 //! (role/member/ensemble_restore/), with the same rules for the state (state/restore.rs).
 
+use super::token::Token;
 use super::Core;
 use crate::durability::capture::Capture;
 use crate::durability::snapshotter::SnapMsg;
@@ -24,10 +25,9 @@ use crate::state::State;
 use palisade_proto::{ErrorTxn, OpCode, Txn, TxnBody, TxnHeader};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-use tokio::sync::oneshot;
 
 /// What the AdminServer is told: the zxid the restored state stands at, or why not.
-pub type RestoreReply = oneshot::Sender<Result<i64, String>>;
+pub type RestoreReply = Token<Result<i64, String>>;
 
 pub(super) struct Restoring {
     backup: Option<State>,
@@ -69,7 +69,7 @@ impl Core {
             None
         };
         if let Some(why) = refused {
-            let _ = reply.send(Err(why.into()));
+            self.outbox.answer(reply, Err(why.into()));
             return;
         }
         tracing::warn!(
@@ -115,7 +115,7 @@ impl Core {
                         "restore: done; serving the backup's state"
                     );
                     if let Some(reply) = r.reply.take() {
-                        let _ = reply.send(Ok(zxid));
+                        self.outbox.answer(reply, Ok(zxid));
                     }
                     return;
                 }
@@ -125,10 +125,9 @@ impl Core {
                         "restore: the snapshot file could not be written; the live state stays"
                     );
                     if let Some(reply) = r.reply.take() {
-                        let _ = reply.send(Err("the restored snapshot could not be written \
-                                                (the server's log says why); the live state \
-                                                stays"
-                            .into()));
+                        let why = "the restored snapshot could not be written (the server's \
+                                   log says why); the live state stays";
+                        self.outbox.answer(reply, Err(why.into()));
                     }
                     return;
                 }

@@ -18,7 +18,7 @@
 use super::{reply, Core, Out};
 use crate::acl::AuthId;
 use crate::auth::digest_md5::Step;
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, OpCode, Record, SetSASLResponse};
 

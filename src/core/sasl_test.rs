@@ -29,7 +29,7 @@ fn sasl(token: &[u8]) -> Request {
 /// Every message queued to `c`: (xid, zxid, err, body) for replies, and whether a Close came.
 fn out(c: &mut Client) -> (Vec<(i32, i64, i32, Bytes)>, bool) {
     let (mut replies, mut closed) = (Vec::new(), false);
-    while let Ok(o) = c.rx.try_recv() {
+    while let Some(o) = c.out.next() {
         match o {
             Out::Reply(mut b) => {
                 b.advance(4);
@@ -135,7 +135,7 @@ fn required_refuses_requests_before_sasl_and_runs_them_after() {
     assert!(closed);
     // An undecodable request too.
     let mut c = h.connect();
-    h.core.handle(CoreMsg::Bad {
+    h.core.handle(Input::Bad {
         conn: c.conn,
         xid: 5,
         op: 999,

@@ -6,7 +6,7 @@
 //! leader change.
 
 use super::Core;
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 
 /// How many of `total` connections `percentage` closes: the share rounded down (ZooKeeper
 /// closes each with that probability; a fixed count gives the operator the share asked for).

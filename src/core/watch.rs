@@ -13,7 +13,7 @@ use crate::path::trie::PathTrie;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-pub type ConnId = u64;
+use super::conn_id::ConnId;
 
 /// One of ZooKeeper's two watch tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

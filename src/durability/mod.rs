@@ -1,9 +1,9 @@
 //! Durability: the write-ahead log stage (group commit), the fuzzy capture of snapshots, and
 //! the digest records that let recovery prove it rebuilt what was acknowledged.
 //!
-//! The core talks to the log through one seam, [`Durability`]: it appends prepped txns and
-//! digest records, flushes them as one batch, and is told `CoreMsg::Durable(zxid)` once the
-//! batch is on disk. Only this folder (and recovery) knows the WAL's record kinds and
+//! The core talks to the log through one seam, [`LogQueue`]: it appends prepped txns and
+//! digest records, takes them as one batch a turn (its runtime sends it to the log thread),
+//! and is told `CoreMsg::Durable(zxid)` once the batch is on disk. Only this folder (and recovery) knows the WAL's record kinds and
 //! encodings. It may not touch: connections, sessions' liveness, watches; it reads the tree
 //! only through the capture.
 
@@ -18,39 +18,22 @@ pub mod snapshotter;
 pub mod timed_sink;
 
 use bytes::Bytes;
-use log::{Batch, LogMsg, LogRecord};
+use log::{Batch, LogRecord};
 use palisade_proto::Txn;
 use palisade_wal::RecordKind;
-use std::sync::mpsc;
 
-/// The core's side of the log.
-pub trait Durability {
-    /// Queues a prepped txn (in zxid order).
-    fn append(&mut self, txn: &Txn);
-    /// Queues a digest record: the tree digest right after txn `zxid` was applied.
-    fn digest(&mut self, zxid: i64, digest: u64);
-    /// Hands what is queued to the log as one batch. The log reports the batch durable
-    /// (`CoreMsg::Durable`) after the one fsync that covers it, or fails the server.
-    fn flush(&mut self);
-}
-
-/// The log thread's input: batches of records, sent as they are flushed.
+/// The core's side of the log: the records of one core turn (prepped txns, digest records),
+/// taken as one batch at the turn's end and handed to the log thread by the core's runtime
+/// (`LogMsg::Batch`). The log reports the batch durable (`CoreMsg::Durable`) after the one
+/// fsync that covers it, or fails the server.
+#[derive(Default)]
 pub struct LogQueue {
-    tx: mpsc::Sender<LogMsg>,
     queued: Vec<LogRecord>,
 }
 
 impl LogQueue {
-    pub fn new(tx: mpsc::Sender<LogMsg>) -> Self {
-        LogQueue {
-            tx,
-            queued: Vec::new(),
-        }
-    }
-}
-
-impl Durability for LogQueue {
-    fn append(&mut self, txn: &Txn) {
+    /// Queues a prepped txn (in zxid order).
+    pub fn append(&mut self, txn: &Txn) {
         self.queued.push(LogRecord {
             kind: RecordKind::Txn,
             zxid: txn.header.zxid,
@@ -58,7 +41,8 @@ impl Durability for LogQueue {
         });
     }
 
-    fn digest(&mut self, zxid: i64, digest: u64) {
+    /// Queues a digest record: the tree digest right after txn `zxid` was applied.
+    pub fn digest(&mut self, zxid: i64, digest: u64) {
         let rec = digest_record::encode_record(zxid, digest);
         self.queued.push(LogRecord {
             kind: RecordKind::Meta,
@@ -67,13 +51,13 @@ impl Durability for LogQueue {
         });
     }
 
-    fn flush(&mut self) {
+    /// What is queued, as one batch (None: nothing is).
+    pub fn take(&mut self) -> Option<Batch> {
         if self.queued.is_empty() {
-            return;
+            return None;
         }
-        let records = std::mem::take(&mut self.queued);
-        if self.tx.send(LogMsg::Batch(Batch { records })).is_err() {
-            tracing::error!("log writer is gone; writes cannot be acknowledged");
-        }
+        Some(Batch {
+            records: std::mem::take(&mut self.queued),
+        })
     }
 }

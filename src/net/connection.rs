@@ -5,8 +5,8 @@
 //! handshake a connection may send one frame of at most `limits::PRE_HANDSHAKE_FRAME` bytes,
 //! within `handshake_timeout`.
 
-use crate::core::watch::ConnId;
-use crate::core::{CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
+use crate::core::conn_id::ConnId;
+use crate::core::{ConnWriter, CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
 use crate::limits::{PRE_HANDSHAKE_FRAME, READER_RECHECK, WRITE_BATCH, WRITE_BUFFER};
 use bytes::BytesMut;
 use futures_util::StreamExt;
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
@@ -29,9 +29,32 @@ pub struct ConnParams {
     pub global: Arc<GlobalBudget>,
 }
 
+#[derive(Debug)]
 struct Shared {
     cancel: CancellationToken,
     budget: Arc<OutBudget>,
+    /// Wakes the reader when output was written.
+    freed: Notify,
+}
+
+/// The connection's tasks as the core reaches them (core/msg.rs `ConnWriter`): the writer
+/// task's queue, and the tasks' wake-up and cancellation.
+#[derive(Debug)]
+struct TaskWriter {
+    tx: mpsc::UnboundedSender<Out>,
+    shared: Arc<Shared>,
+}
+
+impl ConnWriter for TaskWriter {
+    fn hand(&self, o: Out) -> Result<(), Out> {
+        self.tx.send(o).map_err(|e| e.0)
+    }
+    fn cancel(&self) {
+        self.shared.cancel.cancel();
+    }
+    fn freed(&self) {
+        self.shared.freed.notify_one();
+    }
 }
 
 /// Who a client connection is, and where its requests go.
@@ -79,11 +102,16 @@ pub async fn serve_halves<R, W>(
     } = client;
     let budget = OutBudget::new(p.output_budget, p.global.clone());
     let shared = Arc::new(Shared {
-        cancel: budget.cancel.clone(),
+        cancel: CancellationToken::new(),
         budget: budget.clone(),
+        freed: Notify::new(),
     });
     let (tx, out_rx) = mpsc::unbounded_channel();
-    let mut out_tx = OutTx::new(tx, budget);
+    let writer = TaskWriter {
+        tx,
+        shared: shared.clone(),
+    };
+    let mut out_tx = OutTx::new(Arc::new(writer), budget);
     if let Some(sock) = direct {
         out_tx = out_tx.with_direct(conn, Box::new(sock));
     }
@@ -151,7 +179,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
         // (the writer wakes us; the server-wide budget is rechecked now and then).
         while shared.budget.outstanding() >= p.max_outstanding || shared.budget.over() {
             tokio::select! {
-                _ = shared.budget.freed.notified() => {}
+                _ = shared.freed.notified() => {}
                 _ = tokio::time::sleep(READER_RECHECK) => {}
                 _ = shared.cancel.cancelled() => return,
             }
@@ -254,6 +282,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         buf.clear();
         budget.wrote(weight);
         budget.answered(replies);
+        shared.freed.notify_one();
         let (own, global) = budget.lifted();
         if own && core.send(CoreMsg::Drained(Some(conn))).await.is_err() {
             break;

@@ -4,7 +4,7 @@
 //! holds it, whatever the connection's tasks do. What the socket does not take at once, and a
 //! close, go to the connection's writer task behind it.
 
-use crate::core::outbox::{DirectWriter, Lifted, Staged};
+use crate::core::conn_out::{DirectWriter, Lifted, Staged};
 use crate::core::{Out, OutTx};
 use bytes::Bytes;
 use std::io::Write;
@@ -39,6 +39,7 @@ impl DirectWriter for Socket {
         if done == buf.len() && !close {
             budget.wrote(weight);
             budget.answered(replies);
+            tx.freed();
             let (own, global) = budget.lifted();
             if own {
                 if let Some(d) = tx.direct() {

@@ -1,11 +1,11 @@
 use super::*;
 use crate::core::outbox::Outbox;
+use crate::core::testkit::TestWriter;
 use crate::core::{GlobalBudget, OutBudget};
 use crate::limits::WRITE_BATCH;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// A connected loopback pair: (the server's socket, non-blocking as tokio's are; the client).
 fn pair() -> (TcpStream, TcpStream) {
@@ -18,14 +18,11 @@ fn pair() -> (TcpStream, TcpStream) {
 
 /// Connection 7 on `server`, with a direct writer, a budget of `limit` bytes and its writer
 /// task's queue.
-fn direct(
-    server: TcpStream,
-    limit: usize,
-) -> (mpsc::UnboundedReceiver<Out>, Arc<OutBudget>, OutTx) {
-    let (tx, rx) = mpsc::unbounded_channel();
+fn direct(server: TcpStream, limit: usize) -> (Arc<TestWriter>, Arc<OutBudget>, OutTx) {
     let budget = OutBudget::new(limit, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
-    (rx, budget, out)
+    let (out, writer) = TestWriter::conn(budget.clone());
+    let out = out.with_direct(7, Box::new(Socket(server)));
+    (writer, budget, out)
 }
 
 /// An outbox that stages a turn's output, as the core's does.
@@ -37,15 +34,7 @@ fn staging() -> Outbox {
 
 /// Connection 7 on a loopback pair, as `direct` makes it, and a staging outbox: (the client's
 /// socket, the writer task's queue, the budget, the connection's output, the outbox).
-fn connected(
-    limit: usize,
-) -> (
-    TcpStream,
-    mpsc::UnboundedReceiver<Out>,
-    Arc<OutBudget>,
-    OutTx,
-    Outbox,
-) {
+fn connected(limit: usize) -> (TcpStream, Arc<TestWriter>, Arc<OutBudget>, OutTx, Outbox) {
     let (server, client) = pair();
     let (rx, budget, out) = direct(server, limit);
     (client, rx, budget, out, staging())
@@ -65,7 +54,7 @@ fn read_exactly(c: &mut TcpStream, n: usize) -> Vec<u8> {
 /// with the budget released and the reader's slots freed; nothing goes to the writer task.
 #[test]
 fn a_turns_output_is_written_by_the_core_when_the_writer_holds_nothing() {
-    let (mut client, mut rx, budget, out, mut outbox) = connected(1 << 20);
+    let (mut client, rx, budget, out, mut outbox) = connected(1 << 20);
     budget.read_one();
     budget.read_one();
     outbox.send(&out, Out::Reply(frame(1, 10)));
@@ -78,7 +67,7 @@ fn a_turns_output_is_written_by_the_core_when_the_writer_holds_nothing() {
     assert_eq!(budget.queued_events(), 0);
     assert_eq!(budget.outstanding(), 0);
     assert_eq!(budget.written(), 25);
-    assert!(rx.try_recv().is_err(), "the writer task was not involved");
+    assert!(rx.next().is_none(), "the writer task was not involved");
     let got = read_exactly(&mut client, 25);
     assert_eq!(got[..10], [1; 10]);
     assert_eq!(got[10..15], [2; 5]);
@@ -89,14 +78,14 @@ fn a_turns_output_is_written_by_the_core_when_the_writer_holds_nothing() {
 /// once it has written everything, the core writes itself again.
 #[test]
 fn output_goes_behind_what_the_writer_holds() {
-    let (mut client, mut rx, budget, out, mut outbox) = connected(1 << 20);
+    let (mut client, rx, budget, out, mut outbox) = connected(1 << 20);
     out.hand(Out::Bytes(frame(9, 4))).unwrap();
     budget.read_one();
     outbox.send(&out, Out::Reply(frame(1, 10)));
     outbox.write();
-    assert!(matches!(rx.try_recv(), Ok(Out::Bytes(b)) if b.len() == 4));
+    assert!(matches!(rx.next(), Some(Out::Bytes(b)) if b.len() == 4));
     // as it was sent: nothing is copied while the writer is busy
-    assert!(matches!(rx.try_recv(), Ok(Out::Reply(b)) if b.len() == 10));
+    assert!(matches!(rx.next(), Some(Out::Reply(b)) if b.len() == 10));
     assert_eq!(budget.handed(), 2);
     // the writer wrote both
     budget.wrote((10, 0));
@@ -104,7 +93,7 @@ fn output_goes_behind_what_the_writer_holds() {
     budget.done_with(2);
     outbox.send(&out, Out::Reply(frame(5, 3)));
     outbox.write();
-    assert!(rx.try_recv().is_err());
+    assert!(rx.next().is_none());
     assert_eq!(read_exactly(&mut client, 3), [5; 3]);
 }
 
@@ -116,7 +105,7 @@ fn what_the_socket_does_not_take_goes_to_the_writer() {
     let (server, _client) = pair();
     let fill = server.try_clone().unwrap();
     while (&fill).write(&[0; 64 << 10]).is_ok() {}
-    let (mut rx, budget, out) = direct(server, 1 << 30);
+    let (rx, budget, out) = direct(server, 1 << 30);
     let mut outbox = staging();
     let big = 512 << 10;
     outbox.send(&out, Out::Reply(frame(1, big)));
@@ -124,8 +113,8 @@ fn what_the_socket_does_not_take_goes_to_the_writer() {
     outbox.write();
     let written = budget.written() as usize;
     assert!(written < big, "the socket took all {written} bytes");
-    match rx.try_recv() {
-        Ok(Out::Batch {
+    match rx.next() {
+        Some(Out::Batch {
             bytes,
             replies,
             weight,
@@ -147,18 +136,18 @@ fn what_the_socket_does_not_take_goes_to_the_writer() {
 /// one batch, and they follow as they are, in order.
 #[test]
 fn a_large_replys_parts_go_to_the_writer_as_they_are_behind_what_was_staged() {
-    let (_client, mut rx, budget, out, mut outbox) = connected(1 << 30);
+    let (_client, rx, budget, out, mut outbox) = connected(1 << 30);
     outbox.send(&out, Out::Reply(frame(1, 10)));
     outbox.send(&out, Out::Bytes(frame(2, WRITE_BATCH)));
     outbox.send(&out, Out::Reply(frame(3, 100)));
     outbox.write();
     assert_eq!(budget.written(), 0, "the core wrote nothing itself");
     assert!(
-        matches!(rx.try_recv(), Ok(Out::Batch { bytes, replies: 1, weight: (10, 0) }) if bytes.len() == 10)
+        matches!(rx.next(), Some(Out::Batch { bytes, replies: 1, weight: (10, 0) }) if bytes.len() == 10)
     );
-    assert!(matches!(rx.try_recv(), Ok(Out::Bytes(b)) if b.len() == WRITE_BATCH));
-    assert!(matches!(rx.try_recv(), Ok(Out::Reply(b)) if b.len() == 100));
-    assert!(rx.try_recv().is_err());
+    assert!(matches!(rx.next(), Some(Out::Bytes(b)) if b.len() == WRITE_BATCH));
+    assert!(matches!(rx.next(), Some(Out::Reply(b)) if b.len() == 100));
+    assert!(rx.next().is_none());
     assert_eq!(budget.handed(), 3);
     assert_eq!(budget.queued(), WRITE_BATCH + 110);
 }
@@ -167,18 +156,18 @@ fn a_large_replys_parts_go_to_the_writer_as_they_are_behind_what_was_staged() {
 /// what is sent outside the engine's outbox is not staged.
 #[test]
 fn a_close_and_output_outside_a_turn_go_to_the_writer() {
-    let (_client, mut rx, _, out, mut outbox) = connected(1 << 20);
+    let (_client, rx, _, out, mut outbox) = connected(1 << 20);
     outbox.send(&out, Out::Reply(frame(1, 10)));
     outbox.send(&out, Out::Close);
     outbox.write();
-    assert!(matches!(rx.try_recv(), Ok(Out::Batch { replies: 1, .. })));
-    assert!(matches!(rx.try_recv(), Ok(Out::Close)));
+    assert!(matches!(rx.next(), Some(Out::Batch { replies: 1, .. })));
+    assert!(matches!(rx.next(), Some(Out::Close)));
     // another thread, not the core's loop: straight to the writer
     let out2 = out.clone();
     std::thread::spawn(move || out2.send(Out::Reply(frame(4, 2))).unwrap())
         .join()
         .unwrap();
-    assert!(matches!(rx.try_recv(), Ok(Out::Reply(b)) if b.len() == 2));
+    assert!(matches!(rx.next(), Some(Out::Reply(b)) if b.len() == 2));
 }
 
 /// How: a connection over its budget, whose reads the core held, is brought back under by the
@@ -186,9 +175,7 @@ fn a_close_and_output_outside_a_turn_go_to_the_writer() {
 #[test]
 fn a_direct_write_lifts_a_hold() {
     let (server, mut client) = pair();
-    let (tx, _rx) = mpsc::unbounded_channel();
-    let budget = OutBudget::new(16, GlobalBudget::new(1 << 30));
-    let out = OutTx::new(tx, budget.clone()).with_direct(7, Box::new(Socket(server)));
+    let (_writer, budget, out) = direct(server, 16);
     let mut outbox = staging();
     outbox.send(&out, Out::Reply(frame(1, 20)));
     assert!(budget.over());

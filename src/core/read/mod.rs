@@ -14,7 +14,8 @@ mod watches;
 
 use super::{reply, Core, Out};
 use crate::acl;
-use crate::core::watch::{ConnId, Kind};
+use crate::core::conn_id::ConnId;
+use crate::core::watch::Kind;
 use crate::state::tree::NodeId;
 use bytes::Bytes;
 use palisade_proto::*;

@@ -4,7 +4,7 @@
 use super::room::Room;
 use super::{text, Answer, Asked};
 use crate::acl;
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use crate::core::{reply, Core};
 use crate::metrics::namespace;
 use palisade_proto::*;

@@ -4,7 +4,7 @@
 //! but has no room in the budgets now waits (`hold_read`), as ZooKeeper sends any reply.
 
 use super::{Answer, Asked};
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use crate::core::Core;
 use bytes::Bytes;
 use palisade_proto::{ErrorCode, Request};

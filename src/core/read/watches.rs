@@ -2,7 +2,8 @@
 //! checkWatches, removeWatches, addWatch.
 
 use super::{text, Asked, RResult};
-use crate::core::watch::{self, ConnId, Kind, Mode};
+use crate::core::conn_id::ConnId;
+use crate::core::watch::{self, Kind, Mode};
 use crate::core::{reply, Core};
 use crate::state::tree::Node;
 use bytes::Bytes;

@@ -21,8 +21,9 @@ mod duties;
 pub mod member;
 mod standalone;
 
+use super::outbox::Outbox;
+use super::work::Work;
 use super::Core;
-use crate::durability::Durability;
 pub(super) use duties::Duties;
 pub(super) use member::Member;
 use member::Seat;
@@ -34,12 +35,28 @@ pub(super) enum Role {
 }
 
 impl Role {
-    /// Where the txns this server preps go: the local log (standalone) or the proposer (a
-    /// member; only its leader appends, the others flush an empty batch).
-    pub(super) fn log(&mut self) -> &mut dyn Durability {
+    /// Queues a prepped txn where this server's txns go: the local log (standalone) or the
+    /// proposer (a member; only its leader appends).
+    pub(super) fn append(&mut self, txn: &palisade_proto::Txn) {
         match self {
-            Role::Standalone(s) => s.log.as_mut(),
-            Role::Member(m) => m.proposer.as_mut(),
+            Role::Standalone(s) => s.log.append(txn),
+            Role::Member(m) => m.proposer.append(txn),
+        }
+    }
+
+    /// The turn's txns, as one batch for the log (or the proposer), into the outbox.
+    pub(super) fn flush_log(&mut self, outbox: &mut Outbox) {
+        match self {
+            Role::Standalone(s) => {
+                if let Some(b) = s.log.take() {
+                    outbox.push(Work::Log(b));
+                }
+            }
+            Role::Member(m) => {
+                if let Some(p) = m.proposer.take() {
+                    outbox.push(Work::Propose(p));
+                }
+            }
         }
     }
 
@@ -163,7 +180,7 @@ impl Core {
     /// than being answered as a read; see member/leader.rs `leader_sync_waits`.
     pub(super) fn sync_waits(
         &mut self,
-        conn: super::watch::ConnId,
+        conn: super::conn_id::ConnId,
         session: i64,
         xid: i32,
         r: &palisade_proto::SyncRequest,
@@ -179,9 +196,9 @@ impl Core {
     /// The end of a core turn: the txns prepped this turn go to the log (or the proposer) as
     /// one batch, a follower's forwards to its leader with them.
     pub(super) fn flush_turn(&mut self) {
-        self.role.log().flush();
+        self.role.flush_log(&mut self.outbox);
         if let Role::Member(m) = &mut self.role {
-            m.flush_forwards();
+            m.flush_forwards(&mut self.outbox);
         }
     }
 
@@ -207,7 +224,7 @@ impl Core {
     pub(super) fn record_digest(&mut self, zxid: i64, digest: u64) {
         match &mut self.role {
             Role::Standalone(s) => s.log.digest(zxid, digest),
-            Role::Member(m) => m.record_digest(zxid, digest),
+            Role::Member(m) => m.record_digest(&mut self.outbox, zxid, digest),
         }
     }
 }

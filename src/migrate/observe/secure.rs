@@ -33,6 +33,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::either::Either;
 
+// The observer's token bound is the DIGEST-MD5 client's own (limits.rs says why).
+const _: () = assert!(OBSERVER_AUTH_MAX_TOKEN == crate::auth::digest_md5::MAX_TOKEN);
+
 /// DIGEST-MD5 takes one challenge: the leader's second packet is SUCCESS (with rspauth).
 const DIGEST_ROUNDS: usize = 1;
 

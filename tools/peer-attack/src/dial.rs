@@ -18,7 +18,7 @@ use palisade::ensemble::link::{
     self, read_frame, write_frame, Answer, FrameBudget, Greeting, Hello, QuorumSettings, Security,
     MAGIC, VERSION,
 };
-use palisade::ensemble::raft::network::{PeerRequest, PeerResponse};
+use palisade::ensemble::raft::rpc::{PeerRequest, PeerResponse};
 use palisade::limits::{PEER_FRAME, PEER_HANDSHAKE_FRAME};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};

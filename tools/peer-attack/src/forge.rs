@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};
-use palisade::ensemble::raft::network::PeerRequest;
+use palisade::ensemble::raft::rpc::PeerRequest;
 use palisade::ensemble::raft::types::{NodeId, Proposal, TypeConfig};
 use palisade_proto::{
     CreateRequest, CreateTxn, Id, OpCode, Request, SetACLRequest, SetACLTxn, SetDataRequest, Txn,

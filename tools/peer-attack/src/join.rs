@@ -8,7 +8,7 @@ use crate::raft_rpcs::{first_words, short};
 use crate::Attempts;
 use openraft::raft::{AppendEntriesResponse, InstallSnapshotResponse, VoteResponse};
 use palisade::ensemble::link::{write_frame, Answer, Greeting, MAGIC};
-use palisade::ensemble::raft::network::{PeerRequest, PeerResponse};
+use palisade::ensemble::raft::rpc::{PeerRequest, PeerResponse};
 use palisade::limits::PEER_FRAME;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

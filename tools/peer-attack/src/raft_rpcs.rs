@@ -6,7 +6,7 @@ use crate::forge;
 use crate::Attempts;
 use openraft::raft::InstallSnapshotRequest;
 use openraft::{LogId, SnapshotMeta, Vote};
-use palisade::ensemble::raft::network::{PeerRequest, PeerResponse};
+use palisade::ensemble::raft::rpc::{PeerRequest, PeerResponse};
 use palisade::ensemble::raft::types::NodeId;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

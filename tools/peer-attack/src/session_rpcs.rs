@@ -6,7 +6,7 @@ use crate::dial::{open, Creds, Peer, Target};
 use crate::raft_rpcs::{first_words, short};
 use crate::{forge, Attempts};
 use palisade::core::member::{Forward, Forwarded};
-use palisade::ensemble::raft::network::PeerRequest;
+use palisade::ensemble::raft::rpc::PeerRequest;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,7 @@
 //! digests and online restores' steps come the same way.
 
 use super::{Committed, LogPos};
+use crate::core::role::Role;
 use crate::core::Core;
 
 impl Core {
@@ -64,11 +65,13 @@ impl Core {
             self.commit(txn);
             self.role.member_mut().snapshots.since += 1;
         }
-        let m = self.role.member_mut();
+        let Role::Member(m) = &mut self.role else {
+            unreachable!("a committed batch on a standalone server");
+        };
         if at.is_some() {
             m.applied_at = at;
         }
-        m.ask_snapshot_if_due(&mut self.rng);
+        m.ask_snapshot_if_due(&mut self.outbox, &mut self.rng);
         self.answer_syncs();
         self.leave_read_only();
         true

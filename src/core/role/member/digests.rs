@@ -3,6 +3,8 @@
 //! differs from the leader's at the same zxid stops rather than serve a diverged tree.
 
 use super::{Member, Proposed};
+use crate::core::outbox::Outbox;
+use crate::core::work::Work;
 use crate::limits::DIGESTS_KEPT;
 use std::collections::VecDeque;
 
@@ -26,13 +28,10 @@ impl Digests {
 impl Member {
     /// After txn `zxid` (one the digest rule picks): kept to compare with the leader's, and
     /// proposed by the leader.
-    pub(in crate::core) fn record_digest(&mut self, zxid: i64, digest: u64) {
+    pub(in crate::core) fn record_digest(&mut self, outbox: &mut Outbox, zxid: i64, digest: u64) {
         self.digests.keep(zxid, digest);
         if self.seat.leading().is_some() {
-            let _ = self
-                .links
-                .propose
-                .send(vec![Proposed::Digest { zxid, digest }]);
+            outbox.push(Work::Propose(vec![Proposed::Digest { zxid, digest }]));
         }
     }
 

@@ -5,9 +5,11 @@
 //! (CONNECTIONLOSS) and the client retries.
 
 use super::links::Handed;
-use super::{Forward, Forwarded, Member, Seat, ToLeader};
+use super::{Forward, Forwarded, Member, Seat};
+use crate::core::conn_id::ConnId;
+use crate::core::outbox::Outbox;
 use crate::core::pending::{Awaiting, Waiter};
-use crate::core::watch::ConnId;
+use crate::core::role::Role;
 use crate::core::Core;
 
 /// What only a follower has.
@@ -19,7 +21,7 @@ pub(in crate::core) struct Following {
 
 impl Member {
     /// Sends the turn's forwards (with the turn's log batch).
-    pub(in crate::core) fn flush_forwards(&mut self) {
+    pub(in crate::core) fn flush_forwards(&mut self, outbox: &mut Outbox) {
         let Seat::Follower(f) = &mut self.seat else {
             return;
         };
@@ -29,13 +31,31 @@ impl Member {
         let ops = std::mem::take(&mut f.queued);
         // Full: the forwarder is calls behind (a leader that does not answer). The forwards
         // stay, ahead of the next turn's, and go with them.
-        if let Handed::Full(ops) = self.links.hand_forwards(ops) {
+        if let Handed::Full(ops) = self.links.hand_forwards(outbox, ops) {
             f.queued = ops;
         }
     }
 }
 
 impl Core {
+    /// Forwards the runtime could not hand to the forwarder after all: back at the head of
+    /// the queue, ahead of the next turn's, as a full queue returns them (runtime/routes.rs).
+    pub(in crate::core) fn forwards_back(&mut self, mut ops: Vec<Forward>) {
+        match &mut self.role {
+            Role::Member(m) => match &mut m.seat {
+                Seat::Follower(f) => {
+                    ops.append(&mut f.queued);
+                    f.queued = ops;
+                }
+                _ => {
+                    let failed = ops.iter().map(|f| (f.session, f.cxid)).collect();
+                    self.forward_failed(failed);
+                }
+            },
+            Role::Standalone(_) => {}
+        }
+    }
+
     /// Hands a write of `conn` to the leader; its reply waits for the committed txn.
     pub(in crate::core) fn forward(
         &mut self,
@@ -84,7 +104,7 @@ impl Core {
             .collect();
         if !ids.is_empty() {
             // Full: skipped, the next tick's touch says the same, newer (FORWARD_QUEUE).
-            let _ = m.links.to_leader.try_send(ToLeader::Touch(ids));
+            m.links.touch(&mut self.outbox, ids);
         }
     }
 

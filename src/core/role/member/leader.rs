@@ -6,10 +6,11 @@
 
 use super::{Forward, Forwarded, Proposed, SyncPoint};
 use crate::acl::AuthId;
+use crate::core::conn_id::ConnId;
 use crate::core::conns::Slot;
 use crate::core::pending::{Awaiting, Waiter};
 use crate::core::role::Duties;
-use crate::core::watch::ConnId;
+use crate::core::work::Work;
 use crate::core::Core;
 use crate::prep::Caller;
 use palisade_proto::{ErrorCode, Request};
@@ -179,13 +180,12 @@ impl Core {
 
     /// The first leader makes the ensemble's key; it commits before any session.
     pub(super) fn propose_key(&mut self) {
-        let m = self.role.member_mut();
-        if m.key.is_some() {
+        if self.role.member().key.is_some() {
             return;
         }
         let mut k = [0u8; 16];
         if getrandom::fill(&mut k).is_ok() {
-            let _ = m.links.propose.send(vec![Proposed::Key(k)]);
+            self.outbox.push(Work::Propose(vec![Proposed::Key(k)]));
         }
     }
 }

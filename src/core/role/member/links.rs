@@ -1,44 +1,38 @@
-//! A member's links to consensus (`MemberLinks`, handed in by `Core::join`), its Durability
-//! (`Proposer`: what its leader preps is proposed), and the core's inbox as the consensus
-//! glue sends to it (seam.rs `CoreInbox`).
+//! A member's links to consensus (`MemberLinks`, handed in by `Core::join`): what the engine
+//! reads of them (its id, the rooms of the bounded queues) and how it hands them work, as
+//! outbox work (work.rs) the runtime routes; its proposer (`Proposer`: what its leader preps
+//! is proposed). The core's inbox as the consensus glue sends to it (seam.rs `CoreInbox`) is
+//! the runtime's (runtime/inbox.rs).
 
-use crate::core::CoreMsg;
-use crate::durability::Durability;
-use crate::seam::{
-    CommittedBatch, CoreGone, CoreInbox, Forward, Image, LeadershipAsk, LogPos, Notice, Proposed,
-    RaftInfo, SyncPoint, ToLeader,
-};
+use crate::core::outbox::Outbox;
+use crate::core::work::{Room, Work};
+use crate::seam::{Forward, LeadershipAsk, Proposed, RaftInfo, ToLeader};
 use palisade_proto::Txn;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use tokio::sync::mpsc::{self, UnboundedSender};
-use tokio::sync::oneshot;
 
-/// The channels to consensus.
+/// What the engine knows of its links to consensus. The channels themselves are the
+/// runtime's (runtime/routes.rs): the engine pushes work to its outbox and reads the bounded
+/// queues' room here.
 pub struct MemberLinks {
     pub myid: u64,
     /// What `conf` adds for a member (serverId, limits, membership), from members.rs.
     pub conf: String,
     pub info: std::sync::Arc<parking_lot::Mutex<RaftInfo>>,
-    pub propose: UnboundedSender<Vec<Proposed>>,
-    /// Bounded (limits.rs `FORWARD_QUEUE`): sent with `try_send`, never waited on.
-    pub to_leader: mpsc::Sender<ToLeader>,
+    /// The forwarder's queue (limits.rs `FORWARD_QUEUE`): forwards and touches are pushed
+    /// only while it has room, never waited on.
+    pub to_leader: Box<dyn Room>,
     /// Asks Raft for a snapshot: every snapCount/2..snapCount applied txns (randomised, as
     /// ZooKeeper does, so that members do not snapshot together) and on `csnp`. Raft's own
     /// policy counts entries, and an entry holds a whole batch. Bounded
     /// (`RAFT_SNAPSHOT_ASKS`): full means an ask is on its way.
-    pub snapshot: mpsc::Sender<()>,
+    pub snapshot: Box<dyn Room>,
     pub snap_count: u64,
     /// readonlymode.enabled: how long this member must be without a quorum before it serves
     /// read-only clients (ZooKeeper's max(2 s, tickTime)); None: never.
     pub read_only: Option<std::time::Duration>,
     /// zoo.cfg's server.N lines: the configuration until one is committed (reconfig.rs).
     pub members: Vec<crate::membership::members::Member>,
-    /// This member's configuration, for Raft's side to bring the membership to (its leader).
-    pub desired: tokio::sync::watch::Sender<std::sync::Arc<crate::membership::dynamic::DynConfig>>,
-    /// `ydld` and `rqld`, to the Raft side.
-    pub leadership: UnboundedSender<LeadershipAsk>,
+    /// `ydld` and `rqld`, to the Raft side: whether it is still there.
+    pub leadership: Box<dyn Room>,
     /// `--force-new-ensemble`: the first ready leadership commits a configuration of this
     /// member alone (core/reconfig.rs `commit_alone_config`).
     pub alone: bool,
@@ -54,129 +48,69 @@ pub(super) enum Handed {
 }
 
 impl MemberLinks {
+    /// Whether the forwarder's queue has room for one more item, counting what this turn
+    /// pushed already (work.rs).
+    fn to_leader_room(&self, outbox: &Outbox) -> bool {
+        self.to_leader.free() > outbox.queued_to_leader()
+    }
+
     /// Hands forwards to the forwarder without waiting (`FORWARD_QUEUE` bounds it).
-    pub(super) fn hand_forwards(&self, ops: Vec<Forward>) -> Handed {
-        match self.to_leader.try_send(ToLeader::Forward(ops)) {
-            Ok(()) => Handed::Sent,
-            Err(mpsc::error::TrySendError::Full(ToLeader::Forward(ops))) => Handed::Full(ops),
-            Err(_) => Handed::Gone,
+    pub(super) fn hand_forwards(&self, outbox: &mut Outbox, ops: Vec<Forward>) -> Handed {
+        if self.to_leader.closed() {
+            Handed::Gone
+        } else if !self.to_leader_room(outbox) {
+            Handed::Full(ops)
+        } else {
+            outbox.push(Work::ToLeader(ToLeader::Forward(ops)));
+            Handed::Sent
+        }
+    }
+
+    /// Tells the leader which sessions are alive here; skipped when the forwarder's queue is
+    /// full (the next tick's touch says the same, newer).
+    pub(super) fn touch(&self, outbox: &mut Outbox, ids: Vec<(i64, u64)>) {
+        if !self.to_leader.closed() && self.to_leader_room(outbox) {
+            outbox.push(Work::ToLeader(ToLeader::Touch(ids)));
         }
     }
 
     /// Asks Raft for a snapshot; false when the Raft side is gone. A full queue means an ask
     /// is on its way, which this one joins.
-    pub(super) fn ask_snapshot(&self) -> bool {
-        !matches!(
-            self.snapshot.try_send(()),
-            Err(mpsc::error::TrySendError::Closed(_))
-        )
+    pub(super) fn ask_snapshot(&self, outbox: &mut Outbox) -> bool {
+        if self.snapshot.closed() {
+            return false;
+        }
+        if self.snapshot.free() > outbox.queued_snapshot_asks() {
+            outbox.push(Work::AskSnapshot);
+        }
+        true
+    }
+
+    /// Hands `ydld`/`rqld` to the Raft side; false when it is gone.
+    pub(super) fn ask_leadership(&self, outbox: &mut Outbox, ask: LeadershipAsk) -> bool {
+        if self.leadership.closed() {
+            return false;
+        }
+        outbox.push(Work::Leadership(ask));
+        true
     }
 }
 
-/// The Durability of a member: prepped txns are proposed, one batch per core turn. Digest
-/// records are not logged: every member applies the same entries (the digests in Raft
-/// snapshots are checked at install).
+/// What a member's leader proposes, one batch per core turn. Digest records are not logged:
+/// every member applies the same entries (the digests in Raft snapshots are checked at
+/// install).
+#[derive(Default)]
 pub struct Proposer {
-    tx: UnboundedSender<Vec<Proposed>>,
     queued: Vec<Proposed>,
 }
 
 impl Proposer {
-    pub fn new(tx: UnboundedSender<Vec<Proposed>>) -> Self {
-        Proposer {
-            tx,
-            queued: Vec::new(),
-        }
-    }
-}
-
-impl Durability for Proposer {
-    fn append(&mut self, txn: &Txn) {
+    pub(in crate::core) fn append(&mut self, txn: &Txn) {
         self.queued.push(Proposed::Txn(txn.encode()));
     }
-    fn digest(&mut self, _zxid: i64, _digest: u64) {}
-    fn flush(&mut self) {
-        if !self.queued.is_empty() && self.tx.send(std::mem::take(&mut self.queued)).is_err() {
-            tracing::error!("consensus is gone; writes cannot be committed");
-        }
-    }
-}
 
-/// The core's inbox as the consensus glue sends to it (seam.rs): each call becomes its
-/// `CoreMsg`, a request paired here with the one-shot channel its answer comes back on.
-impl CoreInbox for mpsc::Sender<CoreMsg> {
-    type Answer<T: Send + 'static> = Answer<T>;
-
-    async fn tell(&self, n: Notice) -> Result<(), CoreGone> {
-        self.send(notice(n)).await.map_err(|_| CoreGone)
-    }
-
-    fn try_tell(&self, n: Notice) -> bool {
-        self.try_send(notice(n)).is_ok()
-    }
-
-    async fn committed(&self, batch: CommittedBatch) -> Result<Answer<()>, CoreGone> {
-        let (ack, done) = oneshot::channel();
-        let CommittedBatch {
-            items,
-            at,
-            log_bytes,
-        } = batch;
-        let m = CoreMsg::Committed {
-            items,
-            at,
-            log_bytes,
-            ack,
-        };
-        self.send(m).await.map_err(|_| CoreGone)?;
-        Ok(Answer(done))
-    }
-
-    async fn image(&self) -> Result<Answer<Image>, CoreGone> {
-        let (tx, rx) = oneshot::channel();
-        self.send(CoreMsg::Image(tx)).await.map_err(|_| CoreGone)?;
-        Ok(Answer(rx))
-    }
-
-    async fn install(
-        &self,
-        image: Vec<u8>,
-        at: Option<LogPos>,
-    ) -> Result<Answer<Result<(), String>>, CoreGone> {
-        let (ack, done) = oneshot::channel();
-        let m = CoreMsg::Install { image, at, ack };
-        self.send(m).await.map_err(|_| CoreGone)?;
-        Ok(Answer(done))
-    }
-
-    async fn forwarded(
-        &self,
-        ops: Vec<Forward>,
-    ) -> Result<Answer<Option<Vec<SyncPoint>>>, CoreGone> {
-        let (tx, rx) = oneshot::channel();
-        let m = CoreMsg::Forwarded(ops, Some(tx));
-        self.send(m).await.map_err(|_| CoreGone)?;
-        Ok(Answer(rx))
-    }
-}
-
-fn notice(n: Notice) -> CoreMsg {
-    match n {
-        Notice::Role(v) => CoreMsg::Role(v),
-        Notice::SyncPoints(p) => CoreMsg::SyncPoints(p),
-        Notice::Touched(ids) => CoreMsg::Touched(ids),
-        Notice::ForwardFailed(f) => CoreMsg::ForwardFailed(f),
-        Notice::Shutdown => CoreMsg::Shutdown,
-    }
-}
-
-/// The core's answer to a request of the glue: `CoreGone` if it dropped the request.
-pub struct Answer<T>(oneshot::Receiver<T>);
-
-impl<T> Future for Answer<T> {
-    type Output = Result<T, CoreGone>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx).map_err(|_| CoreGone)
+    /// The turn's proposals, as one batch (None: nothing is queued).
+    pub(in crate::core) fn take(&mut self) -> Option<Vec<Proposed>> {
+        (!self.queued.is_empty()).then(|| std::mem::take(&mut self.queued))
     }
 }

@@ -5,19 +5,40 @@
 //! a diverged digest stopping the member.
 
 use super::*;
-use crate::core::{CoreMsg, Out, OutTx};
+use crate::core::testkit::{handshake, TestWriter};
+use crate::core::token::Token;
+use crate::core::{Input, Out, OutBudget};
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
-use tokio::sync::oneshot;
 
+/// A member stepped by the test: what it pushed to its outbox, taken at each look.
 pub(crate) struct Node {
     pub(crate) core: Core,
-    pub(crate) proposals: UnboundedReceiver<Vec<Proposed>>,
-    pub(crate) to_leader: tokio::sync::mpsc::Receiver<ToLeader>,
+    /// Taken from its outbox and not looked at yet.
+    taken: crate::core::testkit::Taken,
 }
 
-use crate::core::tests::cfg;
+impl Node {
+    /// The next batch it proposed (ending its turn first, as the runtime would).
+    pub(crate) fn next_proposal(&mut self) -> Option<Vec<Proposed>> {
+        self.take();
+        (!self.taken.proposals.is_empty()).then(|| self.taken.proposals.remove(0))
+    }
+
+    /// The next item it handed to its forwarder (ending its turn first).
+    pub(crate) fn next_to_leader(&mut self) -> Option<ToLeader> {
+        self.take();
+        (!self.taken.to_leader.is_empty()).then(|| self.taken.to_leader.remove(0))
+    }
+
+    fn take(&mut self) {
+        self.core.flush_turn();
+        let work = self.core.outbox.take_work();
+        self.taken.add(work);
+    }
+}
+
+use crate::core::testkit::cfg;
 
 /// The wall clock every test member joins at (see `node_with`).
 const JOINED_AT_MS: i64 = 1_796_000_000_000;
@@ -32,36 +53,20 @@ pub(crate) fn node_with(
     cfg: crate::core::CoreConfig,
     members: Vec<crate::membership::members::Member>,
 ) -> Node {
-    let (p_tx, proposals) = unbounded_channel();
-    let (l_tx, to_leader) = tokio::sync::mpsc::channel(crate::limits::FORWARD_QUEUE);
-    let mut core = Core::new(cfg, Box::new(Proposer::new(p_tx.clone())));
+    let mut core = Core::new(cfg);
     // Every test member joins at the same wall-clock millisecond: the node each sets from
     // zoo.cfg (/zookeeper/config, its mtime local as in ZooKeeper) is then the same on all,
     // so trees compare equal whether or not a millisecond passed between two joins.
     core.now.wall_ms = JOINED_AT_MS;
-    core.join(MemberLinks {
-        myid,
-        conf: String::new(),
-        info: Default::default(),
-        propose: p_tx,
-        to_leader: l_tx,
-        snapshot: tokio::sync::mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS).0,
-        snap_count: 100_000,
-        read_only: None,
-        members,
-        desired: tokio::sync::watch::channel(Default::default()).0,
-        leadership: tokio::sync::mpsc::unbounded_channel().0,
-        alone: false,
-    });
+    core.join(crate::core::testkit::links(myid, 100_000, members));
     Node {
         core,
-        proposals,
-        to_leader,
+        taken: Default::default(),
     }
 }
 
-pub(crate) fn role(leader: u64, term: u64, ready: bool) -> CoreMsg {
-    CoreMsg::Role(RoleView {
+pub(crate) fn role(leader: u64, term: u64, ready: bool) -> Input {
+    Input::Role(RoleView {
         leader: Some(leader),
         term,
         ready,
@@ -99,26 +104,26 @@ impl Pair {
     pub(crate) fn settle(&mut self) -> [bool; 2] {
         let mut stopped = [false; 2];
         loop {
-            self.nodes[0].core.role.log().flush();
-            self.nodes[1].core.role.member_mut().flush_forwards();
             let mut moved = false;
-            while let Ok(m) = self.nodes[1].to_leader.try_recv() {
+            while let Some(m) = self.nodes[1].next_to_leader() {
                 moved = true;
                 match m {
                     ToLeader::Forward(ops) => {
-                        let (tx, mut rx) = oneshot::channel();
-                        self.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
-                        if let Ok(Some(points)) = rx.try_recv() {
-                            self.nodes[1].core.handle(CoreMsg::SyncPoints(points));
+                        self.nodes[0]
+                            .core
+                            .handle(Input::Forwarded(ops, Some(Token::detached(1))));
+                        if let Some(Some(points)) =
+                            self.nodes[0].core.answer_to::<Option<Vec<SyncPoint>>>(1)
+                        {
+                            self.nodes[1].core.handle(Input::SyncPoints(points));
                         }
                     }
                     ToLeader::Touch(ids) => {
-                        self.nodes[0].core.handle(CoreMsg::Touched(ids));
+                        self.nodes[0].core.handle(Input::Touched(ids));
                     }
                 }
             }
-            self.nodes[0].core.role.log().flush();
-            while let Ok(batch) = self.nodes[0].proposals.try_recv() {
+            while let Some(batch) = self.nodes[0].next_proposal() {
                 moved = true;
                 for p in batch {
                     let c = match p {
@@ -155,9 +160,9 @@ impl Pair {
             },
         };
         for (i, n) in self.nodes.iter_mut().enumerate() {
-            let (ack, _) = oneshot::channel();
+            let ack = Token::detached(0);
             let items = vec![copy(&c)];
-            stopped[i] |= n.core.handle(CoreMsg::Committed {
+            stopped[i] |= n.core.handle(Input::Committed {
                 items,
                 at: None,
                 log_bytes: 0,
@@ -170,34 +175,21 @@ impl Pair {
 
 pub(crate) struct Client {
     pub(crate) conn: ConnId,
-    rx: tokio::sync::mpsc::UnboundedReceiver<Out>,
+    /// What the engine handed the connection's writer.
+    out: std::sync::Arc<TestWriter>,
 }
 
 pub(crate) fn connect(n: &mut Node, conn: ConnId, session: i64, passwd: [u8; 16]) -> Client {
-    let (tx, rx) = unbounded_channel();
-    let (ready, _r) = oneshot::channel();
-    let req = ConnectRequest {
-        time_out: 30000,
-        session_id: session,
-        passwd: Some(Bytes::copy_from_slice(&passwd)),
-        ..Default::default()
-    };
-    n.core.handle(CoreMsg::Connect {
-        conn,
-        req,
-        out: OutTx::from(tx),
-        peer: "127.0.0.1:1".parse().expect("addr"),
-        ready,
-        x509: None,
-    });
-    Client { conn, rx }
+    let (input, out) = handshake(conn, session, passwd, None, OutBudget::unlimited());
+    n.core.handle(input);
+    Client { conn, out }
 }
 
 /// The replies and the ConnectResponse the client got: (xid, zxid, err, body); a
 /// ConnectResponse is (i32::MIN, session, 0, passwd), a Close is (i32::MAX, 0, 0, empty).
 pub(crate) fn replies(c: &mut Client) -> Vec<(i32, i64, i32, Bytes)> {
     let mut out = Vec::new();
-    while let Ok(o) = c.rx.try_recv() {
+    while let Some(o) = c.out.next() {
         match o {
             Out::Close => out.push((i32::MAX, 0, 0, Bytes::new())),
             Out::Bytes(mut b) if b.len() >= 40 => {
@@ -234,7 +226,7 @@ pub(crate) fn create(path: &str, flags: i32) -> Request {
 
 pub(crate) fn request(n: &mut Node, c: &Client, xid: i32, req: Request) {
     let frame = req.encode(xid).freeze();
-    n.core.handle(CoreMsg::Request {
+    n.core.handle(Input::Request {
         conn: c.conn,
         xid,
         req,
@@ -288,15 +280,15 @@ fn a_follower_forwards_the_clients_own_bytes_and_the_leader_decodes_them_once() 
     let mut frame = req.encode(7).to_vec();
     frame.push(0);
     let frame = Bytes::from(frame);
-    p.nodes[1].core.handle(CoreMsg::Request {
+    p.nodes[1].core.handle(Input::Request {
         conn: c.conn,
         xid: 7,
         req,
         frame: frame.clone(),
     });
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     let mut forwarded = Vec::new();
-    while let Ok(m) = p.nodes[1].to_leader.try_recv() {
+    while let Some(m) = p.nodes[1].next_to_leader() {
         if let ToLeader::Forward(ops) = m {
             forwarded.extend(ops);
         }
@@ -306,10 +298,10 @@ fn a_follower_forwards_the_clients_own_bytes_and_the_leader_decodes_them_once() 
         matches!(&forwarded[0].what, Forwarded::Request(b) if *b == frame),
         "the forward carries the client's message as it came, not a re-encoding"
     );
-    let (tx, _rx) = oneshot::channel();
+    let tx = Token::detached(0);
     p.nodes[0]
         .core
-        .handle(CoreMsg::Forwarded(forwarded, Some(tx)));
+        .handle(Input::Forwarded(forwarded, Some(tx)));
     p.settle();
     let r = replies(&mut c);
     assert_eq!(
@@ -337,7 +329,7 @@ fn a_leader_change_drops_clients_and_their_pending_writes() {
     let mut p = Pair::new(1);
     let (mut c, _, _) = session_on_follower(&mut p, 10);
     request(&mut p.nodes[1], &c, 1, create("/lost", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     // The leader goes before the forward is answered; member 2 now leads term 2.
     p.nodes[1].core.handle(role(2, 2, false));
     let r = replies(&mut c);
@@ -361,20 +353,24 @@ fn a_follower_sync_answers_only_after_the_leader_point_is_applied() {
     };
     // A write on the leader, prepped but not yet committed, then the follower's sync.
     request(&mut p.nodes[0], &other, 1, create("/w", 0));
-    p.nodes[0].core.role.log().flush();
-    let pending: Vec<_> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok()).collect();
+    let pending: Vec<_> = std::iter::from_fn(|| p.nodes[0].next_proposal()).collect();
     request(
         &mut p.nodes[1],
         &c,
         5,
         Request::Sync(SyncRequest { path: "/w".into() }),
     );
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
-        let (tx, mut rx) = oneshot::channel();
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
-        let points = rx.try_recv().ok().flatten().expect("points");
-        p.nodes[1].core.handle(CoreMsg::SyncPoints(points));
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
+        p.nodes[0]
+            .core
+            .handle(Input::Forwarded(ops, Some(Token::detached(1))));
+        let points = p.nodes[0]
+            .core
+            .answer_to::<Option<Vec<SyncPoint>>>(1)
+            .flatten()
+            .expect("points");
+        p.nodes[1].core.handle(Input::SyncPoints(points));
     }
     assert!(replies(&mut c).is_empty(), "the sync waits for /w");
     let mut stopped = [false; 2];
@@ -406,7 +402,7 @@ fn a_member_whose_digest_differs_from_the_leader_stops() {
     let zxid = p.nodes[1].core.state.zxid();
     // As if the follower had recorded its digest after `zxid`, and the leader's differs.
     let own = p.nodes[1].core.state.tree.digest();
-    p.nodes[1].core.role.member_mut().record_digest(zxid, own);
+    p.nodes[1].core.record_digest(zxid, own);
     p.commit(
         Committed::Digest {
             zxid,
@@ -423,18 +419,17 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
     let mut p = Pair::new(1);
     // A session made on the leader, committed there only so far.
     let mut c = connect(&mut p.nodes[0], 30, 0, [0; 16]);
-    p.nodes[0].core.role.log().flush();
     let mut created = Vec::new();
-    while let Ok(batch) = p.nodes[0].proposals.try_recv() {
+    while let Some(batch) = p.nodes[0].next_proposal() {
         for prop in batch {
             if let Proposed::Txn(b) = prop {
                 created.push(Txn::decode(b, usize::MAX).expect("txn"));
             }
         }
     }
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = created.iter().cloned().map(Committed::Txn).collect();
-    p.nodes[0].core.handle(CoreMsg::Committed {
+    p.nodes[0].core.handle(Input::Committed {
         items,
         at: None,
         log_bytes: 0,
@@ -449,17 +444,22 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
         replies(&mut moved).is_empty(),
         "decided only at the leader's point"
     );
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
-        let (tx, mut rx) = oneshot::channel();
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, Some(tx)));
-        let points = rx.try_recv().ok().flatten().expect("points");
-        p.nodes[1].core.handle(CoreMsg::SyncPoints(points));
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
+        p.nodes[0]
+            .core
+            .handle(Input::Forwarded(ops, Some(Token::detached(1))));
+        let points = p.nodes[0]
+            .core
+            .answer_to::<Option<Vec<SyncPoint>>>(1)
+            .flatten()
+            .expect("points");
+        p.nodes[1].core.handle(Input::SyncPoints(points));
     }
     assert!(replies(&mut moved).is_empty());
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = created.into_iter().map(Committed::Txn).collect();
-    p.nodes[1].core.handle(CoreMsg::Committed {
+    p.nodes[1].core.handle(Input::Committed {
         items,
         at: None,
         log_bytes: 0,
@@ -478,13 +478,12 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
 fn a_session_is_known_to_the_leader_from_its_prep() {
     let mut p = Pair::new(1);
     let mut c = connect(&mut p.nodes[1], 10, 0, [0; 16]);
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
+        p.nodes[0].core.handle(Input::Forwarded(ops, None));
     }
-    p.nodes[0].core.role.log().flush();
     let mut created = Vec::new();
-    while let Ok(batch) = p.nodes[0].proposals.try_recv() {
+    while let Some(batch) = p.nodes[0].next_proposal() {
         for prop in batch {
             if let Proposed::Txn(b) = prop {
                 created.push(Txn::decode(b, usize::MAX).expect("txn"));
@@ -493,9 +492,9 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     }
     // The follower applies the createSession first and answers its client; the client's
     // first write reaches the leader before the leader's own apply.
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = created.iter().cloned().map(Committed::Txn).collect();
-    p.nodes[1].core.handle(CoreMsg::Committed {
+    p.nodes[1].core.handle(Input::Committed {
         items,
         at: None,
         log_bytes: 0,
@@ -504,13 +503,13 @@ fn a_session_is_known_to_the_leader_from_its_prep() {
     let r = replies(&mut c);
     assert_eq!(r.first().map(|x| x.0), Some(i32::MIN), "{r:?}");
     request(&mut p.nodes[1], &c, 1, create("/early", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
+        p.nodes[0].core.handle(Input::Forwarded(ops, None));
     }
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = created.into_iter().map(Committed::Txn).collect();
-    p.nodes[0].core.handle(CoreMsg::Committed {
+    p.nodes[0].core.handle(Input::Committed {
         items,
         at: None,
         log_bytes: 0,
@@ -533,9 +532,9 @@ fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order
     let mut p = Pair::new(1);
     let (mut c, _, _) = session_on_follower(&mut p, 10);
     request(&mut p.nodes[1], &c, 1, create("/lost", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     // The leader took the forward and went away before proposing it.
-    while p.nodes[1].to_leader.try_recv().is_ok() {}
+    while p.nodes[1].next_to_leader().is_some() {}
     request(&mut p.nodes[1], &c, 2, create("/next", 0));
     p.settle();
     let r = replies(&mut c);
@@ -550,9 +549,8 @@ fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order
 /// Commits whatever the leader proposed, on both members, without moving the follower's
 /// forwards (they stay pending on it).
 fn commit_proposed(p: &mut Pair) {
-    p.nodes[0].core.role.log().flush();
     let mut stopped = [false; 2];
-    let batches: Vec<_> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok()).collect();
+    let batches: Vec<_> = std::iter::from_fn(|| p.nodes[0].next_proposal()).collect();
     for prop in batches.into_iter().flatten() {
         if let Proposed::Txn(b) = prop {
             p.commit(
@@ -638,12 +636,11 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
     p.settle();
     let _ = replies(&mut reader);
     request(&mut p.nodes[1], &writer, 1, create("/x", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
-    while let Ok(ToLeader::Forward(ops)) = p.nodes[1].to_leader.try_recv() {
-        p.nodes[0].core.handle(CoreMsg::Forwarded(ops, None));
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
+        p.nodes[0].core.handle(Input::Forwarded(ops, None));
     }
-    p.nodes[0].core.role.log().flush();
-    let txns: Vec<Txn> = std::iter::from_fn(|| p.nodes[0].proposals.try_recv().ok())
+    let txns: Vec<Txn> = std::iter::from_fn(|| p.nodes[0].next_proposal())
         .flatten()
         .filter_map(|prop| match prop {
             Proposed::Txn(b) => Some(Txn::decode(b, usize::MAX).expect("txn")),
@@ -653,9 +650,9 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
     let zxid = txns.last().map(|t| t.header.zxid).expect("the create");
     // The follower applies first and answers its client.
     let commit_to = |n: &mut Node, txns: &[Txn]| {
-        let (ack, _) = oneshot::channel();
+        let ack = Token::detached(0);
         let items = txns.iter().cloned().map(Committed::Txn).collect();
-        n.core.handle(CoreMsg::Committed {
+        n.core.handle(Input::Committed {
             items,
             at: None,
             log_bytes: 0,
@@ -731,9 +728,9 @@ fn a_sync_right_after_an_election_is_answered_without_waiting_for_a_write() {
 
 /// The forwards a follower has sent, as the forwarder reports them when they fail.
 fn sent_forwards(n: &mut Node) -> Vec<(i64, i32)> {
-    n.core.role.member_mut().flush_forwards();
+    n.core.flush_turn();
     let mut out = Vec::new();
-    while let Ok(m) = n.to_leader.try_recv() {
+    while let Some(m) = n.next_to_leader() {
         if let ToLeader::Forward(ops) = m {
             out.extend(ops.iter().map(|f| (f.session, f.cxid)));
         }
@@ -748,21 +745,18 @@ fn a_handshake_whose_forward_failed_is_closed_not_left_waiting() {
     let mut c = connect(&mut p.nodes[1], 40, 0, [0; 16]);
     let failed = sent_forwards(&mut p.nodes[1]);
     assert_eq!(failed.len(), 1, "the createSession went to the leader");
-    p.nodes[1].core.handle(CoreMsg::ForwardFailed(failed));
+    p.nodes[1].core.handle(Input::ForwardFailed(failed));
     let r = replies(&mut c);
     assert_eq!(r, vec![(i32::MAX, 0, 0, Bytes::new())], "closed at once");
     // A session the follower does not know yet: its revalidation did not reach the leader.
     let mut moved = connect(&mut p.nodes[1], 41, 0x0200_0000_0000_0042, [1; 16]);
     let failed = sent_forwards(&mut p.nodes[1]);
     assert_eq!(failed.len(), 1, "the revalidation went to the leader");
-    p.nodes[1].core.handle(CoreMsg::ForwardFailed(failed));
+    p.nodes[1].core.handle(Input::ForwardFailed(failed));
     assert!(replies(&mut moved).is_empty());
     assert!(
-        matches!(
-            moved.rx.try_recv(),
-            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
-        ),
-        "the handshake was dropped: its connection closes"
+        moved.out.next().is_none() && std::sync::Arc::strong_count(&moved.out) == 1,
+        "the handshake was dropped: the engine let go of its connection, which closes"
     );
     // Both clients try again and get sessions once the leader is reachable.
     let (_, id, _) = session_on_follower(&mut p, 42);
@@ -776,15 +770,12 @@ fn a_handshake_whose_forward_failed_is_closed_not_left_waiting() {
 fn a_full_forward_queue_keeps_the_forwards_for_a_later_turn_and_skips_touches() {
     let mut p = Pair::new(3);
     let (mut c, _, _) = session_on_follower(&mut p, 10);
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tx.try_send(ToLeader::Touch(Vec::new()))
-        .expect("room for one");
-    p.nodes[1].core.role.member_mut().links.to_leader = tx;
-    p.nodes[1].to_leader = rx;
+    let room = crate::core::testkit::TestRoom::new(0);
+    p.nodes[1].core.role.member_mut().links.to_leader = Box::new(room.clone());
     request(&mut p.nodes[1], &c, 1, create("/a", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     request(&mut p.nodes[1], &c, 2, create("/b", 0));
-    p.nodes[1].core.role.member_mut().flush_forwards();
+    p.nodes[1].core.flush_turn();
     p.nodes[1].core.report_sessions();
     let Seat::Follower(f) = &p.nodes[1].core.role.member().seat else {
         panic!("a follower");
@@ -792,13 +783,10 @@ fn a_full_forward_queue_keeps_the_forwards_for_a_later_turn_and_skips_touches() 
     let kept: Vec<i32> = f.queued.iter().map(|f| f.cxid).collect();
     assert_eq!(kept, [1, 2], "both forwards kept, in order");
     assert!(
-        matches!(p.nodes[1].to_leader.try_recv(), Ok(ToLeader::Touch(ids)) if ids.is_empty()),
-        "only what filled the queue"
+        p.nodes[1].next_to_leader().is_none(),
+        "nothing handed to the forwarder: the tick's touch was skipped"
     );
-    assert!(
-        p.nodes[1].to_leader.try_recv().is_err(),
-        "the tick's touch was skipped"
-    );
+    room.set(crate::limits::FORWARD_QUEUE);
     p.settle();
     let r = replies(&mut c);
     assert_eq!(

@@ -2,8 +2,8 @@
 //! decided by the quorum instead of the local log:
 //!
 //! - the leader, once it has applied every entry before its term's first, preps writes (its
-//!   own clients' and the ones its followers forward) and proposes them (`Proposer`, the
-//!   `Durability` of a member); zxids are term << 32 | counter (leader.rs);
+//!   own clients' and the ones its followers forward) and proposes them (`Proposer`: one
+//!   `Work::Propose` batch a turn, core/work.rs); zxids are term << 32 | counter (leader.rs);
 //! - a follower forwards its clients' writes, with the connection's auth ids, and waits for
 //!   the committed txn, matched by (session, cxid) as `pending.rs` matches (follower.rs);
 //! - a member without a quorum for the grace period serves read-only clients (read_only.rs);
@@ -36,14 +36,14 @@ mod seat;
 mod syncs;
 
 use super::Role;
-use crate::core::watch::ConnId;
+use crate::core::conn_id::ConnId;
 use crate::core::Core;
-use crate::durability::Durability;
 use crate::membership::dynamic::DynConfig;
 use crate::prep::Prepper;
 use std::sync::Arc;
 
-pub use links::{Answer, MemberLinks, Proposer};
+pub use crate::core::runtime::Answer;
+pub use links::{MemberLinks, Proposer};
 pub(in crate::core) use seat::Seat;
 
 // What the core and the consensus glue exchange lives in the seam (src/seam.rs).
@@ -55,8 +55,8 @@ pub use crate::seam::{
 /// What every seat of an ensemble member shares.
 pub(in crate::core) struct Member {
     links: MemberLinks,
-    /// The Durability of a member (`Proposer`): the core's log was this from the start.
-    pub(super) proposer: Box<dyn Durability + Send>,
+    /// What its leader proposes this turn.
+    pub(super) proposer: Proposer,
     /// Raft's view, as the role task last reported it.
     view: RoleView,
     /// What this member does with a write now (seat.rs).
@@ -119,19 +119,19 @@ impl Member {
 }
 
 impl Core {
-    /// Makes this core an ensemble member: it preps only as a ready leader. The log it was
-    /// made with (`Core::new`) is its proposer.
+    /// Makes this core an ensemble member: it preps only as a ready leader, and proposes
+    /// what it preps instead of logging it.
     pub fn join(&mut self, links: MemberLinks) {
-        let Role::Standalone(standalone) = &mut self.role else {
-            unreachable!("Core::join on a core that is a member already");
-        };
-        let proposer = standalone.take_log();
+        assert!(
+            !self.role.is_member(),
+            "Core::join on a core that is a member already"
+        );
         self.liveness.set_server_id(links.myid);
         let snapshots = raft_snapshot::RaftSnapshots::new(links.snap_count, &mut self.rng);
         let config = Arc::new(DynConfig::from_static(&links.members));
         self.role = Role::Member(Box::new(Member {
             links,
-            proposer,
+            proposer: Proposer::default(),
             view: RoleView::default(),
             seat: Seat::Follower(Default::default()),
             key: None,
@@ -193,9 +193,10 @@ impl Core {
 
     /// `ydld`/`rqld`: hands the ask to the Raft side (false: standalone, or it is gone).
     pub(in crate::core) fn ask_leadership(&mut self, ask: LeadershipAsk) -> bool {
+        let outbox = &mut self.outbox;
         self.role
             .as_member()
-            .is_some_and(|m| m.links.leadership.send(ask).is_ok())
+            .is_some_and(|m| m.links.ask_leadership(outbox, ask))
     }
 
     /// `csnp` on a member: asks Raft for a snapshot now. None for a standalone server.
@@ -204,7 +205,9 @@ impl Core {
             return None;
         };
         m.snapshots.since = 0;
-        m.links.ask_snapshot().then(|| self.state.zxid())
+        m.links
+            .ask_snapshot(&mut self.outbox)
+            .then(|| self.state.zxid())
     }
 
     /// Replaces the state with a Raft snapshot's image (`raft_snapshot.rs`), which stands at

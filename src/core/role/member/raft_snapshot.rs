@@ -8,6 +8,8 @@
 //! 1 are the whole-state images of earlier builds, still read — then the image.
 
 use super::{LogPos, Member};
+use crate::core::outbox::Outbox;
+use crate::core::token::Token;
 use crate::core::Core;
 use crate::durability::capture::Capture;
 use crate::durability::image;
@@ -15,9 +17,8 @@ use crate::limits::SNAPSHOT_STEP;
 use crate::state::State;
 use palisade_proto::Txn;
 use std::time::Instant;
-use tokio::sync::oneshot;
 
-type Reply = oneshot::Sender<(Vec<u8>, Option<LogPos>)>;
+type Reply = Token<(Vec<u8>, Option<LogPos>)>;
 
 /// A member's Raft snapshots: the capture in progress, and when the next is asked for.
 pub(in crate::core) struct RaftSnapshots {
@@ -51,14 +52,14 @@ impl RaftSnapshots {
 
 impl Member {
     /// After a committed batch: asks Raft for a snapshot when one is due.
-    pub(super) fn ask_snapshot_if_due(&mut self, rng: &mut fastrand::Rng) {
+    pub(super) fn ask_snapshot_if_due(&mut self, outbox: &mut Outbox, rng: &mut fastrand::Rng) {
         let s = &mut self.snapshots;
         if snapshot_wanted(s.since, s.due, s.log_bytes, s.image_bytes) {
             s.since = 0;
             s.log_bytes = 0;
             s.due = next_due(self.links.snap_count, rng);
             // Full: an ask is on its way already.
-            let _ = self.links.snapshot.try_send(());
+            self.links.ask_snapshot(outbox);
         }
     }
 }
@@ -194,10 +195,10 @@ impl Core {
         let mut waiting = c.waiting;
         let last = waiting.pop();
         for w in waiting {
-            let _ = w.send((out.clone(), at));
+            self.outbox.answer(w, (out.clone(), at));
         }
         if let Some(w) = last {
-            let _ = w.send((out, at));
+            self.outbox.answer(w, (out, at));
         }
     }
 }

@@ -5,39 +5,26 @@
 //! nodes already captured and creates of nodes not yet reached.
 
 use super::*;
-use crate::core::member::{Committed, LogPos, MemberLinks, Proposer};
-use crate::core::CoreMsg;
+use crate::core::member::{Committed, LogPos};
+use crate::core::token::Token;
+use crate::core::Input;
 use crate::limits::SNAPSHOT_STEP;
 use palisade_proto::*;
-use tokio::sync::mpsc::unbounded_channel;
-use tokio::sync::oneshot;
 
 fn member(myid: u64) -> Core {
-    member_asking(myid, 100_000).0
+    member_asking(myid, 100_000)
 }
 
-/// A member and what it asks Raft for (snapshots).
-fn member_asking(myid: u64, snap_count: u64) -> (Core, tokio::sync::mpsc::Receiver<()>) {
-    let (s_tx, s_rx) = tokio::sync::mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS);
-    let (p_tx, _) = unbounded_channel();
-    let (l_tx, _) = tokio::sync::mpsc::channel(crate::limits::FORWARD_QUEUE);
-    let cfg = crate::core::tests::cfg();
-    let mut core = Core::new(cfg, Box::new(Proposer::new(p_tx.clone())));
-    core.join(MemberLinks {
-        myid,
-        conf: String::new(),
-        info: Default::default(),
-        propose: p_tx,
-        to_leader: l_tx,
-        snapshot: s_tx,
-        snap_count,
-        read_only: None,
-        members: Vec::new(),
-        desired: tokio::sync::watch::channel(Default::default()).0,
-        leadership: tokio::sync::mpsc::unbounded_channel().0,
-        alone: false,
-    });
-    (core, s_rx)
+/// A member with this snapCount (what it asks Raft for is in its outbox: `asks`).
+fn member_asking(myid: u64, snap_count: u64) -> Core {
+    let mut core = Core::new(crate::core::testkit::cfg());
+    core.join(crate::core::testkit::links(myid, snap_count, Vec::new()));
+    core
+}
+
+/// How many snapshots the member asked Raft for since the last look.
+fn asks(core: &mut Core) -> usize {
+    core.take_work().snapshot_asks
 }
 
 fn txn(zxid: i64, op: OpCode, body: TxnBody) -> Txn {
@@ -76,14 +63,14 @@ fn commit(core: &mut Core, txns: Vec<Txn>, index: u64) {
 
 /// `commit`, with the entries' size in the log.
 fn commit_sized(core: &mut Core, txns: Vec<Txn>, index: u64, log_bytes: u64) {
-    let (ack, _) = oneshot::channel();
+    let ack = Token::detached(0);
     let items = txns.into_iter().map(Committed::Txn).collect();
     let at = Some(LogPos {
         term: 1,
         node: 1,
         index,
     });
-    assert!(!core.handle(CoreMsg::Committed {
+    assert!(!core.handle(Input::Committed {
         items,
         at,
         log_bytes,
@@ -105,15 +92,14 @@ fn a_raft_snapshot_is_captured_between_batches_and_installs_as_the_state_it_ends
     }
     commit(&mut a, batch, 10);
 
-    let (tx, mut rx) = oneshot::channel();
-    assert!(!a.handle(CoreMsg::Image(tx)));
+    assert!(!a.handle(Input::Image(Token::detached(9))));
     assert!(
         a.capturing(),
         "the capture is in progress, not done in one go"
     );
     a.raft_snapshot_step();
     assert!(
-        rx.try_recv().is_err(),
+        a.answer_to::<crate::seam::Image>(9).is_none(),
         "a tree of {n} nodes takes more than one step"
     );
 
@@ -144,7 +130,7 @@ fn a_raft_snapshot_is_captured_between_batches_and_installs_as_the_state_it_ends
     let (image, at) = loop {
         a.raft_snapshot_step();
         turns += 1;
-        if let Ok(r) = rx.try_recv() {
+        if let Some(r) = a.answer_to::<crate::seam::Image>(9) {
             break r;
         }
         assert!(turns < 1000, "the capture never finished");
@@ -175,11 +161,10 @@ fn a_raft_snapshot_is_captured_between_batches_and_installs_as_the_state_it_ends
 fn a_damaged_image_is_refused_and_the_state_is_kept() {
     let mut a = member(1);
     commit(&mut a, vec![create((1 << 32) + 1, "/x", 1)], 3);
-    let (tx, mut rx) = oneshot::channel();
-    a.handle(CoreMsg::Image(tx));
+    a.handle(Input::Image(Token::detached(9)));
     let (mut image, at) = loop {
         a.raft_snapshot_step();
-        if let Ok(r) = rx.try_recv() {
+        if let Some(r) = a.answer_to::<crate::seam::Image>(9) {
             break r;
         }
     };
@@ -199,7 +184,7 @@ fn a_damaged_image_is_refused_and_the_state_is_kept() {
 
 #[test]
 fn a_member_asks_raft_for_a_snapshot_by_txns_applied_and_on_csnp() {
-    let (mut a, mut asked) = member_asking(1, 10);
+    let mut a = member_asking(1, 10);
     let mut z = 1i64 << 32;
     let mut count = 0;
     let mut pcv = 0;
@@ -213,9 +198,7 @@ fn a_member_asks_raft_for_a_snapshot_by_txns_applied_and_on_csnp() {
             })
             .collect();
         commit(&mut a, txns, batch);
-        while asked.try_recv().is_ok() {
-            count += 1;
-        }
+        count += asks(&mut a);
     }
     assert!(
         (3..=6).contains(&count),
@@ -227,13 +210,12 @@ fn a_member_asks_raft_for_a_snapshot_by_txns_applied_and_on_csnp() {
         Some(z),
         "a csnp while an ask waits joins it (RAFT_SNAPSHOT_ASKS)"
     );
-    assert!(asked.try_recv().is_ok());
-    assert!(asked.try_recv().is_err(), "one ask waits at most");
+    assert_eq!(asks(&mut a), 1, "one ask waits at most");
 }
 
 #[test]
 fn after_a_snapshot_the_next_waits_for_a_log_as_large_as_its_image() {
-    let (mut a, mut asked) = member_asking(1, 10);
+    let mut a = member_asking(1, 10);
     let mut z = 1i64 << 32;
     let mut creates = |n: usize| -> Vec<Txn> {
         (0..n)
@@ -246,14 +228,12 @@ fn after_a_snapshot_the_next_waits_for_a_log_as_large_as_its_image() {
     };
     // No image yet: snapCount alone decides, whatever the log's size.
     commit_sized(&mut a, creates(10), 1, 0);
-    assert!(asked.try_recv().is_ok(), "10 txns, snapCount 10");
-    while asked.try_recv().is_ok() {}
+    assert!(asks(&mut a) > 0, "10 txns, snapCount 10");
 
-    let (tx, mut rx) = oneshot::channel();
-    a.handle(CoreMsg::Image(tx));
+    a.handle(Input::Image(Token::detached(9)));
     let (image, _) = loop {
         a.raft_snapshot_step();
-        if let Ok(r) = rx.try_recv() {
+        if let Some(r) = a.answer_to::<crate::seam::Image>(9) {
             break r;
         }
     };
@@ -267,7 +247,7 @@ fn after_a_snapshot_the_next_waits_for_a_log_as_large_as_its_image() {
     for i in 0..3 {
         commit_sized(&mut a, creates(10), 2 + i, image_bytes / 4);
         assert!(
-            asked.try_recv().is_err(),
+            asks(&mut a) == 0,
             "{} txns, {} of {image_bytes} log bytes",
             10 * (i + 1),
             (i + 1) * (image_bytes / 4)
@@ -275,10 +255,10 @@ fn after_a_snapshot_the_next_waits_for_a_log_as_large_as_its_image() {
     }
     // The log reaches the image's size: the next is asked for.
     commit_sized(&mut a, creates(1), 5, image_bytes - 3 * (image_bytes / 4));
-    assert!(asked.try_recv().is_ok(), "a log as large as the image");
+    assert_eq!(asks(&mut a), 1, "a log as large as the image");
     // And the count starts again from there, bytes and txns both.
     commit_sized(&mut a, creates(10), 6, 1);
-    assert!(asked.try_recv().is_err(), "the bytes start again from zero");
+    assert_eq!(asks(&mut a), 0, "the bytes start again from zero");
     assert_eq!(
         a.ask_raft_snapshot(),
         Some(z),

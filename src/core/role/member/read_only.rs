@@ -15,8 +15,8 @@
 
 use super::leader::Leading;
 use super::Seat;
+use crate::core::conn_id::ConnId;
 use crate::core::conns::Slot;
-use crate::core::watch::ConnId;
 use crate::core::{reply, Core};
 use palisade_proto::ErrorCode;
 use std::collections::HashSet;

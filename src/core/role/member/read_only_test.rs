@@ -3,44 +3,28 @@
 //! dropped and the local sessions forgotten once the member serves again.
 
 use super::*;
-use crate::core::member::{Committed, MemberLinks, Proposer, RoleView};
-use crate::core::{CoreMsg, Out, OutTx};
+use crate::core::member::{Committed, RoleView};
+use crate::core::testkit::{handshake, TestWriter};
+use crate::core::token::Token;
+use crate::core::{Input, Out, OutBudget};
 use bytes::{Buf, Bytes};
 use palisade_proto::*;
 use std::time::Duration;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
-use tokio::sync::oneshot;
 
 fn member(grace: Option<Duration>) -> Core {
-    let (p_tx, _) = unbounded_channel();
-    let (l_tx, _) = tokio::sync::mpsc::channel(crate::limits::FORWARD_QUEUE);
-    let mut core = Core::new(
-        crate::core::tests::cfg(),
-        Box::new(Proposer::new(p_tx.clone())),
-    );
-    core.join(MemberLinks {
-        myid: 3,
-        conf: String::new(),
-        info: Default::default(),
-        propose: p_tx,
-        to_leader: l_tx,
-        snapshot: tokio::sync::mpsc::channel(crate::limits::RAFT_SNAPSHOT_ASKS).0,
-        snap_count: 100_000,
-        read_only: grace,
-        members: Vec::new(),
-        desired: tokio::sync::watch::channel(Default::default()).0,
-        leadership: tokio::sync::mpsc::unbounded_channel().0,
-        alone: false,
-    });
+    let mut core = Core::new(crate::core::testkit::cfg());
+    let mut links = crate::core::testkit::links(3, 100_000, Vec::new());
+    links.read_only = grace;
+    core.join(links);
     core
 }
 
-fn follower_of(leader: Option<u64>) -> CoreMsg {
+fn follower_of(leader: Option<u64>) -> Input {
     in_term(leader, 7)
 }
 
-fn in_term(leader: Option<u64>, term: u64) -> CoreMsg {
-    CoreMsg::Role(RoleView {
+fn in_term(leader: Option<u64>, term: u64) -> Input {
+    Input::Role(RoleView {
         leader,
         term,
         quorum: true,
@@ -59,8 +43,8 @@ fn cut_off(grace: Option<Duration>) -> (Core, i64) {
         Committed::Key([4; 16]),
         Committed::Txn(p.create_session(global, 10_000, 0)),
     ];
-    let (ack, _) = oneshot::channel();
-    core.handle(CoreMsg::Committed {
+    let ack = Token::detached(0);
+    core.handle(Input::Committed {
         items,
         at: None,
         log_bytes: 0,
@@ -72,28 +56,14 @@ fn cut_off(grace: Option<Duration>) -> (Core, i64) {
 
 struct Client {
     conn: ConnId,
-    rx: UnboundedReceiver<Out>,
+    /// What the engine handed the connection's writer.
+    out: std::sync::Arc<TestWriter>,
 }
 
 fn connect(core: &mut Core, conn: ConnId, session: i64, pw: [u8; 16], ro: Option<bool>) -> Client {
-    let (tx, rx) = unbounded_channel();
-    let (ready, _r) = oneshot::channel();
-    let req = ConnectRequest {
-        time_out: 30000,
-        session_id: session,
-        passwd: Some(Bytes::copy_from_slice(&pw)),
-        read_only: ro,
-        ..Default::default()
-    };
-    core.handle(CoreMsg::Connect {
-        conn,
-        req,
-        out: OutTx::from(tx),
-        peer: "127.0.0.1:1".parse().expect("addr"),
-        ready,
-        x509: None,
-    });
-    Client { conn, rx }
+    let (input, out) = handshake(conn, session, pw, ro, OutBudget::unlimited());
+    core.handle(input);
+    Client { conn, out }
 }
 
 #[derive(Debug, PartialEq)]
@@ -113,7 +83,7 @@ enum Got {
 
 fn got(c: &mut Client) -> Vec<Got> {
     let mut out = Vec::new();
-    while let Ok(o) = c.rx.try_recv() {
+    while let Some(o) = c.out.next() {
         out.push(match o {
             Out::Close => Got::Closed,
             Out::Batch { .. } => panic!("a test's connection has no direct writes"),
@@ -141,7 +111,7 @@ fn got(c: &mut Client) -> Vec<Got> {
 
 fn request(core: &mut Core, c: &Client, xid: i32, req: Request) {
     let frame = req.encode(xid).freeze();
-    core.handle(CoreMsg::Request {
+    core.handle(Input::Request {
         conn: c.conn,
         xid,
         req,
@@ -157,8 +127,8 @@ fn without_a_quorum_a_member_serves_read_only_clients_until_it_serves_again() {
     let mut early = connect(&mut core, 1, 0, [0; 16], Some(true));
     assert_eq!(got(&mut early), vec![Got::Closed]);
     assert_eq!(core.mode(), "follower");
-    core.handle(CoreMsg::Tick);
-    core.handle(CoreMsg::Tick);
+    core.handle(Input::Tick);
+    core.handle(Input::Tick);
     assert_eq!(core.mode(), "read-only");
     let isro = core.four_letter(FourLetterWord::Isro, "127.0.0.1:2".parse().expect("addr"));
     assert_eq!(isro, "ro");
@@ -272,7 +242,7 @@ fn without_a_quorum_a_member_serves_read_only_clients_until_it_serves_again() {
 #[test]
 fn a_local_session_expires_and_close_session_ends_it() {
     let (mut core, _) = cut_off(Some(Duration::ZERO));
-    core.handle(CoreMsg::Tick);
+    core.handle(Input::Tick);
     assert!(core.read_only());
     let mut c = connect(&mut core, 1, 0, [0; 16], Some(true));
     let Some(Got::Connected { session, .. }) = got(&mut c).into_iter().next() else {
@@ -299,7 +269,7 @@ fn a_local_session_expires_and_close_session_ends_it() {
     if let Some(s) = core.liveness.get_mut(session) {
         s.deadline_ms = 0;
     }
-    core.handle(CoreMsg::Tick);
+    core.handle(Input::Tick);
     assert_eq!(got(&mut d), vec![Got::Closed]);
     assert!(core.liveness.get(session).is_none());
 }
@@ -308,8 +278,8 @@ fn a_local_session_expires_and_close_session_ends_it() {
 fn off_or_within_the_grace_a_member_without_a_quorum_serves_nobody() {
     for grace in [None, Some(Duration::from_secs(3600))] {
         let (mut core, _) = cut_off(grace);
-        core.handle(CoreMsg::Tick);
-        core.handle(CoreMsg::Tick);
+        core.handle(Input::Tick);
+        core.handle(Input::Tick);
         assert!(!core.read_only());
         let isro = core.four_letter(FourLetterWord::Isro, "127.0.0.1:2".parse().expect("addr"));
         assert_eq!(isro, "null", "as ZooKeeper when no server runs");
@@ -331,7 +301,7 @@ fn readiness_follows_the_serving_state_and_the_role() {
         has_leader,
     };
     let leading = |quorum| {
-        CoreMsg::Role(RoleView {
+        Input::Role(RoleView {
             leader: Some(3),
             term: 8,
             ready: true,
@@ -342,8 +312,8 @@ fn readiness_follows_the_serving_state_and_the_role() {
     for grace in [None, Some(Duration::ZERO)] {
         let mut core = member(grace);
         core.handle(follower_of(Some(1)));
-        let (ack, _) = oneshot::channel();
-        core.handle(CoreMsg::Committed {
+        let ack = Token::detached(0);
+        core.handle(Input::Committed {
             items: vec![Committed::Key([4; 16])],
             at: None,
             log_bytes: 0,
@@ -352,8 +322,8 @@ fn readiness_follows_the_serving_state_and_the_role() {
         assert_eq!(core.readiness(), ready(true, "follower", true));
         core.handle(follower_of(None));
         assert_eq!(core.readiness(), ready(false, "follower", false));
-        core.handle(CoreMsg::Tick);
-        core.handle(CoreMsg::Tick);
+        core.handle(Input::Tick);
+        core.handle(Input::Tick);
         if grace.is_some() {
             assert_eq!(core.readiness(), ready(false, "read-only", false));
         } else {
@@ -364,10 +334,6 @@ fn readiness_follows_the_serving_state_and_the_role() {
         core.handle(leading(true));
         assert_eq!(core.readiness(), ready(true, "leader", true));
     }
-    let (log, _) = std::sync::mpsc::channel();
-    let standalone = Core::new(
-        crate::core::tests::cfg(),
-        Box::new(crate::durability::LogQueue::new(log)),
-    );
+    let standalone = Core::new(crate::core::testkit::cfg());
     assert_eq!(standalone.readiness(), ready(true, "standalone", true));
 }

@@ -16,9 +16,11 @@
 //!   only a txn with version -1 is a configuration.
 
 use crate::acl::{self, AuthId};
+use crate::core::conn_id::ConnId;
 use crate::core::conns::Slot;
 use crate::core::pending::Waiter;
-use crate::core::watch::ConnId;
+use crate::core::role::Role;
+use crate::core::work::Work;
 use crate::core::{reply, Core};
 use crate::membership::dynamic::{ChangeError, DynConfig};
 use bytes::Bytes;
@@ -88,7 +90,9 @@ impl Core {
                 fallback
             }
         };
-        let m = self.role.member_mut();
+        let Role::Member(m) = &mut self.role else {
+            unreachable!("a configuration on a standalone server");
+        };
         if *m.config != config {
             tracing::info!(
                 version = format_args!("{:#x}", config.version),
@@ -98,7 +102,7 @@ impl Core {
             );
         }
         m.config = Arc::new(config);
-        let _ = m.links.desired.send(m.config.clone());
+        self.outbox.push(Work::Desired(m.config.clone()));
     }
 
     /// A txn was applied: a configuration txn makes the new configuration this member's.

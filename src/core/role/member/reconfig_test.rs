@@ -5,7 +5,7 @@
 use crate::acl::AuthId;
 use crate::core::member::tests::*;
 use crate::core::member::RoleView;
-use crate::core::CoreMsg;
+use crate::core::Input;
 use crate::membership::dynamic::DynConfig;
 use crate::membership::members::{parse_member, Member};
 use bytes::Bytes;
@@ -21,7 +21,7 @@ fn members() -> Vec<Member> {
 }
 
 fn pair(term: u64, reconfig: bool) -> Pair {
-    let mut cfg = crate::core::tests::cfg();
+    let mut cfg = crate::core::testkit::cfg();
     cfg.reconfig_enabled = reconfig;
     Pair::of(
         term,
@@ -41,7 +41,7 @@ fn synced(p: &mut Pair, ids: &[u64]) {
 /// Raft's membership of configuration `version` is in force on both members.
 fn in_force(p: &mut Pair, term: u64, version: i64) {
     for (i, n) in p.nodes.iter_mut().enumerate() {
-        n.core.handle(CoreMsg::Role(RoleView {
+        n.core.handle(Input::Role(RoleView {
             leader: Some(1),
             term,
             ready: i == 0,

@@ -6,7 +6,7 @@
 
 use super::tests::{connect, node_with, replies, role, session_on_follower, Node, Pair};
 use super::*;
-use crate::core::CoreMsg;
+use crate::core::Input;
 use palisade_proto::Txn;
 
 /// Ticks of 10 ms, sessions of 100 ms (what a client asking 30 s is given here).
@@ -14,7 +14,7 @@ const TICK_MS: u64 = 10;
 const TIMEOUT_MS: u64 = 100;
 
 fn short_sessions(myid: u64) -> Node {
-    let mut cfg = crate::core::tests::cfg();
+    let mut cfg = crate::core::testkit::cfg();
     cfg.tick_ms = TICK_MS;
     cfg.min_session_timeout = 2 * TICK_MS as i32;
     cfg.max_session_timeout = TIMEOUT_MS as i32;
@@ -26,8 +26,8 @@ fn advance(core: &mut Core, ms: u64) {
     core.now = core.now.plus_ms(ms);
 }
 
-fn leader_view(quorum: bool) -> CoreMsg {
-    CoreMsg::Role(RoleView {
+fn leader_view(quorum: bool) -> Input {
+    Input::Role(RoleView {
         leader: Some(1),
         term: 1,
         ready: true,
@@ -48,9 +48,8 @@ fn session_on_leader(p: &mut Pair, conn: ConnId) -> i64 {
 
 /// The sessions the member proposed to close since the last look (an expiry is one).
 fn closed(n: &mut Node) -> Vec<i64> {
-    n.core.role.log().flush();
     let mut out = Vec::new();
-    while let Ok(batch) = n.proposals.try_recv() {
+    while let Some(batch) = n.next_proposal() {
         for p in batch {
             if let Proposed::Txn(b) = p {
                 let t = Txn::decode(b, usize::MAX).expect("txn");
@@ -79,7 +78,7 @@ fn a_leader_without_a_quorum_expires_nothing_and_rearms_every_session_when_it_is
     // The followers go: the leader keeps its term but no quorum acknowledges it.
     p.nodes[0].core.handle(leader_view(false));
     advance(&mut p.nodes[0].core, 20 * TIMEOUT_MS);
-    p.nodes[0].core.handle(CoreMsg::Tick);
+    p.nodes[0].core.handle(Input::Tick);
     assert_eq!(
         closed(&mut p.nodes[0]),
         Vec::<i64>::new(),
@@ -100,7 +99,7 @@ fn a_leader_without_a_quorum_expires_nothing_and_rearms_every_session_when_it_is
         );
     }
     advance(&mut p.nodes[0].core, TIMEOUT_MS - TICK_MS);
-    p.nodes[0].core.handle(CoreMsg::Tick);
+    p.nodes[0].core.handle(Input::Tick);
     assert_eq!(
         closed(&mut p.nodes[0]),
         Vec::<i64>::new(),
@@ -109,7 +108,7 @@ fn a_leader_without_a_quorum_expires_nothing_and_rearms_every_session_when_it_is
 
     // Silent for a whole timeout with the quorum serving: now they expire, on every member.
     advance(&mut p.nodes[0].core, 2 * TICK_MS + 1);
-    p.nodes[0].core.handle(CoreMsg::Tick);
+    p.nodes[0].core.handle(Input::Tick);
     p.settle();
     for n in &p.nodes {
         for id in [on_leader, on_follower] {
@@ -128,11 +127,11 @@ fn a_leader_losing_its_quorum_stops_the_clocks_of_sessions_already_due() {
     // Due, but the quorum went before the tick that would expire it.
     advance(&mut p.nodes[0].core, 2 * TIMEOUT_MS);
     p.nodes[0].core.handle(leader_view(false));
-    p.nodes[0].core.handle(CoreMsg::Tick);
+    p.nodes[0].core.handle(Input::Tick);
     assert_eq!(closed(&mut p.nodes[0]), Vec::<i64>::new());
     // Back: the due bucket was not consumed, but the session was re-armed past it.
     p.nodes[0].core.handle(leader_view(true));
-    p.nodes[0].core.handle(CoreMsg::Tick);
+    p.nodes[0].core.handle(Input::Tick);
     assert_eq!(closed(&mut p.nodes[0]), Vec::<i64>::new());
     assert!(p.nodes[0].core.state.sessions().contains_key(&id));
 }
@@ -145,14 +144,14 @@ fn a_new_leader_rearms_every_session() {
     let on_leader = session_on_leader(&mut p, 30);
     let (_c, on_follower, _) = session_on_follower(&mut p, 10);
     let n = &mut p.nodes[1];
-    n.core.handle(CoreMsg::Role(RoleView {
+    n.core.handle(Input::Role(RoleView {
         leader: None,
         term: 2,
         quorum: true,
         ..RoleView::default()
     }));
     advance(&mut n.core, 20 * TIMEOUT_MS);
-    n.core.handle(CoreMsg::Tick);
+    n.core.handle(Input::Tick);
     n.core.handle(role(2, 2, true));
     for id in [on_leader, on_follower] {
         assert!(
@@ -160,7 +159,7 @@ fn a_new_leader_rearms_every_session() {
             "session {id:#x} not re-armed"
         );
     }
-    n.core.handle(CoreMsg::Tick);
+    n.core.handle(Input::Tick);
     assert_eq!(
         closed(n),
         Vec::<i64>::new(),
@@ -168,7 +167,7 @@ fn a_new_leader_rearms_every_session() {
     );
     // It expires them once they are silent for a whole timeout under it.
     advance(&mut n.core, TIMEOUT_MS + 2 * TICK_MS + 1);
-    n.core.handle(CoreMsg::Tick);
+    n.core.handle(Input::Tick);
     let mut gone = closed(n);
     gone.sort_unstable();
     let mut want = vec![on_leader, on_follower];

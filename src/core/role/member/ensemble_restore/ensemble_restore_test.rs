@@ -8,18 +8,18 @@
 use crate::core::admin::Query;
 use crate::core::member::tests::{node_with, role, Pair};
 use crate::core::member::{Committed, Proposed};
-use crate::core::CoreMsg;
+use crate::core::token::Token;
+use crate::core::Input;
 use crate::seam::RestorePart;
 use crate::testkit::Workload;
-use tokio::sync::oneshot;
 
 /// Two members whose live state is a workload's 600 txns; the backup is its state after 200.
 fn live_pair_and_backup() -> (Pair, bytes::Bytes, i64) {
     let mut p = Pair::of(
         1,
         [
-            node_with(1, crate::core::tests::cfg(), Vec::new()),
-            node_with(2, crate::core::tests::cfg(), Vec::new()),
+            node_with(1, crate::core::testkit::cfg(), Vec::new()),
+            node_with(2, crate::core::testkit::cfg(), Vec::new()),
         ],
     );
     let mut w = Workload::new(11);
@@ -32,9 +32,9 @@ fn live_pair_and_backup() -> (Pair, bytes::Bytes, i64) {
         w.step();
     }
     for n in p.nodes.iter_mut() {
-        let (ack, _) = oneshot::channel();
+        let ack = Token::detached(0);
         let items = w.log.iter().cloned().map(Committed::Txn).collect();
-        assert!(!n.core.handle(CoreMsg::Committed {
+        assert!(!n.core.handle(Input::Committed {
             items,
             at: None,
             log_bytes: 0,
@@ -49,26 +49,22 @@ fn live_pair_and_backup() -> (Pair, bytes::Bytes, i64) {
     (p, stream, backup_zxid)
 }
 
-fn post(
-    p: &mut Pair,
-    on: usize,
-    stream: &bytes::Bytes,
-    zxid: i64,
-) -> oneshot::Receiver<Result<i64, String>> {
+fn post(p: &mut Pair, on: usize, stream: &bytes::Bytes, zxid: i64) {
     let state = crate::migrate::import::from_stream(stream.clone(), zxid).expect("stream");
-    let (reply, rx) = oneshot::channel();
-    p.nodes[on].core.handle(CoreMsg::Admin(Query::Restore {
+    p.nodes[on].core.handle(Input::Admin(Query::Restore {
         state: Box::new(state),
         stream: (stream.clone(), zxid),
-        reply,
+        reply: Token::detached(RESTORE),
     }));
-    rx
 }
+
+/// The token of a posted restore (`post`).
+const RESTORE: u64 = 3;
 
 /// Applies `part` on member `i` as the entry of term 1.
 fn apply(p: &mut Pair, i: usize, part: RestorePart) {
-    let (ack, _) = oneshot::channel();
-    assert!(!p.nodes[i].core.handle(CoreMsg::Committed {
+    let ack = Token::detached(0);
+    assert!(!p.nodes[i].core.handle(Input::Committed {
         items: vec![Committed::Restore { part, term: 1 }],
         at: None,
         log_bytes: 0,
@@ -89,9 +85,13 @@ fn a_restore_posted_to_a_follower_gives_both_members_the_backups_state() {
             .map(|(path, n)| (path, n.c))
             .collect()
     };
-    let mut rx = post(&mut p, 1, &stream, backup_zxid);
+    post(&mut p, 1, &stream, backup_zxid);
     p.settle();
-    let zxid = rx.try_recv().expect("answered").expect("restored");
+    let zxid = p.nodes[1]
+        .core
+        .answer_to::<Result<i64, String>>(RESTORE)
+        .expect("answered")
+        .expect("restored");
     assert!(zxid > live_zxid && zxid > backup_zxid, "{zxid:#x}");
     assert_eq!(zxid >> 32, 1, "the restored zxid is in the term's epoch");
     let want = crate::migrate::import::from_stream(stream, backup_zxid).unwrap();
@@ -152,13 +152,12 @@ fn chunks_then_an_abort_leave_the_live_state_and_a_snapshot_waits_for_the_outcom
         },
     );
     assert!(p.nodes[1].core.restoring(), "no client is served meanwhile");
-    let (tx, mut image) = oneshot::channel();
-    p.nodes[1].core.handle(CoreMsg::Image(tx));
+    p.nodes[1].core.handle(Input::Image(Token::detached(9)));
     for _ in 0..10 {
         p.nodes[1].core.raft_snapshot_step();
     }
     assert!(
-        image.try_recv().is_err(),
+        p.nodes[1].core.answer_to::<crate::seam::Image>(9).is_none(),
         "a snapshot was taken while a restore was half-spooled"
     );
     apply(
@@ -176,7 +175,7 @@ fn chunks_then_an_abort_leave_the_live_state_and_a_snapshot_waits_for_the_outcom
     let mut got = None;
     for _ in 0..1000 {
         p.nodes[1].core.raft_snapshot_step();
-        if let Ok(g) = image.try_recv() {
+        if let Some(g) = p.nodes[1].core.answer_to::<crate::seam::Image>(9) {
             got = Some(g);
             break;
         }
@@ -210,11 +209,10 @@ fn a_snapshot_asked_for_mid_restore_holds_the_restored_state() {
     };
     apply(&mut p, 1, chunk(0, a));
     // A capture already in progress when a restore starts is dropped and taken after it.
-    let (tx, mut image) = oneshot::channel();
-    p.nodes[1].core.handle(CoreMsg::Image(tx));
+    p.nodes[1].core.handle(Input::Image(Token::detached(9)));
     apply(&mut p, 1, chunk(1, b));
     p.nodes[1].core.raft_snapshot_step();
-    assert!(image.try_recv().is_err());
+    assert!(p.nodes[1].core.answer_to::<crate::seam::Image>(9).is_none());
     apply(
         &mut p,
         1,
@@ -231,7 +229,7 @@ fn a_snapshot_asked_for_mid_restore_holds_the_restored_state() {
     let mut got = None;
     for _ in 0..1000 {
         p.nodes[1].core.raft_snapshot_step();
-        if let Ok(g) = image.try_recv() {
+        if let Some(g) = p.nodes[1].core.answer_to::<crate::seam::Image>(9) {
             got = Some(g);
             break;
         }
@@ -256,7 +254,7 @@ fn a_new_leader_aborts_a_restore_left_half_spooled() {
     );
     p.nodes[1].core.handle(role(2, 2, true));
     let mut aborted = false;
-    while let Ok(batch) = p.nodes[1].proposals.try_recv() {
+    while let Some(batch) = p.nodes[1].next_proposal() {
         aborted |= batch
             .iter()
             .any(|x| matches!(x, Proposed::Restore(RestorePart::Abort { id: 3, .. })));
@@ -284,7 +282,7 @@ fn the_leader_aborts_a_second_restore_and_one_whose_chunks_come_out_of_order() {
     leader.core.lead_restore_part(chunk(2, 0));
     leader.core.lead_restore_part(chunk(1, 2));
     let mut proposed = Vec::new();
-    while let Ok(batch) = leader.proposals.try_recv() {
+    while let Some(batch) = leader.next_proposal() {
         for x in batch {
             if let Proposed::Restore(r) = x {
                 proposed.push(r);

@@ -31,12 +31,12 @@ mod origin;
 mod upload;
 
 use crate::core::restore_spool::{Chunked, Spooler};
+use crate::core::token::Token;
 use crate::core::Core;
 use crate::seam::{LogPos, RestorePart};
 use bytes::Bytes;
-use tokio::sync::oneshot;
 
-type ImageReply = oneshot::Sender<(Vec<u8>, Option<LogPos>)>;
+type ImageReply = Token<(Vec<u8>, Option<LogPos>)>;
 
 /// A member's part in online restores.
 #[derive(Default)]
@@ -190,7 +190,8 @@ impl Core {
         self.restore_swap(restored);
         self.reload_config();
         // The log holds the whole backup until the next snapshot: ask for one.
-        let _ = self.role.member().links.snapshot.try_send(());
+        let outbox = &mut self.outbox;
+        self.role.member().links.ask_snapshot(outbox);
         tracing::warn!(
             zxid = format_args!("{at:#x}"),
             znodes = self.state.tree.znode_count(),
@@ -205,7 +206,7 @@ impl Core {
         let m = self.role.member_mut();
         if m.restore.origin.as_ref().is_some_and(|o| o.id == id) {
             if let Some(o) = m.restore.origin.take() {
-                let _ = o.reply.send(outcome);
+                self.outbox.answer(o.reply, outcome);
             }
         }
     }
@@ -240,12 +241,9 @@ impl Core {
         m.restore.spool.clear();
         m.restore.upload = None;
         if let Some(o) = m.restore.origin.take() {
-            let _ = o
-                .reply
-                .send(Err("this member installed a Raft snapshot during the \
-                                      restore: compare the members' state to see whether it \
-                                      was restored"
-                    .into()));
+            let why = "this member installed a Raft snapshot during the restore: compare the \
+                       members' state to see whether it was restored";
+            self.outbox.answer(o.reply, Err(why.into()));
         }
         self.restore_closed();
     }

@@ -86,12 +86,13 @@ impl Core {
             None
         };
         if let Some(why) = refused {
-            let _ = reply.send(Err(why));
+            self.outbox.answer(reply, Err(why));
             return;
         }
         let mut id = [0u8; 8];
         if getrandom::fill(&mut id).is_err() {
-            let _ = reply.send(Err("no random restore id".into()));
+            self.outbox
+                .answer(reply, Err("no random restore id".into()));
             return;
         }
         let id = u64::from_le_bytes(id) | 1;
@@ -156,7 +157,7 @@ impl Core {
                 what: Forwarded::Restore(p),
                 auth: Vec::new(),
             };
-            match m.links.hand_forwards(vec![f]) {
+            match m.links.hand_forwards(&mut self.outbox, vec![f]) {
                 Handed::Sent => {}
                 Handed::Full(mut back) => {
                     if let Some(Forwarded::Restore(p)) = back.pop().map(|f| f.what) {
@@ -209,12 +210,9 @@ impl Core {
                     id = format_args!("{:#x}", o.id),
                     "restore: no outcome applied here in time; answering the operator"
                 );
-                let _ = o
-                    .reply
-                    .send(Err("the restore's outcome did not reach this member in \
-                                          time: it was not restored, unless the members' \
-                                          state shows it was"
-                        .into()));
+                let why = "the restore's outcome did not reach this member in time: it was \
+                           not restored, unless the members' state shows it was";
+                self.outbox.answer(o.reply, Err(why.into()));
             }
             return;
         }

@@ -6,6 +6,7 @@
 //! A new leader aborts a restore its predecessor left half-spooled.
 
 use crate::core::role::member::Proposed;
+use crate::core::work::Work;
 use crate::core::Core;
 use crate::limits::RESTORE_IDLE;
 use crate::seam::RestorePart;
@@ -57,7 +58,8 @@ impl Core {
             crate::durability::crashpoint::hit("restore.proposing");
         }
         let first = matches!(part, RestorePart::Chunk { seq: 0, .. });
-        let _ = m.links.propose.send(vec![Proposed::Restore(part)]);
+        self.outbox
+            .push(Work::Propose(vec![Proposed::Restore(part)]));
         if first {
             self.drop_clients_for_restore();
         }
@@ -75,10 +77,11 @@ impl Core {
                     id = format_args!("{id:#x}"),
                     "restore: the leader changed during the restore; aborting it"
                 );
-                let _ = m
-                    .links
-                    .propose
-                    .send(vec![Proposed::Restore(RestorePart::Abort { id, why })]);
+                self.outbox
+                    .push(Work::Propose(vec![Proposed::Restore(RestorePart::Abort {
+                        id,
+                        why,
+                    })]));
             }
         }
     }
