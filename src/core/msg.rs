@@ -1,5 +1,6 @@
-//! What reaches the core (its inbox, and the engine's inputs made of it) and what it sends
-//! to a connection's writer, with the byte budget of unsent output the two share.
+//! What reaches the core: its inbox's messages, and the engine's inputs made of them (the
+//! same messages with reply tokens for their channel ends, token.rs). What the engine sends to
+//! a connection is conn_out.rs's.
 
 use super::conn_out::OutTx;
 use super::token::{Ends, Token, Tokens};

@@ -6,7 +6,8 @@
 //!
 //! A token dropped unanswered (the engine gave up on the ask: a standalone server given a
 //! member's input, a capture cancelled) says so to the runtime, which drops the reply end, so
-//! the asker sees the engine gone, as a dropped channel end told it before.
+//! the asker sees the engine gone, as a dropped channel end told it before. `Ends` says which
+//! of the two a message carries (msg.rs).
 
 use std::marker::PhantomData;
 use std::sync::Arc;
