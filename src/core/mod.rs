@@ -70,7 +70,7 @@ pub mod work;
 
 pub use conn_out::{ConnWriter, GlobalBudget, Out, OutBudget, OutTx};
 pub(crate) use conns::Conn;
-pub use msg::{Input, Msg};
+pub use msg::{Handshake, Input, Msg};
 pub use now::Now;
 /// An ensemble member's part (role/member/): its links, proposer and the seam's types, by the
 /// name the server and the admin side know it.
@@ -241,23 +241,8 @@ impl Core {
     /// Returns true when the core must stop.
     fn handle(&mut self, msg: Input) -> bool {
         match msg {
-            Msg::Connect {
-                conn,
-                req,
-                out,
-                peer,
-                ready,
-                x509,
-            } => {
+            Msg::Connect(h) => {
                 self.metrics.connection_requests += 1;
-                let h = msg::Handshake {
-                    conn,
-                    req,
-                    out,
-                    peer,
-                    ready,
-                    x509,
-                };
                 self.connect(h)
             }
             Msg::Request {

@@ -3,7 +3,7 @@
 //! a connection is conn_out.rs's.
 
 use super::conn_out::OutTx;
-use super::token::{Ends, Token, Tokens};
+use super::token::{Ends, Tokens};
 use crate::core::conn_id::ConnId;
 use ::core::net::SocketAddr;
 use bytes::Bytes;
@@ -14,15 +14,7 @@ pub type Input = Msg<Tokens>;
 
 /// What reaches the core, its answers' ends carried as `E` says.
 pub enum Msg<E: Ends> {
-    Connect {
-        conn: ConnId,
-        req: ConnectRequest,
-        out: OutTx,
-        peer: SocketAddr,
-        ready: E::End<bool>,
-        /// The subject of the client's verified TLS certificate (the `x509` identity).
-        x509: Option<Box<str>>,
-    },
+    Connect(Handshake<E>),
     Request {
         conn: ConnId,
         xid: i32,
@@ -91,13 +83,14 @@ pub enum Msg<E: Ends> {
     Shutdown,
 }
 
-/// A client's handshake in the engine's hands (handshake.rs), as `Msg::Connect` brings it;
+/// A client's handshake, as `Msg::Connect` brings it; in the engine's hands (handshake.rs),
 /// also what waits for this member to catch up (pending.rs, role/member/syncs.rs).
-pub(crate) struct Handshake {
+pub struct Handshake<E: Ends = Tokens> {
     pub conn: ConnId,
     pub req: ConnectRequest,
     pub out: OutTx,
     pub peer: SocketAddr,
-    pub ready: Token<bool>,
+    pub ready: E::End<bool>,
+    /// The subject of the client's verified TLS certificate (the `x509` identity).
     pub x509: Option<Box<str>>,
 }

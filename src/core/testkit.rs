@@ -189,13 +189,13 @@ pub(crate) fn handshake(
         read_only,
         ..Default::default()
     };
-    let input = super::Input::Connect {
+    let input = super::Input::Connect(super::Handshake {
         conn,
         req,
         out,
         peer: std::net::SocketAddr::from(([127, 0, 0, 1], 1)),
         ready: super::token::Token::detached(0),
         x509: None,
-    };
+    });
     (input, writer)
 }

@@ -6,7 +6,7 @@
 //! within `handshake_timeout`.
 
 use crate::core::conn_id::ConnId;
-use crate::core::{ConnWriter, CoreMsg, GlobalBudget, Out, OutBudget, OutTx};
+use crate::core::{ConnWriter, CoreMsg, GlobalBudget, Handshake, Out, OutBudget, OutTx};
 use crate::limits::{PRE_HANDSHAKE_FRAME, READER_RECHECK, WRITE_BATCH, WRITE_BUFFER};
 use bytes::BytesMut;
 use futures_util::StreamExt;
@@ -100,21 +100,7 @@ pub async fn serve_halves<R, W>(
         core,
         params: p,
     } = client;
-    let budget = OutBudget::new(p.output_budget, p.global.clone());
-    let shared = Arc::new(Shared {
-        cancel: CancellationToken::new(),
-        budget: budget.clone(),
-        freed: Notify::new(),
-    });
-    let (tx, out_rx) = mpsc::unbounded_channel();
-    let writer = TaskWriter {
-        tx,
-        shared: shared.clone(),
-    };
-    let mut out_tx = OutTx::new(Arc::new(writer), budget);
-    if let Some(sock) = direct {
-        out_tx = out_tx.with_direct(conn, Box::new(sock));
-    }
+    let (out_tx, shared, out_rx) = output_end(conn, &p, direct);
     let writer = tokio::spawn(write_loop(wr, out_rx, shared.clone(), conn, core.clone()));
     // Until the handshake, one small frame: a ConnectRequest or a four-letter word.
     let mut frames = FramedRead::new(rd, FrameCodec::server(PRE_HANDSHAKE_FRAME));
@@ -137,14 +123,14 @@ pub async fn serve_halves<R, W>(
         Ok(Some(Ok(Frame::Packet(body)))) => match ConnectRequest::decode(body, p.max_buffer) {
             Ok(req) => {
                 let (ready_tx, ready_rx) = oneshot::channel();
-                let msg = CoreMsg::Connect {
+                let msg = CoreMsg::Connect(Handshake {
                     conn,
                     req,
                     out: out_tx,
                     peer,
                     ready: ready_tx,
                     x509,
-                };
+                });
                 if core.send(msg).await.is_ok() && ready_rx.await.unwrap_or(false) {
                     frames.decoder_mut().set_max_frame(p.max_buffer);
                     read_loop(&mut frames, conn, &core, &p, &shared).await;
@@ -165,6 +151,31 @@ pub async fn serve_halves<R, W>(
         _ => shared.cancel.cancel(),
     }
     let _ = writer.await;
+}
+
+/// The connection's output end for the core (through the writer task's queue, and straight
+/// to `direct` when there is one), what its tasks share, and the writer task's queue.
+fn output_end(
+    conn: ConnId,
+    p: &ConnParams,
+    direct: Option<super::direct::Socket>,
+) -> (OutTx, Arc<Shared>, mpsc::UnboundedReceiver<Out>) {
+    let budget = OutBudget::new(p.output_budget, p.global.clone());
+    let shared = Arc::new(Shared {
+        cancel: CancellationToken::new(),
+        budget: budget.clone(),
+        freed: Notify::new(),
+    });
+    let (tx, out_rx) = mpsc::unbounded_channel();
+    let writer = TaskWriter {
+        tx,
+        shared: shared.clone(),
+    };
+    let mut out_tx = OutTx::new(Arc::new(writer), budget);
+    if let Some(sock) = direct {
+        out_tx = out_tx.with_direct(conn, Box::new(sock));
+    }
+    (out_tx, shared, out_rx)
 }
 
 async fn read_loop<R: AsyncRead + Unpin>(

@@ -6,7 +6,7 @@
 
 use crate::core::admin::Query;
 use crate::core::token::{Abandoned, Answered, Token};
-use crate::core::{Ends, Input, Msg, Tokens};
+use crate::core::{Ends, Handshake, Input, Msg, Tokens};
 use crate::seam::{CommittedBatch, CoreGone, CoreInbox, Forward, Image, LogPos, Notice, SyncPoint};
 use hashbrown::HashMap;
 use std::any::Any;
@@ -131,21 +131,14 @@ impl Replies {
     /// The engine's input for `m`: its reply ends kept here, tokens in their place.
     pub(super) fn split(&mut self, m: CoreMsg) -> Input {
         match m {
-            Msg::Connect {
-                conn,
-                req,
-                out,
-                peer,
-                ready,
-                x509,
-            } => Msg::Connect {
-                conn,
-                req,
-                out,
-                peer,
-                ready: self.token(ready),
-                x509,
-            },
+            Msg::Connect(h) => Msg::Connect(Handshake {
+                ready: self.token(h.ready),
+                conn: h.conn,
+                req: h.req,
+                out: h.out,
+                peer: h.peer,
+                x509: h.x509,
+            }),
             Msg::Request {
                 conn,
                 xid,

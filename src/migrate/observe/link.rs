@@ -185,17 +185,7 @@ impl Link<'_> {
         rest: BytesMut,
         stop: &mut watch::Receiver<bool>,
     ) -> End {
-        let (accepted_epoch, current_epoch) = self.mirror.epochs();
-        let mut learner = Learner::new(LearnerConfig {
-            server_id: self.cfg.server_id,
-            config_version: 0,
-            accepted_epoch,
-            current_epoch,
-            last_zxid: self.mirror.last_zxid(),
-            tick_ms: self.cfg.tick_ms,
-            init_limit: self.cfg.init_limit,
-            sync_limit: self.cfg.sync_limit,
-        });
+        let mut learner = self.learner();
         let mut decoder = Decoder::new(Direction::FromLeader, self.cfg.limits);
         // What the leader sent after the SASL exchange (nothing, as ZooKeeper's leader waits
         // for OBSERVERINFO; bounded by the auth decoder's limits anyway).
@@ -254,21 +244,27 @@ impl Link<'_> {
                     };
                     seen_any = true;
                     decoder.push(buf.get(..n).unwrap_or_default());
-                    loop {
-                        match decoder.next_frame() {
-                            Ok(Some(f)) => outs.extend(learner.step(Input::Frame(f))),
-                            Ok(None) => break,
-                            Err(e) => {
-                                outs.extend(learner.step(Input::BadStream(e)));
-                                break;
-                            }
-                        }
-                    }
+                    step_frames(&mut decoder, &mut learner, &mut outs);
                 }
                 _ = tick.tick() => outs = learner.step(Input::Tick { now_ms: self.now_ms() }),
                 _ = stop.changed() => {}
             }
         }
+    }
+
+    /// A learner starting from what the data dir holds.
+    fn learner(&self) -> Learner {
+        let (accepted_epoch, current_epoch) = self.mirror.epochs();
+        Learner::new(LearnerConfig {
+            server_id: self.cfg.server_id,
+            config_version: 0,
+            accepted_epoch,
+            current_epoch,
+            last_zxid: self.mirror.last_zxid(),
+            tick_ms: self.cfg.tick_ms,
+            init_limit: self.cfg.init_limit,
+            sync_limit: self.cfg.sync_limit,
+        })
     }
 
     fn publish(&mut self) {
@@ -346,3 +342,18 @@ fn output(
 #[cfg(test)]
 #[path = "link_test.rs"]
 mod tests;
+
+/// Steps `learner` on every whole frame `decoder` holds (a bad stream ends the frames: the
+/// learner asks for a resync).
+fn step_frames(decoder: &mut Decoder, learner: &mut Learner, outs: &mut Vec<Output>) {
+    loop {
+        match decoder.next_frame() {
+            Ok(Some(f)) => outs.extend(learner.step(Input::Frame(f))),
+            Ok(None) => return,
+            Err(e) => {
+                outs.extend(learner.step(Input::BadStream(e)));
+                return;
+            }
+        }
+    }
+}

@@ -209,6 +209,28 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
         );
         return 1;
     };
+    print_summary(
+        recovered,
+        &progress,
+        &mirror,
+        state,
+        t0.elapsed(),
+        &o,
+        security,
+    );
+    0
+}
+
+/// What the run did, for the operator.
+fn print_summary(
+    recovered: Option<i64>,
+    progress: &link::Progress,
+    mirror: &Mirror,
+    state: &crate::state::State,
+    elapsed: Duration,
+    o: &Opts,
+    security: &str,
+) {
     let syncs: Vec<String> = progress
         .syncs
         .iter()
@@ -233,11 +255,10 @@ pub fn main(args: impl Iterator<Item = String>) -> u8 {
         progress.resyncs.len(),
         progress.refused.len(),
         security,
-        t0.elapsed().as_secs_f64(),
+        elapsed.as_secs_f64(),
         o.data_dir.display(),
         mirror.snapshots_written()
     );
-    0
 }
 
 /// The link until the stopping rule holds; what it saw last.
