@@ -5,7 +5,7 @@
 use super::conn_out::Out;
 use super::conns::Conn;
 use super::msg::Handshake;
-use super::pending::{Awaiting, Waiter};
+use super::pending::Awaiting;
 use super::{reply, Core};
 use crate::acl::AuthId;
 use ::core::net::SocketAddr;
@@ -157,13 +157,7 @@ impl Core {
             return;
         }
         let txn = self.prep.create_session(id, timeout, self.now.wall_ms);
-        let waiter = Waiter {
-            conn,
-            zxid: Some(txn.header.zxid),
-            awaiting,
-            at: self.now.mono,
-        };
-        self.submit(txn, Some(waiter));
+        self.submit_for(conn, txn, awaiting);
     }
 
     /// An existing session moves to this connection, answered at once; or the password is

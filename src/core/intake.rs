@@ -110,7 +110,7 @@ impl Core {
         }
     }
 
-    fn submit_for(&mut self, conn: ConnId, txn: Txn, awaiting: Awaiting) {
+    pub(super) fn submit_for(&mut self, conn: ConnId, txn: Txn, awaiting: Awaiting) {
         let waiter = Waiter {
             conn,
             zxid: Some(txn.header.zxid),
