@@ -29,13 +29,13 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-import driver  # noqa: E402  (tools/bench: ZooKeeper's classpath)
+import driver  # noqa: E402  (tools/bench: ZooKeeper's classpath, four-letter words)
+from driver import four  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -52,20 +52,6 @@ class Ports:
     def __call__(self, sid, kind):
         """client, quorum, election ports of server sid (1..5)."""
         return self.base + (sid - 1) * 3 + {"client": 0, "quorum": 1, "election": 2}[kind]
-
-
-def four(p, cmd):
-    try:
-        with socket.create_connection(("127.0.0.1", p), timeout=2) as s:
-            s.sendall(cmd.encode())
-            out = b""
-            while True:
-                b = s.recv(65536)
-                if not b:
-                    return out.decode(errors="replace")
-                out += b
-    except OSError:
-        return ""
 
 
 def field(text, name):
