@@ -52,14 +52,12 @@ impl Core {
             return;
         }
         let id = h.req.session_id;
-        if id != 0
-            && self.liveness.get(id).is_none()
-            && self.role.forwards_writes()
-            && !revalidated
-            && !ro
-        {
-            // Perhaps created on another member and not applied here yet: ask the leader
-            // for its point (as a sync), then decide (ZooKeeper's learners revalidate too).
+        if id != 0 && self.role.forwards_writes() && !revalidated && !ro {
+            // A session moving here is revalidated with the leader (as ZooKeeper's learners
+            // do): a sync to the leader, then the decision once its point is applied here,
+            // where the session may not be created, or closed, yet. A follower still naming a
+            // dead leader takes no client whose next write it would fail (two connection
+            // losses in a row make Curator 5.4's protected create return a null path).
             let (conn, what) = (h.conn, super::member::Forwarded::Sync);
             let awaiting = Awaiting::Revalidate(Box::new(h));
             self.forward(conn, id, REVALIDATE_CXID, what, awaiting);

@@ -26,8 +26,9 @@ pub(crate) enum Awaiting {
     Close,
     /// A follower's sync: answered once this member has applied the leader's point.
     Sync(palisade_proto::SyncRequest),
-    /// A handshake naming a session this member does not know (yet): decided once it has
-    /// applied the leader's point, so a member that lags does not call a live session expired.
+    /// A session moving to this follower: decided once it has applied the leader's point,
+    /// so a member that lags does not call a live session expired, and one whose leader is
+    /// gone takes no client.
     Revalidate(Box<super::msg::Handshake>),
 }
 

@@ -572,6 +572,7 @@ fn a_closed_session_loses_every_connection_even_one_that_took_it_over_meanwhile(
     let (_first, id, pw) = session_on_follower(&mut p, 10);
     // The "expirer" attaches to the session on the follower and asks to close it.
     let mut closer = connect(&mut p.nodes[1], 11, id, pw);
+    p.settle(); // revalidated with the leader
     assert_eq!(replies(&mut closer).first().map(|x| x.1), Some(id));
     request(&mut p.nodes[1], &closer, 1, Request::CloseSession);
     // The owner comes back to that member before the close commits.
@@ -761,6 +762,37 @@ fn a_handshake_whose_forward_failed_is_closed_not_left_waiting() {
     // Both clients try again and get sessions once the leader is reachable.
     let (_, id, _) = session_on_follower(&mut p, 42);
     assert_eq!(id >> 56, 2);
+}
+
+/// A session the follower knows moves to it (its client lost its member, the leader say):
+/// taken only once the leader answers the revalidation, as ZooKeeper's learners do. A
+/// follower still naming a leader that is gone must not take the client, serve its reads and
+/// then fail its next write: the second connection loss in a row after which Curator 5.4's
+/// protected create returns a null path (tests/ensemble test_curator.py).
+#[test]
+fn a_known_session_moving_to_a_follower_is_taken_only_once_the_leader_answers() {
+    let mut p = Pair::new(1);
+    let (_c, id, pw) = session_on_follower(&mut p, 10);
+    let mut moved = connect(&mut p.nodes[1], 11, id, pw);
+    let failed = sent_forwards(&mut p.nodes[1]);
+    assert_eq!(
+        failed,
+        vec![(id, crate::core::handshake::REVALIDATE_CXID)],
+        "revalidated with the leader, though the follower knows the session"
+    );
+    assert!(
+        replies(&mut moved).is_empty(),
+        "not taken before the leader answers"
+    );
+    p.nodes[1].core.handle(Input::ForwardFailed(failed));
+    assert!(
+        moved.out.next().is_none() && std::sync::Arc::strong_count(&moved.out) == 1,
+        "the leader could not be reached: the handshake was dropped"
+    );
+    let mut again = connect(&mut p.nodes[1], 12, id, pw);
+    p.settle();
+    let r = replies(&mut again);
+    assert_eq!(r.first().map(|x| (x.0, x.1)), Some((i32::MIN, id)), "{r:?}");
 }
 
 /// The forwarder's queue full (limits.rs `FORWARD_QUEUE`: calls to a leader that does not
