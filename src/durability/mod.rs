@@ -4,7 +4,7 @@
 //! The core talks to the log through one seam, [`LogQueue`]: it appends prepped txns and
 //! digest records, takes them as one batch a turn (its runtime sends it to the log thread),
 //! and is told `CoreMsg::Durable(zxid)` once the batch is on disk. Only this folder (and recovery) knows the WAL's record kinds and
-//! encodings. It may not touch: connections, sessions' liveness, watches; it reads the tree
+//! encodings. Owns: the WAL's and snapshots' files, and the threads that write them. It may not touch: connections, sessions' liveness, watches; it reads the tree
 //! only through the capture.
 
 pub mod capture;

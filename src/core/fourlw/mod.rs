@@ -2,6 +2,10 @@
 //! and whether the server serves, then hands each word to its function — `stats` (srvr,
 //! stat, cons, mntr), `watches` (wchs, wchc, wchp), `dump`, `environment` (envi, conf, dirs)
 //! and `control` (the words that change something: crst, srst, csnp, ydld, rqld).
+//!
+//! Owns: the words' output, built from the engine's state and the host facts the runtime
+//! read for the word (`Core::probe`). May not touch: files, sockets or the clock (the runtime's);
+//! the state only reads, and `control`'s words change it only through the engine's own calls.
 
 mod control;
 mod dump;

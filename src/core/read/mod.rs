@@ -4,6 +4,9 @@
 //! getEphemerals), `multi` (multiRead), `watches` (setWatches, check/remove/addWatch) and
 //! `auth` (addAuth, SASL, whoAmI). `room` decides whether a reply is built now, later or never
 //! (ARCHITECTURE.md, "Output budgets").
+//!
+//! Owns: the answer to each read and session-local request. May not touch: the tree's
+//! contents (reads only; a write goes through intake and prep), files or sockets.
 
 mod auth;
 mod children;

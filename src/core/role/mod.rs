@@ -16,6 +16,9 @@
 //! Owns: which role this server plays and each role's own state. The shared logic may ask
 //! `preps`, `forwards_writes`, `read_only`, `serving`, `is_member`; member code reaches its
 //! part through `member()`, which asserts the server is one.
+//!
+//! May not touch: the shared logic's tables (connections, pending writes, watches) other
+//! than through the engine's calls; files, sockets or threads (the runtime routes its work).
 
 mod duties;
 pub mod member;

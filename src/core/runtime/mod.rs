@@ -5,6 +5,9 @@
 //! the work it asks off the core thread: host.rs), and reads the host's facts the engine
 //! reports (host.rs). Everything else in src/core is the engine, which reads no clock, draws
 //! no random number and touches no file, socket or thread-local (tests/layering.rs checks it).
+//!
+//! Owns: the core thread, its inbox and reply ends, the clock and random source. May not touch:
+//! the engine's state other than by stepping it (`Core::step`).
 
 mod host;
 mod inbox;

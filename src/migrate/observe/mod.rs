@@ -18,6 +18,10 @@
 //! (store.rs). It
 //! serves no clients yet:
 //! forwarding writes and taking sessions over come with the observer role in the engine.
+//!
+//! Owns: the observer's link, tree and data dir. May not touch: a running server's core or
+//! its data dir (it writes only the data dir it was given); the ZooKeeper ensemble only
+//! through the learner's packets.
 
 mod link;
 mod mirror;

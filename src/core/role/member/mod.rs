@@ -22,6 +22,11 @@
 //! ephemerals and, through setWatches, its watches. Sessions are replicated txns; only the
 //! leader expires them, from its followers' touches, and only while a quorum acknowledges it;
 //! a new leader, or one a quorum acknowledges again after an outage, re-arms every session.
+//!
+//! Owns: the member's seat and view, its links to consensus (as outbox work), the
+//! configuration it has applied, digests, Raft snapshot captures, online restores and
+//! syncs. May not touch: openraft, peers or files (ensemble/raft's, through the seam's
+//! messages), the tree other than through `commit` and the configuration node's API.
 
 mod committed;
 mod digests;

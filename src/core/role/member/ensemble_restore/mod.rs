@@ -26,6 +26,10 @@
 //!   restore is half-spooled: its builder waits for the commit or abort, so no snapshot (and
 //!   no log purge up to one) ever cuts a restore's chunks in two, and a member that installs
 //!   one gets a state before the first chunk or after the outcome.
+//!
+//! Owns: a restore's progress on this member (origin, leader, spool). May not touch: the
+//! backup's files (the AdminServer hands the stream in), the Raft log (its chunks go out as
+//! proposals), the tree other than through the state's restore swap.
 
 mod origin;
 mod upload;
