@@ -1,7 +1,7 @@
 //! The core driven message by message, with the log's durability in the test's hands: the
 //! ordering guarantees (reads vs writes, events before replies), the reaper, shutdown.
 
-use super::testkit::{cfg, handshake, TestWriter};
+use super::testkit::{self, cfg, create, handshake, TestWriter};
 use super::*;
 use crate::core::token::Token;
 use bytes::{Buf, Bytes};
@@ -81,13 +81,7 @@ impl Harness {
     }
 
     fn send(&mut self, c: &Client, xid: i32, req: Request) {
-        let frame = req.encode(xid).freeze();
-        self.core.handle(Input::Request {
-            conn: c.conn,
-            xid,
-            req,
-            frame,
-        });
+        self.core.handle(testkit::request(c.conn, xid, req));
     }
 }
 
@@ -132,22 +126,6 @@ impl Client {
         }
         out
     }
-}
-
-fn create(path: &str, flags: i32) -> Request {
-    let acl = vec![ACL {
-        perms: 31,
-        id: Id {
-            scheme: "world".into(),
-            id: "anyone".into(),
-        },
-    }];
-    Request::Create(CreateRequest {
-        path: path.into(),
-        data: Some(Bytes::from_static(b"d")),
-        acl: Some(acl),
-        flags,
-    })
 }
 
 fn get_data(path: &str, watch: bool) -> Request {
