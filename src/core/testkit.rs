@@ -222,3 +222,18 @@ pub(crate) fn create(path: &str, flags: i32) -> palisade_proto::Request {
         ..crate::testkit::open_create(path, flags)
     })
 }
+
+impl super::Core {
+    /// Steps the Raft snapshot capture until it answers token `id`, `steps` times at most:
+    /// the image and where it stands, if it came.
+    pub(crate) fn raft_snapshot_within(
+        &mut self,
+        id: u64,
+        steps: usize,
+    ) -> Option<crate::seam::Image> {
+        (0..steps).find_map(|_| {
+            self.raft_snapshot_step();
+            self.answer_to(id)
+        })
+    }
+}
