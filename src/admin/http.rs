@@ -63,20 +63,17 @@ impl Default for AdminOpts {
 /// ZooKeeper's error text when the server is not running.
 const NOT_SERVING: &str = "This ZooKeeper instance is not currently serving requests";
 
+/// Asks the core; None if it is not running or has not answered within
+/// `ADMIN_CORE_ANSWER` (an admin request never hangs on a stuck core).
 async fn ask<T>(
     core: &CoreSlot,
     make: impl FnOnce(oneshot::Sender<T>) -> Query<Oneshots>,
 ) -> Option<T> {
-    let tx = core.get()?.clone();
-    let (reply, rx) = oneshot::channel();
-    let q = make(reply);
-    tokio::time::timeout(crate::limits::ADMIN_CORE_ANSWER, async move {
-        tx.send(CoreMsg::Admin(q)).await.ok()?;
-        rx.await.ok()
-    })
-    .await
-    .ok()
-    .flatten()
+    let answer = ask_long(core, make);
+    tokio::time::timeout(crate::limits::ADMIN_CORE_ANSWER, answer)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// As [`ask`], for an answer that takes many core turns (a backup's capture walks the whole

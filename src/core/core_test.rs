@@ -1,7 +1,7 @@
 //! The core driven message by message, with the log's durability in the test's hands: the
 //! ordering guarantees (reads vs writes, events before replies), the reaper, shutdown.
 
-use super::testkit::{cfg, handshake, TestWriter};
+use super::testkit::{self, cfg, create, handshake, TestWriter};
 use super::*;
 use crate::core::token::Token;
 use bytes::{Buf, Bytes};
@@ -22,7 +22,7 @@ struct Client {
 }
 
 /// One decoded server message.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 enum Msg {
     Reply {
         xid: i32,
@@ -81,13 +81,7 @@ impl Harness {
     }
 
     fn send(&mut self, c: &Client, xid: i32, req: Request) {
-        let frame = req.encode(xid).freeze();
-        self.core.handle(Input::Request {
-            conn: c.conn,
-            xid,
-            req,
-            frame,
-        });
+        self.core.handle(testkit::request(c.conn, xid, req));
     }
 }
 
@@ -132,22 +126,6 @@ impl Client {
         }
         out
     }
-}
-
-fn create(path: &str, flags: i32) -> Request {
-    let acl = vec![ACL {
-        perms: 31,
-        id: Id {
-            scheme: "world".into(),
-            id: "anyone".into(),
-        },
-    }];
-    Request::Create(CreateRequest {
-        path: path.into(),
-        data: Some(Bytes::from_static(b"d")),
-        acl: Some(acl),
-        flags,
-    })
 }
 
 fn get_data(path: &str, watch: bool) -> Request {
@@ -394,8 +372,12 @@ fn reaper_removes_used_empty_containers_and_expired_ttl_nodes() {
         h.core.state.tree.lookup("/never").is_some(),
         "a container that never had a child stays"
     );
-    assert!(
-        matches!(a.drain().as_slice(), [Msg::Event { kind: 2, path }] if path == "/used"),
+    assert_eq!(
+        a.drain(),
+        [Msg::Event {
+            kind: 2,
+            path: "/used".into()
+        }],
         "the reaper's delete fires watches"
     );
 }
@@ -1047,8 +1029,12 @@ fn a_read_waiting_for_room_sets_its_watch_only_when_answered() {
         }),
     );
     h.durable();
-    assert!(
-        matches!(a.drain().as_slice(), [Msg::Event { kind: 3, path }] if path == "/big"),
+    assert_eq!(
+        a.drain(),
+        [Msg::Event {
+            kind: 3,
+            path: "/big".into()
+        }],
         "the watch set with the reply fires"
     );
 }

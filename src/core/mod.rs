@@ -42,6 +42,7 @@ pub mod conn_id;
 pub mod conn_out;
 mod conns;
 pub mod fourlw;
+mod fuzzy_image;
 mod handshake;
 pub mod host;
 mod intake;

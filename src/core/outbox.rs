@@ -100,6 +100,18 @@ impl Outbox {
         });
     }
 
+    /// Answers every token in `tokens` with `value` (a clone each but the last: an image can
+    /// be the size of the tree).
+    pub fn answer_all<T: Clone + Send + 'static>(&mut self, mut tokens: Vec<Token<T>>, value: T) {
+        let last = tokens.pop();
+        for t in tokens {
+            self.answer(t, value.clone());
+        }
+        if let Some(t) = last {
+            self.answer(t, value);
+        }
+    }
+
     /// The answers pushed since the last take, in order.
     pub fn take_answers(&mut self) -> Vec<Answered> {
         std::mem::take(&mut self.answers)

@@ -7,17 +7,27 @@ use crate::auth::digest_md5::{response_value, Inputs, SERVER_NAME};
 use crate::auth::{AuthPolicy, Sasl};
 use std::sync::Arc;
 
-fn with_sasl(enforce: &[&str]) -> Harness {
+/// SASL with one user, alice (password "alice-secret"), the other settings ZooKeeper's
+/// defaults.
+fn alice() -> Sasl {
+    Sasl {
+        users: [("alice".to_string(), "alice-secret".to_string())].into(),
+        ..Default::default()
+    }
+}
+
+/// A core with these SASL settings, enforcing `enforce`.
+fn with(sasl: Sasl, enforce: &[&str]) -> Harness {
     let mut h = Harness::new();
-    let users = [("alice".to_string(), "alice-secret".to_string())].into();
     h.core.cfg.auth = AuthPolicy {
-        sasl: Some(Arc::new(Sasl {
-            users,
-            ..Default::default()
-        })),
+        sasl: Some(Arc::new(sasl)),
         enforce: enforce.iter().map(|s| s.to_string()).collect(),
     };
     h
+}
+
+fn with_sasl(enforce: &[&str]) -> Harness {
+    with(alice(), enforce)
 }
 
 fn sasl(token: &[u8]) -> Request {
@@ -197,13 +207,11 @@ fn a_token_after_a_null_one_closes_with_no_reply_and_the_session_stays() {
 
 #[test]
 fn allow_failed_a_token_after_the_failure_closes_with_no_reply() {
-    let mut h = with_sasl(&[]);
-    let users = [("alice".to_string(), "alice-secret".to_string())].into();
-    h.core.cfg.auth.sasl = Some(Arc::new(Sasl {
-        users,
+    let allow_failed = Sasl {
         allow_failed: true,
-        ..Default::default()
-    }));
+        ..alice()
+    };
+    let mut h = with(allow_failed, &[]);
     let mut c = h.connect();
     let ((_, _, err, body), closed) = login(&mut h, &mut c, "wrong");
     assert_eq!((err, token(&body), closed), (0, None, false));
@@ -214,13 +222,12 @@ fn allow_failed_a_token_after_the_failure_closes_with_no_reply() {
 
 #[test]
 fn super_user_gets_super_and_allow_failed_keeps_the_connection() {
-    let mut h = with_sasl(&[]);
-    let users = [("alice".to_string(), "alice-secret".to_string())].into();
-    h.core.cfg.auth.sasl = Some(Arc::new(Sasl {
-        users,
+    let settings = Sasl {
         super_users: ["alice".to_string()].into(),
         allow_failed: true,
-    }));
+        ..alice()
+    };
+    let mut h = with(settings, &[]);
     let mut c = h.connect();
     let ((_, _, err, _), closed) = login(&mut h, &mut c, "alice-secret");
     assert_eq!((err, closed), (0, false));

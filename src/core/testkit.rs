@@ -199,3 +199,41 @@ pub(crate) fn handshake(
     });
     (input, writer)
 }
+
+/// A client's request on `conn` as the engine's input, its frame encoded as the client sent it.
+pub(crate) fn request(
+    conn: crate::core::conn_id::ConnId,
+    xid: i32,
+    req: palisade_proto::Request,
+) -> super::Input {
+    let frame = req.encode(xid).freeze();
+    super::Input::Request {
+        conn,
+        xid,
+        req,
+        frame,
+    }
+}
+
+/// A create of `path` with data "d", open to anyone.
+pub(crate) fn create(path: &str, flags: i32) -> palisade_proto::Request {
+    palisade_proto::Request::Create(palisade_proto::CreateRequest {
+        data: Some(bytes::Bytes::from_static(b"d")),
+        ..crate::testkit::open_create(path, flags)
+    })
+}
+
+impl super::Core {
+    /// Steps the Raft snapshot capture until it answers token `id`, `steps` times at most:
+    /// the image and where it stands, if it came.
+    pub(crate) fn raft_snapshot_within(
+        &mut self,
+        id: u64,
+        steps: usize,
+    ) -> Option<crate::seam::Image> {
+        (0..steps).find_map(|_| {
+            self.raft_snapshot_step();
+            self.answer_to(id)
+        })
+    }
+}

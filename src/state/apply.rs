@@ -3,7 +3,7 @@
 //! harmless: creates only raise the parent's counters, deletes of missing nodes only raise
 //! pzxid, setData/setACL carry absolute values.
 
-use super::tree::{self, DataTree, NewNode, NodeId};
+use super::tree::{self, DataTree, NewData, NewNode, NodeId};
 use crate::acl::Entry;
 use crate::path;
 use palisade_proto::{ErrorCode, EventType, Stat, Txn, TxnBody, TxnHeader, ACL};
@@ -163,8 +163,13 @@ impl<'t> Applier<'_, 't> {
                 let Some(id) = self.tree.lookup(p) else {
                     return fail(ErrorCode::NoNode, p);
                 };
-                self.tree
-                    .apply_set_data(id, s.data.as_deref(), s.version, h.zxid, h.time);
+                let set = NewData {
+                    data: s.data.as_deref(),
+                    version: s.version,
+                    zxid: h.zxid,
+                    time: h.time,
+                };
+                self.tree.apply_set_data(id, set);
                 self.changed(EventType::NodeDataChanged, p, id);
                 self.ok(p, Some(id))
             }

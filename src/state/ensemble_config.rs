@@ -4,6 +4,7 @@
 //! initConfigInZKDatabase does: that local write is the one change to the tree that is not a
 //! txn, and it lives here under its own name (core/role/member/reconfig.rs decides when).
 
+use super::tree::NewData;
 use super::State;
 
 /// The configuration node's path (ZooKeeper's fresh tree has it; see tree/mod.rs).
@@ -23,9 +24,15 @@ impl State {
             self.zxid
         );
         if let Some(id) = self.tree.lookup(CONFIG_NODE) {
-            self.tree
-                .0
-                .set_data_unchecked(id, Some(text), -1, zxid, time);
+            self.tree.0.set_data_unchecked(
+                id,
+                NewData {
+                    data: Some(text),
+                    version: -1,
+                    zxid,
+                    time,
+                },
+            );
         }
     }
 }

@@ -10,7 +10,7 @@
 //!   the backup's, so a client that saw the live state's zxid reconnects (ZooKeeper refuses a
 //!   client whose last zxid is ahead of the server's) and the log stays in order.
 
-use super::tree::{NodeId, ROOT};
+use super::tree::{NewData, NodeId, ROOT};
 use super::State;
 
 impl State {
@@ -56,9 +56,15 @@ impl State {
         };
         let data = n.data().map(<[u8]>::to_vec);
         let (version, mzxid, mtime) = (n.version, n.mzxid, n.mtime);
-        self.tree
-            .0
-            .set_data_unchecked(ours, data.as_deref(), version, mzxid, mtime);
+        self.tree.0.set_data_unchecked(
+            ours,
+            NewData {
+                data: data.as_deref(),
+                version,
+                zxid: mzxid,
+                time: mtime,
+            },
+        );
     }
 }
 

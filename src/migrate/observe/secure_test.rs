@@ -357,6 +357,24 @@ async fn tls_to_the_leader_checks_its_certificate_and_presents_ours() {
     assert_eq!(tls_alert(&std::io::ErrorKind::UnexpectedEof.into()), None);
 }
 
+/// These quorum settings with SASL required of learners, and a JAAS file naming the member
+/// `users()` knows (USER, PASSWORD): the link security an observer would open.
+fn with_learner_sasl(mut q: QuorumSettings) -> LinkSecurity {
+    let jaas = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        jaas.path(),
+        format!(
+            "QuorumLearner {{\n org.apache.zookeeper.server.auth.DigestLoginModule required\n \
+             username=\"{USER}\" password=\"{PASSWORD}\";\n}};\n"
+        ),
+    )
+    .unwrap();
+    for k in ["quorum.auth.enableSasl", "quorum.auth.learnerRequireSasl"] {
+        q.apply(k, "true").unwrap();
+    }
+    LinkSecurity::open(&q, Some(jaas.path())).unwrap()
+}
+
 /// Both: the SASL exchange runs inside the TLS connection, and the leader's bytes after it
 /// reach the caller.
 #[tokio::test]
@@ -374,18 +392,7 @@ async fn sasl_runs_inside_tls() {
             leader(s, users(), b"zab").await;
         }
     });
-    let jaas = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        jaas.path(),
-        "QuorumLearner {\n org.apache.zookeeper.server.auth.DigestLoginModule required\n \
-         username=\"member\" password=\"quorum-secret\";\n};\n",
-    )
-    .unwrap();
-    let mut q = tls_settings(&member, &pki.trust());
-    for k in ["quorum.auth.enableSasl", "quorum.auth.learnerRequireSasl"] {
-        q.apply(k, "true").unwrap();
-    }
-    let sec = LinkSecurity::open(&q, Some(jaas.path())).unwrap();
+    let sec = with_learner_sasl(tls_settings(&member, &pki.trust()));
     assert_eq!(
         sec.describe(),
         "TLS (sslQuorum) and quorum SASL (DIGEST-MD5)"
@@ -409,18 +416,7 @@ async fn sasl_runs_inside_tls() {
 
 #[tokio::test]
 async fn a_silent_leader_is_given_up_at_the_deadline() {
-    let jaas = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        jaas.path(),
-        "QuorumLearner {\n org.apache.zookeeper.server.auth.DigestLoginModule required\n \
-         username=\"member\" password=\"quorum-secret\";\n};\n",
-    )
-    .unwrap();
-    let mut q = QuorumSettings::default();
-    for k in ["quorum.auth.enableSasl", "quorum.auth.learnerRequireSasl"] {
-        q.apply(k, "true").unwrap();
-    }
-    let sec = LinkSecurity::open(&q, Some(jaas.path())).unwrap();
+    let sec = with_learner_sasl(QuorumSettings::default());
     assert_eq!(sec.describe(), "quorum SASL (DIGEST-MD5)");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -89,9 +89,7 @@ impl TreeLoader {
         };
         let info = self.path_info(parent, seq, name)?;
         self.tree.acls.add_ref(acl);
-        let mut node = Node {
-            bytes: Box::new([]),
-            layout: 0,
+        let node = Node {
             czxid: item.czxid,
             mzxid: item.mzxid,
             pzxid: item.pzxid,
@@ -101,11 +99,8 @@ impl TreeLoader {
             aversion: item.aversion,
             child_creates: item.cversion,
             owner: item.owner,
-            acl,
-            parent,
-            children: None,
+            ..Node::new(name, item.data, acl, parent)
         };
-        node.set_bytes(name, item.data);
         let path_crc = match (&info.prefix, seq) {
             (_, 0) => Some(crc32fast::hash(b"/")),
             (Some(h), _) => Some(h.clone().finalize()),

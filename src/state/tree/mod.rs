@@ -33,9 +33,8 @@ mod mutate;
 mod node;
 mod quota;
 pub use load::TreeLoader;
-pub(in crate::state) use node::NewNode;
-use node::HAS_DATA;
 pub use node::{kind_of, ttl_owner, visible_cversion, Node, NodeKind, CONTAINER_OWNER, MAX_TTL};
+pub(in crate::state) use node::{NewData, NewNode};
 
 /// The key of the child tables' hash. Names are chosen by clients, so the hash is keyed
 /// (against crafted colliding names), but with a key every process of one installation
@@ -89,24 +88,8 @@ impl DataTree {
             id: "anyone".into(),
         }];
         let acl = t.acls.intern(open.clone());
-        let mut root = Node {
-            bytes: Box::new([]),
-            layout: HAS_DATA,
-            czxid: 0,
-            mzxid: 0,
-            pzxid: 0,
-            ctime: 0,
-            mtime: 0,
-            version: 0,
-            aversion: 0,
-            child_creates: 0,
-            owner: 0,
-            acl,
-            parent: ROOT,
-            children: None,
-        };
-        root.set_bytes("", Some(&[]));
-        t.nodes.push(Some(root));
+        // Empty data, not null: ZooKeeper's root holds `new byte[0]`.
+        t.nodes.push(Some(Node::new("", Some(&[]), acl, ROOT)));
         t.count = 1;
         let new = |acl: Vec<Entry>| NewNode {
             data: Some(&[]),

@@ -3,30 +3,22 @@
 //! Visible to `state` alone (see the folder's notes).
 
 use super::node::layout;
-use super::{kind_of, DataTree, NewNode, Node, NodeId, NodeKind, ROOT};
+use super::{kind_of, DataTree, NewData, NewNode, Node, NodeId, NodeKind, ROOT};
 use crate::acl::Entry;
 use std::hash::BuildHasher;
 
 impl DataTree {
     pub(super) fn insert(&mut self, parent: NodeId, name: &str, new: NewNode<'_>) -> NodeId {
         let acl = self.acls.intern(new.acl);
-        let mut node = Node {
-            bytes: Box::new([]),
-            layout: 0,
+        let node = Node {
             czxid: new.zxid,
             mzxid: new.zxid,
             pzxid: new.zxid,
             ctime: new.time,
             mtime: new.time,
-            version: 0,
-            aversion: 0,
-            child_creates: 0,
             owner: new.owner,
-            acl,
-            parent,
-            children: None,
+            ..Node::new(name, new.data, acl, parent)
         };
-        node.set_bytes(name, new.data);
         let size = node.data_len() as u64;
         let id = match self.free.pop() {
             Some(id) => {
@@ -218,39 +210,25 @@ impl DataTree {
 
     /// A setData: the data, and the version, mzxid and mtime it carries (absolute values, so
     /// a replay over a fuzzy capture may lower them until the later txn is replayed).
-    pub(in crate::state) fn apply_set_data(
-        &mut self,
-        id: NodeId,
-        data: Option<&[u8]>,
-        version: i32,
-        zxid: i64,
-        time: i64,
-    ) {
+    pub(in crate::state) fn apply_set_data(&mut self, id: NodeId, set: NewData<'_>) {
         let Some(mzxid) = self.node(id).map(|n| n.mzxid) else {
             unreachable!("apply_set_data of node {id}, which is not live")
         };
-        self.assert_not_ahead(id, mzxid, zxid);
-        self.set_data_unchecked(id, data, version, zxid, time);
+        self.assert_not_ahead(id, mzxid, set.zxid);
+        self.set_data_unchecked(id, set);
     }
 
     /// Sets a node's data and the stat fields around it, with no check: setData's and the
     /// ensemble configuration's (`State::set_ensemble_config`, not a txn).
-    pub(in crate::state) fn set_data_unchecked(
-        &mut self,
-        id: NodeId,
-        data: Option<&[u8]>,
-        version: i32,
-        zxid: i64,
-        time: i64,
-    ) {
+    pub(in crate::state) fn set_data_unchecked(&mut self, id: NodeId, set: NewData<'_>) {
         self.digest_remove(id);
         let Some(n) = self.node_mut(id) else {
             unreachable!("set_data_unchecked of node {id}, which is not live")
         };
-        n.version = version;
-        n.mzxid = zxid;
-        n.mtime = time;
-        self.replace_data(id, data);
+        n.version = set.version;
+        n.mzxid = set.zxid;
+        n.mtime = set.time;
+        self.replace_data(id, set.data);
         self.digest_add(id);
     }
 

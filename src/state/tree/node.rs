@@ -82,6 +82,30 @@ pub(super) fn layout(name_len: usize, has_data: bool) -> u32 {
 }
 
 impl Node {
+    /// A node named `name` holding `data`, under `parent`, every stat field zero: the caller
+    /// sets those it has (`Node { czxid, .., ..Node::new(..) }`), and the name and data are
+    /// packed in one place.
+    pub(super) fn new(name: &str, data: Option<&[u8]>, acl: u32, parent: NodeId) -> Node {
+        let mut node = Node {
+            bytes: Box::new([]),
+            layout: 0,
+            czxid: 0,
+            mzxid: 0,
+            pzxid: 0,
+            ctime: 0,
+            mtime: 0,
+            version: 0,
+            aversion: 0,
+            child_creates: 0,
+            owner: 0,
+            acl,
+            parent,
+            children: None,
+        };
+        node.set_bytes(name, data);
+        node
+    }
+
     pub fn name(&self) -> &str {
         std::str::from_utf8(self.name_bytes()).unwrap_or("")
     }
@@ -117,6 +141,15 @@ impl Node {
         self.bytes = v.into_boxed_slice();
         self.layout = layout(name.len(), data.is_some());
     }
+}
+
+/// What a setData leaves on a node: its data and the stat fields it carries (absolute
+/// values, as the txn has them).
+pub(in crate::state) struct NewData<'a> {
+    pub data: Option<&'a [u8]>,
+    pub version: i32,
+    pub zxid: i64,
+    pub time: i64,
 }
 
 /// Fields of a new node.

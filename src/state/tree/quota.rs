@@ -173,7 +173,7 @@ impl DataTree {
 mod tests {
     use super::*;
     use crate::acl::Entry;
-    use crate::state::tree::{NewNode, ROOT};
+    use crate::state::tree::{NewData, NewNode, ROOT};
 
     /// Zxids for the applies, rising across every test (each tree sees them in order).
     fn next_zxid() -> i64 {
@@ -232,7 +232,15 @@ mod tests {
             stats(&t, s),
             "count=3,bytes=8=;byteHardLimit=-1;countHardLimit=-1"
         );
-        t.apply_set_data(b, Some(b"1"), 1, next_zxid(), 0);
+        t.apply_set_data(
+            b,
+            NewData {
+                data: Some(b"1"),
+                version: 1,
+                zxid: next_zxid(),
+                time: 0,
+            },
+        );
         assert_eq!(
             stats(&t, s),
             "count=3,bytes=4=;byteHardLimit=-1;countHardLimit=-1"

@@ -138,13 +138,24 @@ fn null_and_empty_data_stay_apart_and_names_survive_data_changes() {
 
 // --- the applies' invariant: past the loaded image, no apply meets a zxid above its own ----
 
+/// A setData of `data` at `zxid` (its time is 1: these tests do not look at it).
+fn set_data(t: &mut DataTree, id: NodeId, data: &[u8], version: i32, zxid: i64) {
+    let set = NewData {
+        data: Some(data),
+        version,
+        zxid,
+        time: 1,
+    };
+    t.apply_set_data(id, set);
+}
+
 /// A fresh tree with /p (zxid 1) and /p/c (zxid 5), and /p/c's data set at zxid 7: the tree
 /// has seen zxids up to 7.
 fn seen_up_to_7() -> (DataTree, NodeId, NodeId) {
     let mut t = DataTree::new();
     let p = create(&mut t, "/", "p", 1);
     let c = create(&mut t, "/p", "c", 5);
-    t.apply_set_data(c, Some(b"v"), 1, 7, 1);
+    set_data(&mut t, c, b"v", 1, 7);
     (t, p, c)
 }
 
@@ -152,7 +163,7 @@ fn seen_up_to_7() -> (DataTree, NodeId, NodeId) {
 fn applies_at_or_above_every_zxid_they_meet_pass() {
     let (mut t, p, c) = seen_up_to_7();
     // Equal zxids are a multi's later ops.
-    t.apply_set_data(c, Some(b"w"), 2, 7, 1);
+    set_data(&mut t, c, b"w", 2, 7);
     create(&mut t, "/p", "d", 7);
     t.apply_delete(c, 8);
     t.raise_pzxid(p, 9);
@@ -164,7 +175,7 @@ fn applies_at_or_above_every_zxid_they_meet_pass() {
 #[should_panic(expected = "the tree is ahead of its log")]
 fn a_set_data_below_the_nodes_mzxid_stops() {
     let (mut t, _, c) = seen_up_to_7();
-    t.apply_set_data(c, Some(b"old"), 2, 6, 1);
+    set_data(&mut t, c, b"old", 2, 6);
 }
 
 #[test]
@@ -195,7 +206,7 @@ fn a_replayed_delete_below_the_parents_pzxid_stops() {
 fn within_the_loaded_images_window_replays_meet_later_zxids() {
     let (mut t, p, c) = seen_up_to_7();
     t.image_zxid = 7;
-    t.apply_set_data(c, Some(b"older"), 1, 6, 1);
+    set_data(&mut t, c, b"older", 1, 6);
     assert_eq!(t.node(c).map(|n| n.mzxid), Some(6));
     create(&mut t, "/p", "d", 3);
     t.apply_delete(c, 4);

@@ -5,7 +5,8 @@
 //! a diverged digest stopping the member.
 
 use super::*;
-use crate::core::testkit::{handshake, TestWriter};
+pub(crate) use crate::core::testkit::create;
+use crate::core::testkit::{self, handshake, TestWriter};
 use crate::core::token::Token;
 use crate::core::{Input, Out, OutBudget};
 use bytes::{Buf, Bytes};
@@ -146,6 +147,14 @@ impl Pair {
         }
     }
 
+    /// Commits `txns` on both members, in order.
+    fn commit_txns(&mut self, txns: Vec<Txn>) {
+        let mut stopped = [false; 2];
+        for t in txns {
+            self.commit(Committed::Txn(t), &mut stopped);
+        }
+    }
+
     fn commit(&mut self, c: Committed, stopped: &mut [bool; 2]) {
         let copy = |c: &Committed| match c {
             Committed::Txn(t) => Committed::Txn(t.clone()),
@@ -209,29 +218,8 @@ pub(crate) fn replies(c: &mut Client) -> Vec<(i32, i64, i32, Bytes)> {
     out
 }
 
-pub(crate) fn create(path: &str, flags: i32) -> Request {
-    Request::Create(CreateRequest {
-        path: path.into(),
-        data: Some(Bytes::from_static(b"d")),
-        acl: Some(vec![ACL {
-            perms: 31,
-            id: Id {
-                scheme: "world".into(),
-                id: "anyone".into(),
-            },
-        }]),
-        flags,
-    })
-}
-
 pub(crate) fn request(n: &mut Node, c: &Client, xid: i32, req: Request) {
-    let frame = req.encode(xid).freeze();
-    n.core.handle(Input::Request {
-        conn: c.conn,
-        xid,
-        req,
-        frame,
-    });
+    n.core.handle(testkit::request(c.conn, xid, req));
 }
 
 /// A session made on the follower: returns its id and password.
@@ -239,9 +227,60 @@ pub(crate) fn session_on_follower(p: &mut Pair, conn: ConnId) -> (Client, i64, [
     let mut c = connect(&mut p.nodes[1], conn, 0, [0; 16]);
     p.settle();
     let r = replies(&mut c);
-    let (_, id, _, pw) = r.first().cloned().expect("a ConnectResponse");
-    let pw: [u8; 16] = pw.as_ref().try_into().expect("16 bytes");
+    let (id, pw) = session_of(&r);
     (c, id, pw)
+}
+
+/// The session id and password of the ConnectResponse a client got first.
+fn session_of(replies: &[(i32, i64, i32, Bytes)]) -> (i64, [u8; 16]) {
+    let (_, id, _, pw) = replies.first().cloned().expect("a ConnectResponse");
+    (id, pw.as_ref().try_into().expect("16 bytes"))
+}
+
+/// The txns a member proposed since the last look, decoded, in order; not committed.
+fn proposed_txns(n: &mut Node) -> Vec<Txn> {
+    std::iter::from_fn(|| n.next_proposal())
+        .flatten()
+        .filter_map(|prop| match prop {
+            Proposed::Txn(b) => Some(Txn::decode(b, usize::MAX).expect("txn")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Commits `txns` on this member alone (the other has not applied them yet).
+fn commit_to(n: &mut Node, txns: &[Txn]) {
+    n.core.handle(Input::Committed {
+        items: txns.iter().cloned().map(Committed::Txn).collect(),
+        at: None,
+        log_bytes: 0,
+        ack: Token::detached(0),
+    });
+}
+
+/// The follower's forwards handed to the leader, unanswered (the test moves the rest).
+fn forward(p: &mut Pair) {
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
+        p.nodes[0].core.handle(Input::Forwarded(ops, None));
+    }
+}
+
+/// The follower's forwards handed to the leader, and the sync points it answers handed
+/// back (nothing is committed).
+fn forward_for_points(p: &mut Pair) {
+    p.nodes[1].core.flush_turn();
+    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
+        p.nodes[0]
+            .core
+            .handle(Input::Forwarded(ops, Some(Token::detached(1))));
+        let points = p.nodes[0]
+            .core
+            .answer_to::<Option<Vec<SyncPoint>>>(1)
+            .flatten()
+            .expect("points");
+        p.nodes[1].core.handle(Input::SyncPoints(points));
+    }
 }
 
 #[test]
@@ -353,37 +392,16 @@ fn a_follower_sync_answers_only_after_the_leader_point_is_applied() {
     };
     // A write on the leader, prepped but not yet committed, then the follower's sync.
     request(&mut p.nodes[0], &other, 1, create("/w", 0));
-    let pending: Vec<_> = std::iter::from_fn(|| p.nodes[0].next_proposal()).collect();
+    let pending = proposed_txns(&mut p.nodes[0]);
     request(
         &mut p.nodes[1],
         &c,
         5,
         Request::Sync(SyncRequest { path: "/w".into() }),
     );
-    p.nodes[1].core.flush_turn();
-    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        p.nodes[0]
-            .core
-            .handle(Input::Forwarded(ops, Some(Token::detached(1))));
-        let points = p.nodes[0]
-            .core
-            .answer_to::<Option<Vec<SyncPoint>>>(1)
-            .flatten()
-            .expect("points");
-        p.nodes[1].core.handle(Input::SyncPoints(points));
-    }
+    forward_for_points(&mut p);
     assert!(replies(&mut c).is_empty(), "the sync waits for /w");
-    let mut stopped = [false; 2];
-    for batch in pending {
-        for prop in batch {
-            if let Proposed::Txn(b) = prop {
-                p.commit(
-                    Committed::Txn(Txn::decode(b, usize::MAX).expect("txn")),
-                    &mut stopped,
-                );
-            }
-        }
-    }
+    p.commit_txns(pending);
     let r = replies(&mut c);
     assert_eq!(
         r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
@@ -419,52 +437,19 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
     let mut p = Pair::new(1);
     // A session made on the leader, committed there only so far.
     let mut c = connect(&mut p.nodes[0], 30, 0, [0; 16]);
-    let mut created = Vec::new();
-    while let Some(batch) = p.nodes[0].next_proposal() {
-        for prop in batch {
-            if let Proposed::Txn(b) = prop {
-                created.push(Txn::decode(b, usize::MAX).expect("txn"));
-            }
-        }
-    }
-    let ack = Token::detached(0);
-    let items = created.iter().cloned().map(Committed::Txn).collect();
-    p.nodes[0].core.handle(Input::Committed {
-        items,
-        at: None,
-        log_bytes: 0,
-        ack,
-    });
+    let created = proposed_txns(&mut p.nodes[0]);
+    commit_to(&mut p.nodes[0], &created);
     let r = replies(&mut c);
-    let (_, id, _, pw) = r.first().cloned().expect("a ConnectResponse");
-    let pw: [u8; 16] = pw.as_ref().try_into().expect("16 bytes");
+    let (id, pw) = session_of(&r);
     // The client moves to the follower before it applied the createSession: no answer yet.
     let mut moved = connect(&mut p.nodes[1], 31, id, pw);
     assert!(
         replies(&mut moved).is_empty(),
         "decided only at the leader's point"
     );
-    p.nodes[1].core.flush_turn();
-    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        p.nodes[0]
-            .core
-            .handle(Input::Forwarded(ops, Some(Token::detached(1))));
-        let points = p.nodes[0]
-            .core
-            .answer_to::<Option<Vec<SyncPoint>>>(1)
-            .flatten()
-            .expect("points");
-        p.nodes[1].core.handle(Input::SyncPoints(points));
-    }
+    forward_for_points(&mut p);
     assert!(replies(&mut moved).is_empty());
-    let ack = Token::detached(0);
-    let items = created.into_iter().map(Committed::Txn).collect();
-    p.nodes[1].core.handle(Input::Committed {
-        items,
-        at: None,
-        log_bytes: 0,
-        ack,
-    });
+    commit_to(&mut p.nodes[1], &created);
     let r = replies(&mut moved);
     assert_eq!(r.first().map(|x| (x.0, x.1)), Some((i32::MIN, id)), "{r:?}");
     // A session nobody has: refused after the revalidation.
@@ -478,43 +463,16 @@ fn a_lagging_follower_revalidates_a_session_instead_of_calling_it_expired() {
 fn a_session_is_known_to_the_leader_from_its_prep() {
     let mut p = Pair::new(1);
     let mut c = connect(&mut p.nodes[1], 10, 0, [0; 16]);
-    p.nodes[1].core.flush_turn();
-    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        p.nodes[0].core.handle(Input::Forwarded(ops, None));
-    }
-    let mut created = Vec::new();
-    while let Some(batch) = p.nodes[0].next_proposal() {
-        for prop in batch {
-            if let Proposed::Txn(b) = prop {
-                created.push(Txn::decode(b, usize::MAX).expect("txn"));
-            }
-        }
-    }
+    forward(&mut p);
+    let created = proposed_txns(&mut p.nodes[0]);
     // The follower applies the createSession first and answers its client; the client's
     // first write reaches the leader before the leader's own apply.
-    let ack = Token::detached(0);
-    let items = created.iter().cloned().map(Committed::Txn).collect();
-    p.nodes[1].core.handle(Input::Committed {
-        items,
-        at: None,
-        log_bytes: 0,
-        ack,
-    });
+    commit_to(&mut p.nodes[1], &created);
     let r = replies(&mut c);
     assert_eq!(r.first().map(|x| x.0), Some(i32::MIN), "{r:?}");
     request(&mut p.nodes[1], &c, 1, create("/early", 0));
-    p.nodes[1].core.flush_turn();
-    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        p.nodes[0].core.handle(Input::Forwarded(ops, None));
-    }
-    let ack = Token::detached(0);
-    let items = created.into_iter().map(Committed::Txn).collect();
-    p.nodes[0].core.handle(Input::Committed {
-        items,
-        at: None,
-        log_bytes: 0,
-        ack,
-    });
+    forward(&mut p);
+    commit_to(&mut p.nodes[0], &created);
     p.settle();
     let r = replies(&mut c);
     assert_eq!(
@@ -549,16 +507,8 @@ fn a_write_lost_by_its_leader_drops_the_client_instead_of_answering_out_of_order
 /// Commits whatever the leader proposed, on both members, without moving the follower's
 /// forwards (they stay pending on it).
 fn commit_proposed(p: &mut Pair) {
-    let mut stopped = [false; 2];
-    let batches: Vec<_> = std::iter::from_fn(|| p.nodes[0].next_proposal()).collect();
-    for prop in batches.into_iter().flatten() {
-        if let Proposed::Txn(b) = prop {
-            p.commit(
-                Committed::Txn(Txn::decode(b, usize::MAX).expect("txn")),
-                &mut stopped,
-            );
-        }
-    }
+    let txns = proposed_txns(&mut p.nodes[0]);
+    p.commit_txns(txns);
 }
 
 /// Found by the Jepsen harness (issue 15, session-expiry nemesis): a session is closed from
@@ -637,29 +587,10 @@ fn a_sync_on_the_leader_waits_for_what_it_has_prepped() {
     p.settle();
     let _ = replies(&mut reader);
     request(&mut p.nodes[1], &writer, 1, create("/x", 0));
-    p.nodes[1].core.flush_turn();
-    while let Some(ToLeader::Forward(ops)) = p.nodes[1].next_to_leader() {
-        p.nodes[0].core.handle(Input::Forwarded(ops, None));
-    }
-    let txns: Vec<Txn> = std::iter::from_fn(|| p.nodes[0].next_proposal())
-        .flatten()
-        .filter_map(|prop| match prop {
-            Proposed::Txn(b) => Some(Txn::decode(b, usize::MAX).expect("txn")),
-            _ => None,
-        })
-        .collect();
+    forward(&mut p);
+    let txns = proposed_txns(&mut p.nodes[0]);
     let zxid = txns.last().map(|t| t.header.zxid).expect("the create");
     // The follower applies first and answers its client.
-    let commit_to = |n: &mut Node, txns: &[Txn]| {
-        let ack = Token::detached(0);
-        let items = txns.iter().cloned().map(Committed::Txn).collect();
-        n.core.handle(Input::Committed {
-            items,
-            at: None,
-            log_bytes: 0,
-            ack,
-        })
-    };
     commit_to(&mut p.nodes[1], &txns);
     assert_eq!(
         replies(&mut writer).first().map(|x| (x.0, x.2)),
@@ -702,8 +633,7 @@ fn a_sync_right_after_an_election_is_answered_without_waiting_for_a_write() {
     let (_a, on_follower, pw_f) = session_on_follower(&mut p, 10);
     let mut b = connect(&mut p.nodes[0], 30, 0, [0; 16]);
     p.settle();
-    let (_, on_leader, _, pw_l) = replies(&mut b).first().cloned().expect("a session");
-    let pw_l: [u8; 16] = pw_l.as_ref().try_into().expect("16 bytes");
+    let (on_leader, pw_l) = session_of(&replies(&mut b));
     // Member 1 wins the next term; nothing is written in it.
     p.nodes[0].core.handle(role(1, 2, true));
     p.nodes[1].core.handle(role(1, 2, false));

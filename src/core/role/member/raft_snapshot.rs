@@ -8,15 +8,13 @@
 //! 1 are the whole-state images of earlier builds, still read — then the image.
 
 use super::{LogPos, Member};
+use crate::core::fuzzy_image::FuzzyImage;
 use crate::core::outbox::Outbox;
 use crate::core::token::Token;
 use crate::core::Core;
-use crate::durability::capture::Capture;
 use crate::durability::image;
-use crate::limits::SNAPSHOT_STEP;
 use crate::state::State;
 use palisade_proto::Txn;
-use std::time::Instant;
 
 type Reply = Token<(Vec<u8>, Option<LogPos>)>;
 
@@ -84,16 +82,9 @@ fn next_due(snap_count: u64, rng: &mut fastrand::Rng) -> u64 {
 }
 
 pub(in crate::core) struct RaftCapture {
-    start: i64,
-    capture: Capture,
-    /// The image being built in place: kind (and key), room for the head, then the items.
-    image: Vec<u8>,
-    /// Where the head's room starts in `image`.
-    head_at: usize,
-    /// The txns applied since the capture began, as `image::push_txn` writes them.
-    txns: Vec<u8>,
+    /// After its kind byte (and key).
+    image: FuzzyImage,
     waiting: Vec<Reply>,
-    started: Instant,
 }
 
 impl RaftCapture {
@@ -115,7 +106,6 @@ impl Core {
             c.waiting.push(reply);
             return;
         }
-        let start = self.state.zxid();
         // Room for an image the size of the last one and an eighth more: growing a Vec of
         // 100+ MB by doubling copies it again and again on the core thread.
         let hint = m
@@ -130,18 +120,11 @@ impl Core {
             }
             None => image.push(2),
         }
-        let head_at = image.len();
-        image.resize(head_at + image::FUZZY_HEAD, 0);
-        let sessions = self.state.sessions().iter().map(|(&id, &t)| (id, t));
-        let capture = Capture::begin(&self.state.tree, sessions, start, &mut image);
+        let image = FuzzyImage::begin(&self.state, image, self.now);
+        let start = image.start();
         m.snapshots.capture = Some(RaftCapture {
-            start,
-            capture,
             image,
-            head_at,
-            txns: Vec::new(),
             waiting: vec![reply],
-            started: self.now.mono,
         });
         tracing::info!(
             zxid = format_args!("{start:#x}"),
@@ -152,7 +135,7 @@ impl Core {
     /// Records a txn about to be applied while a capture is in progress.
     pub(in crate::core) fn raft_snapshot_txn(&mut self, txn: &Txn) {
         if let Some(c) = self.role.member_mut().snapshots.capture.as_mut() {
-            image::push_txn(&mut c.txns, txn);
+            c.image.push_txn(txn);
         }
     }
 
@@ -162,10 +145,7 @@ impl Core {
         let Some(c) = m.snapshots.capture.as_mut() else {
             return;
         };
-        if !c
-            .capture
-            .step(&self.state.tree, SNAPSHOT_STEP, &mut c.image)
-        {
+        if !c.image.step(&self.state) {
             return;
         }
         // With the early-ack fault the state runs ahead of the log by the txns in flight; an
@@ -177,29 +157,10 @@ impl Core {
         let Some(c) = m.snapshots.capture.take() else {
             return;
         };
-        let end = self.state.zxid();
-        let trailer = c.capture.trailer(end, self.state.tree.digest());
-        let mut out = c.image;
-        // Finished in place: the image can be the size of the tree.
-        image::finish_fuzzy(&mut out, c.head_at, c.start, &trailer, &c.txns);
+        let out = c.image.finish(&self.state, self.now, "Raft snapshot");
         m.snapshots.image_bytes = out.len();
-        tracing::info!(
-            start = format_args!("{:#x}", c.start),
-            end = format_args!("{end:#x}"),
-            nodes = trailer.node_count,
-            bytes = out.len(),
-            ms = self.now.since(c.started).as_millis() as u64,
-            "Raft snapshot captured"
-        );
         let at = m.applied_at;
-        let mut waiting = c.waiting;
-        let last = waiting.pop();
-        for w in waiting {
-            self.outbox.answer(w, (out.clone(), at));
-        }
-        if let Some(w) = last {
-            self.outbox.answer(w, (out, at));
-        }
+        self.outbox.answer_all(c.waiting, (out, at));
     }
 }
 

@@ -126,15 +126,9 @@ fn a_raft_snapshot_is_captured_between_batches_and_installs_as_the_state_it_ends
         create(epoch2 + 3, "/t/zz", n as i32 + 2),
     ];
     commit(&mut a, during, 20);
-    let mut turns = 1;
-    let (image, at) = loop {
-        a.raft_snapshot_step();
-        turns += 1;
-        if let Some(r) = a.answer_to::<crate::seam::Image>(9) {
-            break r;
-        }
-        assert!(turns < 1000, "the capture never finished");
-    };
+    let (image, at) = a
+        .raft_snapshot_within(9, 1000)
+        .expect("the capture never finished");
     assert!(!a.capturing());
     assert_eq!(
         at.map(|p| p.index),
@@ -162,12 +156,7 @@ fn a_damaged_image_is_refused_and_the_state_is_kept() {
     let mut a = member(1);
     commit(&mut a, vec![create((1 << 32) + 1, "/x", 1)], 3);
     a.handle(Input::Image(Token::detached(9)));
-    let (mut image, at) = loop {
-        a.raft_snapshot_step();
-        if let Some(r) = a.answer_to::<crate::seam::Image>(9) {
-            break r;
-        }
-    };
+    let (mut image, at) = a.raft_snapshot_within(9, 1000).expect("the image");
     let mut b = member(2);
     commit(&mut b, vec![create((1 << 32) + 1, "/mine", 1)], 3);
     let len = image.len();
@@ -231,12 +220,7 @@ fn after_a_snapshot_the_next_waits_for_a_log_as_large_as_its_image() {
     assert!(asks(&mut a) > 0, "10 txns, snapCount 10");
 
     a.handle(Input::Image(Token::detached(9)));
-    let (image, _) = loop {
-        a.raft_snapshot_step();
-        if let Some(r) = a.answer_to::<crate::seam::Image>(9) {
-            break r;
-        }
-    };
+    let (image, _) = a.raft_snapshot_within(9, 1000).expect("the image");
     let image_bytes = image.len() as u64;
     assert!(
         image_bytes > 100,

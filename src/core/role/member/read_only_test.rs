@@ -110,13 +110,7 @@ fn got(c: &mut Client) -> Vec<Got> {
 }
 
 fn request(core: &mut Core, c: &Client, xid: i32, req: Request) {
-    let frame = req.encode(xid).freeze();
-    core.handle(Input::Request {
-        conn: c.conn,
-        xid,
-        req,
-        frame,
-    });
+    core.handle(crate::core::testkit::request(c.conn, xid, req));
 }
 
 #[test]

@@ -153,11 +153,8 @@ fn chunks_then_an_abort_leave_the_live_state_and_a_snapshot_waits_for_the_outcom
     );
     assert!(p.nodes[1].core.restoring(), "no client is served meanwhile");
     p.nodes[1].core.handle(Input::Image(Token::detached(9)));
-    for _ in 0..10 {
-        p.nodes[1].core.raft_snapshot_step();
-    }
     assert!(
-        p.nodes[1].core.answer_to::<crate::seam::Image>(9).is_none(),
+        p.nodes[1].core.raft_snapshot_within(9, 10).is_none(),
         "a snapshot was taken while a restore was half-spooled"
     );
     apply(
@@ -172,14 +169,7 @@ fn chunks_then_an_abort_leave_the_live_state_and_a_snapshot_waits_for_the_outcom
     assert_eq!(p.nodes[1].core.state.tree.digest(), live);
     assert_eq!(p.nodes[1].core.state.zxid(), live_zxid);
     // The snapshot is taken now, of the live state.
-    let mut got = None;
-    for _ in 0..1000 {
-        p.nodes[1].core.raft_snapshot_step();
-        if let Some(g) = p.nodes[1].core.answer_to::<crate::seam::Image>(9) {
-            got = Some(g);
-            break;
-        }
-    }
+    let got = p.nodes[1].core.raft_snapshot_within(9, 1000);
     let (bytes, _) = got.expect("the snapshot is taken once the restore is aborted");
     let (_, state) = super::super::raft_snapshot::decode(&bytes).unwrap();
     assert_eq!(state.tree.digest(), live);
@@ -226,14 +216,7 @@ fn a_snapshot_asked_for_mid_restore_holds_the_restored_state() {
     );
     let restored = p.nodes[1].core.state.tree.digest();
     assert!(p.nodes[1].core.state.zxid() > backup_zxid);
-    let mut got = None;
-    for _ in 0..1000 {
-        p.nodes[1].core.raft_snapshot_step();
-        if let Some(g) = p.nodes[1].core.answer_to::<crate::seam::Image>(9) {
-            got = Some(g);
-            break;
-        }
-    }
+    let got = p.nodes[1].core.raft_snapshot_within(9, 1000);
     let (bytes, _) = got.expect("the snapshot is taken once the restore is done");
     let (_, state) = super::super::raft_snapshot::decode(&bytes).unwrap();
     assert_eq!(state.tree.digest(), restored);
