@@ -187,7 +187,7 @@ pub fn poll_for<T>(budget: Duration, mut try_once: impl FnMut() -> Option<T>) ->
             return None;
         }
         polls = polls.wrapping_add(1);
-        if polls % YIELD_EVERY == 0 {
+        if polls.is_multiple_of(YIELD_EVERY) {
             std::thread::yield_now();
         } else {
             for _ in 0..POLL_PAUSES {
