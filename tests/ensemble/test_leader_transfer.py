@@ -118,9 +118,19 @@ def test_leadership_moves_by_admin_command(ensemble, kind):
     assert new, c.diagnose("no other member leads 5 s after yield_leadership")
 
     target = next(m for m in c.followers() if m is not new)
-    status, answer = post(port[target], "rqld")
-    assert (status, answer["command"], answer["sent"]) == (200, "request_leadership", True), answer
-    assert wait_until(lambda: c.leader() is target, 5), \
+    # Asked twice at most: a hand-over is an election the target runs at once, and on a
+    # machine starved of CPU (this suite runs beside the JVM suites) a member that did not run
+    # for half a second may campaign first and win (seen once: every member late by 350-450
+    # ms). The command must then work when asked again.
+    for _ in range(2):
+        if c.leader() is target:
+            break
+        status, answer = post(port[target], "rqld")
+        assert (status, answer["command"], answer["sent"]) == (200, "request_leadership", True), \
+            answer
+        if wait_until(lambda: c.leader() is target, 5):
+            break
+    assert c.leader() is target, \
         c.diagnose("request_leadership on %r did not make it the leader" % target)
     zk = c.client()
     assert wait_until(lambda: try_write(zk, "/after-admin-transfer", 2.0), 5)
