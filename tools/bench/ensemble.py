@@ -18,6 +18,9 @@ machine cancels out; figures are medians over the rounds with their min–max.
 The members and the load generator share this machine's cores and one disk: a write is
 fsynced by at least two members on the same device, for both servers.
 
+PALISADE_BENCH_KEEP_LOGS=DIR keeps each member's server.log and zoo.cfg under DIR (locks.py's
+ensemble rows too), for a run that failed.
+
 Bounded: every subprocess and wait has a timeout; --quick (1 round, 2 s runs) takes about
 2 minutes, the default (3 rounds, 8 s runs) about 8. Every server process is killed at exit.
 """
@@ -240,6 +243,11 @@ class Ensemble:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(10)
+        keep = os.environ.get("PALISADE_BENCH_KEEP_LOGS")
+        if keep:
+            # The members' logs and configs outlive the run (a failed run is diagnosed from them).
+            shutil.copytree(self.dir, os.path.join(keep, os.path.basename(self.dir)),
+                            ignore=shutil.ignore_patterns("data"), dirs_exist_ok=True)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
