@@ -7,9 +7,8 @@
 //! connection) and a lock handoff a dozen, so on a latency-bound load the wake-ups, not the
 //! work, set the pace. Polling for a short while first catches the next message without
 //! sleeping: the core polls through the fdatasync of the batch it just handed to the log.
-//! Every few polls the thread yields its CPU, so on a machine with few cores the threads that
-//! do have work (connection tasks, clients) still run; between the others it only pauses
-//! (`spin_loop`), as a yield each poll cost more than the polling saved (see `YIELD_EVERY`).
+//! Between polls the thread yields its CPU, so on a machine with few cores the threads that
+//! do have work (connection tasks, clients) still run.
 //!
 //! Polling costs a core while it lasts, though, and under a light load (requests trickling in
 //! every millisecond or more) nearly every poll runs to its end for nothing. So each waiting
@@ -23,18 +22,6 @@ use std::time::{Duration, Instant};
 /// hops around it, so a write's durable notice usually finds the core still polling (150 µs
 /// and 300 µs were measured; 300 gave the lock recipe 10% more handoffs, the rest the same).
 pub const DEFAULT_SPIN_MICROS: u64 = 300;
-
-/// Polls between two yields of the CPU. A yield is a system call, and often a switch to
-/// another thread and back: on the standalone lock recipes a yield at every poll made ~190
-/// calls per acquisition, the most of the server's CPU (perf). Yielding every 8th poll, with
-/// `POLL_PAUSES` between the others, gave 14% more mutex handoffs at 11% less server CPU
-/// each (read-write lock: 3% more, 5% less); never yielding lost a fifth to a quarter of both, the
-/// clients starved of the core (docs/design/BENCHMARKS.md, 2026-12-07 night).
-const YIELD_EVERY: u32 = 8;
-
-/// `spin_loop` hints between two polls that do not yield: a few µs at most, so a message
-/// waits no longer than that for the poll that takes it.
-const POLL_PAUSES: u32 = 16;
 
 /// Weight of the newest wait in the average, as a shift: 1/8, so a change of pace shows within
 /// a few messages while one odd wait moves the average by an eighth.
@@ -178,7 +165,6 @@ pub fn poll_for<T>(budget: Duration, mut try_once: impl FnMut() -> Option<T>) ->
         return None;
     }
     let start = Instant::now();
-    let mut polls: u32 = 0;
     loop {
         if let Some(v) = try_once() {
             return Some(v);
@@ -186,14 +172,7 @@ pub fn poll_for<T>(budget: Duration, mut try_once: impl FnMut() -> Option<T>) ->
         if start.elapsed() >= budget {
             return None;
         }
-        polls = polls.wrapping_add(1);
-        if polls.is_multiple_of(YIELD_EVERY) {
-            std::thread::yield_now();
-        } else {
-            for _ in 0..POLL_PAUSES {
-                std::hint::spin_loop();
-            }
-        }
+        std::thread::yield_now();
     }
 }
 
