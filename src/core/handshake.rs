@@ -52,7 +52,10 @@ impl Core {
             return;
         }
         let id = h.req.session_id;
-        if id != 0 && self.role.forwards_writes() && !revalidated && !ro {
+        // A wrong password for a session known here is refused at once (below), as ZooKeeper
+        // checks it before revalidating: the leader's answer would also touch the session.
+        let known_bad = self.liveness.get(id).is_some() && !self.password_ok(id, &h.req);
+        if id != 0 && self.role.forwards_writes() && !revalidated && !ro && !known_bad {
             // A session moving here is revalidated with the leader (as ZooKeeper's learners
             // do): a sync to the leader, then the decision once its point is applied here,
             // where the session may not be created, or closed, yet. A follower still naming a
@@ -164,12 +167,8 @@ impl Core {
         let id = h.req.session_id;
         // The password first: a handshake naming another client's session with a wrong one
         // must not disturb that client (ZooKeeper closes its connection before checking).
-        let password = self.liveness.password(id);
-        let given = h.req.passwd.as_deref().unwrap_or(&[]);
-        let valid = self.liveness.get(id).is_some_and(|s| !s.closing)
-            && (same_bytes(given, &password)
-                || (self.cfg.zookeeper_sessions.contains(&id)
-                    && same_bytes(given, &palisade_zkdisk::session::zk_password(id))));
+        let valid =
+            self.liveness.get(id).is_some_and(|s| !s.closing) && self.password_ok(id, &h.req);
         if !valid {
             self.outbox
                 .send(&h.out, Out::Bytes(self.connect_reply(None, read_only)));
@@ -192,6 +191,15 @@ impl Core {
             Out::Bytes(self.connect_reply(Some((id, timeout)), read_only)),
         );
         self.outbox.answer(h.ready, true);
+    }
+
+    /// Whether the handshake's password is the session's (or, for a session imported from
+    /// ZooKeeper, ZooKeeper's for it).
+    fn password_ok(&self, id: i64, req: &ConnectRequest) -> bool {
+        let given = req.passwd.as_deref().unwrap_or(&[]);
+        same_bytes(given, &self.liveness.password(id))
+            || (self.cfg.zookeeper_sessions.contains(&id)
+                && same_bytes(given, &palisade_zkdisk::session::zk_password(id)))
     }
 
     /// The ConnectResponse for a session (id, negotiated timeout), or for a refused one:

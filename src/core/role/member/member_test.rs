@@ -723,6 +723,15 @@ fn a_known_session_moving_to_a_follower_is_taken_only_once_the_leader_answers() 
     p.settle();
     let r = replies(&mut again);
     assert_eq!(r.first().map(|x| (x.0, x.1)), Some((i32::MIN, id)), "{r:?}");
+    // A wrong password is refused here at once, as ZooKeeper checks it before revalidating:
+    // the leader's answer would touch the session.
+    let mut wrong = connect(&mut p.nodes[1], 13, id, [9; 16]);
+    assert!(
+        sent_forwards(&mut p.nodes[1]).is_empty(),
+        "nothing asked of the leader"
+    );
+    let r = replies(&mut wrong);
+    assert_eq!(r.first().map(|x| x.1), Some(0), "refused: {r:?}");
 }
 
 /// The forwarder's queue full (limits.rs `FORWARD_QUEUE`: calls to a leader that does not
